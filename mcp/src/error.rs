@@ -1,0 +1,86 @@
+//! The bilingual error a port hands back, and its wire envelope.
+//!
+//! The core writes every message (English and Chinese in the same place, so they cannot drift);
+//! this crate only carries them to the client. The one message written here is the internal
+//! failure, which no port can produce because it happens after the port has answered.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// A failed read, shaped like the REST error body: `{"error": {code, message_en, message_zh, field}}`.
+///
+/// Tools return it as a result with `isError: true`; resource reads return it as the `data` of a
+/// JSON-RPC error, because `resources/read` has no error result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolError {
+    /// Specific snake_case code, the same one REST would use (`not_found`, `validation_failed`…).
+    pub code: String,
+    pub message_en: String,
+    pub message_zh: String,
+    /// Path of the offending argument (`limit`, `handle`), or `None` when no single field is at fault.
+    pub field: Option<String>,
+}
+
+impl ToolError {
+    pub fn new(
+        code: impl Into<String>,
+        message_en: impl Into<String>,
+        message_zh: impl Into<String>,
+    ) -> Self {
+        Self { code: code.into(), message_en: message_en.into(), message_zh: message_zh.into(), field: None }
+    }
+
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// A port answered but its output could not be turned into JSON: a bug, not the caller's fault.
+    pub(crate) fn internal() -> Self {
+        Self::new(
+            "internal_error",
+            "The server could not complete this read. Please try again later.",
+            "服务器未能完成此次读取，请稍后重试。",
+        )
+    }
+
+    /// `arguments` of a tool call that is not a JSON object; the core never sees such a call.
+    pub(crate) fn arguments_not_an_object() -> Self {
+        Self::new("validation_failed", "Tool arguments must be a JSON object.", "工具参数必须是 JSON 对象。")
+    }
+
+    /// The REST error body for this error.
+    pub fn envelope(&self) -> Value {
+        serde_json::json!({ "error": self })
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message_en)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_matches_the_rest_error_body() {
+        let error = ToolError::new("validation_failed", "limit must be 1-100", "limit 须为 1-100")
+            .with_field("limit");
+        assert_eq!(
+            error.envelope(),
+            serde_json::json!({"error": {
+                "code": "validation_failed",
+                "message_en": "limit must be 1-100",
+                "message_zh": "limit 须为 1-100",
+                "field": "limit",
+            }})
+        );
+        let no_field = ToolError::new("not_found", "no such agent", "没有这个代理");
+        assert_eq!(no_field.envelope()["error"]["field"], Value::Null);
+    }
+}

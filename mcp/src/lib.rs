@@ -1,0 +1,27 @@
+//! agentdir's read-only MCP server: tools, resources and the streamable HTTP endpoint, generic
+//! over a read port ([`DirectoryRead`]) that the core implements.
+//!
+//! This crate never depends on the core: it declares what it needs and the core provides it,
+//! which keeps the MCP surface read-only by construction.
+//!
+//! ```ignore
+//! let cfg = agentdir_mcp::McpConfig::new("https://agentdir.example")?;
+//! let app = axum::Router::new()
+//!     .nest_service("/mcp", agentdir_mcp::streamable_http_service(port, cfg));
+//! ```
+
+mod config;
+mod error;
+mod port;
+mod render;
+mod resources;
+mod schema;
+mod server;
+mod tools;
+mod transport;
+
+pub use config::{ConfigError, McpConfig};
+pub use error::ToolError;
+pub use port::{Arguments, DirectoryRead, ToText, ToolOutput};
+pub use server::McpServer;
+pub use transport::{McpService, streamable_http_service};

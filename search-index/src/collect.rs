@@ -1,0 +1,274 @@
+//! The collector behind every search: exact total, numeric filters, and a deterministic top-k.
+//!
+//! tantivy's `TopDocs` breaks score ties by `DocAddress`, which changes when segments merge, so
+//! paging could skip or repeat documents. Here every hit becomes one `u128` sort value, primary
+//! order in the high 64 bits (score or timestamp, order-preserving encoded) and the document key
+//! in the low 64 bits. Keys are unique, so the order is total and depends only on the data.
+//!
+//! The per-segment buffer keeps at most about `2k` values (k = offset + limit): when it fills, a
+//! linear-time selection keeps the best `k` and raises a threshold below which hits are dropped
+//! without being buffered. Every hit is counted, so `total` is exact.
+//!
+//! The numeric filters (min level, joined since, mailbox verified) are checked here against fast
+//! fields instead of being range queries: this costs one column read per hit and never changes
+//! scores.
+
+use std::sync::Arc;
+
+use tantivy::collector::{Collector, SegmentCollector};
+use tantivy::columnar::{Cardinality, Column, ColumnValues};
+use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader};
+
+use crate::Page;
+use crate::schema::{JOINED, KEY, LEVEL, TS, VERIFIED};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Order {
+    /// BM25 score desc, then key desc.
+    Score,
+    /// The `ts` fast field desc, then key desc.
+    Recency,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NumericFilters {
+    pub min_level: Option<u64>,
+    pub joined_since: Option<i64>,
+    pub verified: Option<bool>,
+}
+
+pub(crate) struct PageCollector {
+    pub order: Order,
+    pub filters: NumericFilters,
+    /// offset + limit, saturated.
+    pub k: usize,
+}
+
+pub(crate) struct Hits {
+    pub total: u64,
+    values: Vec<u128>,
+}
+
+impl Hits {
+    /// The `[offset, offset + limit)` slice of the full order.
+    pub(crate) fn page(mut self, offset: usize, limit: usize) -> Page {
+        self.values.sort_unstable_by(|a, b| b.cmp(a));
+        let keys = self.values.iter().skip(offset).take(limit).map(|v| *v as u64).collect();
+        Page { total: self.total, keys }
+    }
+}
+
+fn encode_score(score: Score) -> u64 {
+    // Maps f32 to u32 preserving order (negatives included, though BM25 never yields them).
+    let bits = score.to_bits();
+    let ordered = if bits & 0x8000_0000 != 0 { !bits } else { bits | 0x8000_0000 };
+    u64::from(ordered)
+}
+
+fn encode_i64(v: i64) -> u64 {
+    (v as u64) ^ (1 << 63)
+}
+
+fn sort_value(primary: u64, key: u64) -> u128 {
+    (u128::from(primary) << 64) | u128::from(key)
+}
+
+/// Keeps the best `k` of a stream of values using amortised linear selection.
+struct TopK {
+    k: usize,
+    values: Vec<u128>,
+    /// Every kept value is > threshold once the buffer has been trimmed at least once.
+    threshold: Option<u128>,
+}
+
+impl TopK {
+    fn new(k: usize) -> Self {
+        TopK { k, values: Vec::new(), threshold: None }
+    }
+
+    #[inline]
+    fn push(&mut self, v: u128) {
+        if self.k == 0 {
+            return;
+        }
+        if let Some(t) = self.threshold
+            && v <= t
+        {
+            return;
+        }
+        self.values.push(v);
+        if self.values.len() >= self.k.saturating_mul(2).max(64) {
+            self.trim();
+        }
+    }
+
+    fn trim(&mut self) {
+        if self.values.len() > self.k {
+            let k = self.k;
+            self.values.select_nth_unstable_by(k - 1, |a, b| b.cmp(a));
+            self.values.truncate(k);
+            self.threshold = self.values.iter().min().copied();
+        }
+    }
+}
+
+/// A fast-field column read as "one value per doc", whatever its cardinality.
+fn dense<T>(column: Column<T>, default: T) -> Arc<dyn ColumnValues<T>>
+where
+    T: PartialOrd + Copy + Send + Sync + std::fmt::Debug + 'static,
+{
+    if column.get_cardinality() == Cardinality::Full {
+        column.values
+    } else {
+        column.first_or_default_col(default)
+    }
+}
+
+pub(crate) struct PageSegmentCollector {
+    order: Order,
+    key: Arc<dyn ColumnValues<u64>>,
+    ts: Option<Arc<dyn ColumnValues<i64>>>,
+    level: Option<(u64, Arc<dyn ColumnValues<u64>>)>,
+    joined: Option<(i64, Arc<dyn ColumnValues<i64>>)>,
+    verified: Option<(bool, Arc<dyn ColumnValues<bool>>)>,
+    total: u64,
+    top: TopK,
+}
+
+impl PageSegmentCollector {
+    #[inline]
+    fn passes(&self, doc: DocId) -> bool {
+        if let Some((min, col)) = &self.level
+            && col.get_val(doc) < *min
+        {
+            return false;
+        }
+        if let Some((since, col)) = &self.joined
+            && col.get_val(doc) < *since
+        {
+            return false;
+        }
+        if let Some((want, col)) = &self.verified
+            && col.get_val(doc) != *want
+        {
+            return false;
+        }
+        true
+    }
+}
+
+impl SegmentCollector for PageSegmentCollector {
+    type Fruit = Hits;
+
+    #[inline]
+    fn collect(&mut self, doc: DocId, score: Score) {
+        if !self.passes(doc) {
+            return;
+        }
+        self.total += 1;
+        let primary = match (&self.order, &self.ts) {
+            (Order::Recency, Some(ts)) => encode_i64(ts.get_val(doc)),
+            _ => encode_score(score),
+        };
+        let key = self.key.get_val(doc);
+        self.top.push(sort_value(primary, key));
+    }
+
+    fn harvest(mut self) -> Hits {
+        self.top.trim();
+        Hits { total: self.total, values: self.top.values }
+    }
+}
+
+impl Collector for PageCollector {
+    type Fruit = Hits;
+    type Child = PageSegmentCollector;
+
+    fn for_segment(
+        &self,
+        _segment_local_id: SegmentOrdinal,
+        segment: &SegmentReader,
+    ) -> tantivy::Result<PageSegmentCollector> {
+        let ff = segment.fast_fields();
+        let key = dense(ff.u64(KEY)?, 0);
+        let ts = match self.order {
+            Order::Recency => Some(dense(ff.i64(TS)?, i64::MIN)),
+            Order::Score => None,
+        };
+        let level = match self.filters.min_level {
+            Some(min) if min > 0 => Some((min, dense(ff.u64(LEVEL)?, 0))),
+            _ => None,
+        };
+        let joined = match self.filters.joined_since {
+            Some(since) => Some((since, dense(ff.i64(JOINED)?, i64::MIN))),
+            None => None,
+        };
+        let verified = match self.filters.verified {
+            Some(want) => Some((want, dense(ff.bool(VERIFIED)?, false))),
+            None => None,
+        };
+        Ok(PageSegmentCollector {
+            order: self.order,
+            key,
+            ts,
+            level,
+            joined,
+            verified,
+            total: 0,
+            top: TopK::new(self.k),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        self.order == Order::Score
+    }
+
+    fn merge_fruits(&self, fruits: Vec<Hits>) -> tantivy::Result<Hits> {
+        let mut top = TopK::new(self.k);
+        let mut total = 0u64;
+        for f in fruits {
+            total += f.total;
+            for v in f.values {
+                top.push(v);
+            }
+        }
+        top.trim();
+        Ok(Hits { total, values: top.values })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodings_preserve_order() {
+        let scores = [0.0f32, 1e-6, 0.5, 1.0, 3.25, 1e9];
+        for w in scores.windows(2) {
+            assert!(encode_score(w[0]) < encode_score(w[1]));
+        }
+        assert!(encode_score(-1.0) < encode_score(0.0));
+        let ts = [i64::MIN, -5, 0, 7, i64::MAX];
+        for w in ts.windows(2) {
+            assert!(encode_i64(w[0]) < encode_i64(w[1]));
+        }
+        assert!(sort_value(1, 0) > sort_value(0, u64::MAX));
+    }
+
+    #[test]
+    fn top_k_keeps_the_best() {
+        let mut t = TopK::new(5);
+        for v in 0..1000u128 {
+            t.push((v * 7919) % 1000);
+        }
+        t.trim();
+        let mut got = t.values.clone();
+        got.sort_unstable_by(|a, b| b.cmp(a));
+        assert_eq!(got, vec![999, 998, 997, 996, 995]);
+        let hits = Hits { total: 1000, values: (0..10).collect() };
+        let page = hits.page(8, 5);
+        assert_eq!(page.keys, vec![1, 0]);
+        let hits = Hits { total: 3, values: (0..3).collect() };
+        assert!(hits.page(usize::MAX, 100).keys.is_empty());
+    }
+}

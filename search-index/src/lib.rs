@@ -1,0 +1,441 @@
+//! Full-text search over agents and calls: a derived index that the core feeds from SQLite (the
+//! source of truth) and asks for ordered pages of keys. It knows nothing of SQL, HTTP or MCP.
+//!
+//! One [`SearchIndex`] owns a directory holding two tantivy indexes (`agents/`, `calls/`), one
+//! writer for each behind a single mutex, and a manually reloaded reader for each so a search
+//! issued after [`SearchIndex::apply`] returns sees the change. The change-log sequence number
+//! the index has applied is stored in every commit's payload; the core replays its change log
+//! from [`SearchIndex::applied_seq`] at start, and rebuilds from scratch when
+//! [`SearchIndex::needs_rebuild`] says the index was missing, corrupt or of another schema.
+//!
+//! Every method blocks; call them from `spawn_blocking`.
+
+mod analysis;
+mod collect;
+mod query;
+mod schema;
+mod store;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use tantivy::directory::DirectoryLock;
+use tantivy::query::{AllQuery, Query, TermQuery};
+use tantivy::{IndexWriter, TantivyError, Term};
+
+use crate::analysis::QueryAnalyzer;
+use crate::collect::{NumericFilters, Order, PageCollector};
+use crate::query::{exact_term, with_exact_handle, with_filters, words_query};
+use crate::schema::{AgentFields, CallFields, exact_term_value};
+use crate::store::Part;
+
+/// Largest page the index hands out; larger limits are clamped.
+pub const MAX_LIMIT: usize = 100;
+
+/// Longest string that can be a handle typed in full (handles are `[a-z0-9-]`).
+const MAX_HANDLE_CHARS: usize = 64;
+
+/// One agent as the index sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentDoc {
+    /// The agent's stable integer id; unique.
+    pub key: u64,
+    /// e.g. "zh-translator-01" (a-z0-9 and hyphen).
+    pub handle: String,
+    pub name: String,
+    pub tagline: String,
+    pub description_en: String,
+    pub description_zh: String,
+    pub capabilities: Vec<String>,
+    /// Language codes like "en", "zh", "pt-BR".
+    pub languages: Vec<String>,
+    pub offering_titles: Vec<String>,
+    pub offering_deliverables: Vec<String>,
+    pub offering_tags: Vec<String>,
+    pub model: String,
+    /// Trust level 0..=2.
+    pub level: u64,
+    pub mailbox_verified: bool,
+    /// Unix milliseconds.
+    pub joined_at: i64,
+    /// Unix milliseconds.
+    pub last_active_at: i64,
+}
+
+/// One call as the index sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallDoc {
+    /// Stable integer id of the call; unique; grows with creation time.
+    pub key: u64,
+    pub title: String,
+    pub body: String,
+    pub deliverable: String,
+    pub constraints: String,
+    pub tags: Vec<String>,
+    /// "seeking" | "offering" | "announce".
+    pub kind: String,
+    /// "zh" | "en" | "other".
+    pub lang: String,
+    pub author_handle: String,
+    /// Unix milliseconds.
+    pub created_at: i64,
+}
+
+/// One change to apply; an upsert replaces any document with the same key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    UpsertAgent(AgentDoc),
+    RemoveAgent(u64),
+    UpsertCall(CallDoc),
+    RemoveCall(u64),
+}
+
+/// An agent search. Empty or whitespace-only strings mean "no such condition".
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AgentQuery<'a> {
+    /// The user's free text `q`, any string.
+    pub text: Option<&'a str>,
+    /// Exact match, case-insensitive, against capabilities.
+    pub capability: Option<&'a str>,
+    /// Exact match, case-insensitive, against languages.
+    pub language: Option<&'a str>,
+    pub mailbox_verified: Option<bool>,
+    /// level >= min_level.
+    pub min_level: Option<u64>,
+    /// joined_at >= this (unix ms).
+    pub joined_since: Option<i64>,
+    /// 1..=100; larger values are clamped to [`MAX_LIMIT`].
+    pub limit: usize,
+    /// Any value, may be far past the end.
+    pub offset: usize,
+}
+
+/// A call search. Empty or whitespace-only strings mean "no such condition".
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallQuery<'a> {
+    pub text: Option<&'a str>,
+    /// Exact match, case-insensitive.
+    pub kind: Option<&'a str>,
+    /// Exact match, case-insensitive, against tags.
+    pub tag: Option<&'a str>,
+    /// Exact match (handles are lower-case; compared case-insensitively).
+    pub author_handle: Option<&'a str>,
+    pub limit: usize,
+    pub offset: usize,
+}
+
+/// One page of results.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Page {
+    /// Number of documents matching the query, all pages together.
+    pub total: u64,
+    /// The requested page, in order.
+    pub keys: Vec<u64>,
+}
+
+/// Errors never include user text; the `Display` strings are safe to show, details are in
+/// `source()` for logs.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// Another process (or another `SearchIndex` in this one) holds the index directory.
+    /// Nothing was touched.
+    #[error("the search index is in use by another process")]
+    Locked,
+    #[error("search index storage error")]
+    Io(#[from] std::io::Error),
+    #[error("search index engine error")]
+    Engine(#[source] TantivyError),
+}
+
+impl From<TantivyError> for IndexError {
+    fn from(e: TantivyError) -> Self {
+        match e {
+            TantivyError::LockFailure(tantivy::directory::error::LockError::LockBusy, _) => {
+                IndexError::Locked
+            }
+            other => IndexError::Engine(other),
+        }
+    }
+}
+
+struct Writers {
+    agents: IndexWriter,
+    calls: IndexWriter,
+}
+
+/// The search index. `Send + Sync`: share it behind an `Arc`.
+pub struct SearchIndex {
+    agents: Part,
+    calls: Part,
+    agent_fields: AgentFields,
+    call_fields: CallFields,
+    writers: Mutex<Writers>,
+    analyzer: QueryAnalyzer,
+    needs_rebuild: AtomicBool,
+    applied_seq: AtomicU64,
+    // Declared last so it is released after the writers.
+    _dir_lock: DirectoryLock,
+}
+
+impl SearchIndex {
+    /// Opens the index under `dir` (creating `dir` if missing). If the index is missing,
+    /// corrupt/unreadable, or was written with another schema version, it is wiped and
+    /// recreated empty, and [`needs_rebuild`](Self::needs_rebuild) is true.
+    ///
+    /// Fails with [`IndexError::Locked`] (touching nothing) when another process holds `dir`.
+    pub fn open(dir: &Path) -> Result<SearchIndex, IndexError> {
+        let opened = store::open(dir)?;
+        Ok(SearchIndex {
+            needs_rebuild: AtomicBool::new(opened.needs_rebuild),
+            applied_seq: AtomicU64::new(opened.applied_seq),
+            analyzer: QueryAnalyzer::new(opened.jieba),
+            writers: Mutex::new(Writers { agents: opened.agents.1, calls: opened.calls.1 }),
+            agents: opened.agents.0,
+            calls: opened.calls.0,
+            agent_fields: opened.agent_fields,
+            call_fields: opened.call_fields,
+            _dir_lock: opened.lock,
+        })
+    }
+
+    /// True when `open` found nothing usable; the core should call [`rebuild`](Self::rebuild).
+    pub fn needs_rebuild(&self) -> bool {
+        self.needs_rebuild.load(Ordering::SeqCst)
+    }
+
+    /// The change-log sequence number the index has applied up to (0 for a new index).
+    pub fn applied_seq(&self) -> u64 {
+        self.applied_seq.load(Ordering::SeqCst)
+    }
+
+    fn lock_writers(&self) -> MutexGuard<'_, Writers> {
+        // A panic while holding the writers leaves uncommitted operations of unknown state;
+        // dropping them restores a consistent writer, and the core's replay redoes the work.
+        match self.writers.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => {
+                let mut guard = poisoned.into_inner();
+                rollback(&mut guard);
+                self.writers.clear_poison();
+                guard
+            }
+        }
+    }
+
+    /// Applies changes, commits with `up_to_seq` in the payload, and reloads the readers, so a
+    /// search made after this returns sees the changes. On error nothing uncommitted is kept
+    /// and `applied_seq` does not advance; re-applying the same changes is safe.
+    pub fn apply(&self, changes: Vec<Change>, up_to_seq: u64) -> Result<(), IndexError> {
+        let mut w = self.lock_writers();
+        let result = self.apply_locked(&mut w, changes, up_to_seq);
+        if result.is_err() {
+            rollback(&mut w);
+        }
+        // Reload even on failure: one of the two commits may have landed.
+        let reloaded = self.reload();
+        result?;
+        reloaded?;
+        self.applied_seq.store(up_to_seq, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn apply_locked(&self, w: &mut Writers, changes: Vec<Change>, up_to_seq: u64) -> Result<(), IndexError> {
+        let (af, cf) = (&self.agent_fields, &self.call_fields);
+        for change in changes {
+            match change {
+                Change::UpsertAgent(a) => {
+                    w.agents.delete_term(Term::from_field_u64(af.key, a.key));
+                    w.agents.add_document(af.document(&a))?;
+                }
+                Change::RemoveAgent(key) => {
+                    w.agents.delete_term(Term::from_field_u64(af.key, key));
+                }
+                Change::UpsertCall(c) => {
+                    w.calls.delete_term(Term::from_field_u64(cf.key, c.key));
+                    w.calls.add_document(cf.document(&c))?;
+                }
+                Change::RemoveCall(key) => {
+                    w.calls.delete_term(Term::from_field_u64(cf.key, key));
+                }
+            }
+        }
+        // Both parts carry the same seq, so `applied_seq` at the next open is exact.
+        store::commit(&mut w.agents, up_to_seq)?;
+        store::commit(&mut w.calls, up_to_seq)?;
+        Ok(())
+    }
+
+    /// Replaces the whole content with `docs` (upserts; removals are ignored), commits with
+    /// `up_to_seq`, and clears `needs_rebuild`. Keys in `docs` must be unique. Searches keep
+    /// seeing the previous content until this returns.
+    pub fn rebuild(&self, docs: impl IntoIterator<Item = Change>, up_to_seq: u64) -> Result<(), IndexError> {
+        let mut w = self.lock_writers();
+        store::pause_merges(&w.agents);
+        store::pause_merges(&w.calls);
+        let result = self.rebuild_locked(&mut w, docs, up_to_seq);
+        if result.is_err() {
+            rollback(&mut w);
+        }
+        store::resume_merges(&w.agents);
+        store::resume_merges(&w.calls);
+        let reloaded = self.reload();
+        result?;
+        reloaded?;
+        self.applied_seq.store(up_to_seq, Ordering::SeqCst);
+        self.needs_rebuild.store(false, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn rebuild_locked(
+        &self,
+        w: &mut Writers,
+        docs: impl IntoIterator<Item = Change>,
+        up_to_seq: u64,
+    ) -> Result<(), IndexError> {
+        w.agents.delete_all_documents()?;
+        w.calls.delete_all_documents()?;
+        for change in docs {
+            match change {
+                Change::UpsertAgent(a) => {
+                    w.agents.add_document(self.agent_fields.document(&a))?;
+                }
+                Change::UpsertCall(c) => {
+                    w.calls.add_document(self.call_fields.document(&c))?;
+                }
+                Change::RemoveAgent(_) | Change::RemoveCall(_) => {}
+            }
+        }
+        store::commit(&mut w.agents, up_to_seq)?;
+        store::commit(&mut w.calls, up_to_seq)?;
+        // One segment per index makes every later query cheaper; failure here costs speed only.
+        store::merge_all(&mut w.agents);
+        store::merge_all(&mut w.calls);
+        Ok(())
+    }
+
+    fn reload(&self) -> Result<(), IndexError> {
+        self.agents.reader.reload()?;
+        self.calls.reader.reload()?;
+        Ok(())
+    }
+
+    /// Agents matching `q`, ordered by relevance (with text) or recent activity (without).
+    pub fn search_agents(&self, q: &AgentQuery) -> Result<Page, IndexError> {
+        let f = &self.agent_fields;
+        let mut filters = Vec::new();
+        for (field, value) in [(f.capability, q.capability), (f.language, q.language)] {
+            match exact_filter(field, value) {
+                Filter::None => {}
+                Filter::Term(t) => filters.push(t),
+                Filter::Impossible => return Ok(Page::default()),
+            }
+        }
+        let (scored, order) = match present(q.text) {
+            None => (None, Order::Recency),
+            Some(text) => {
+                let words = self.analyzer.words(text);
+                let handle = handle_candidate(text);
+                match with_exact_handle(
+                    words_query(&words, &f.text_fields()),
+                    f.handle_exact,
+                    handle.as_deref(),
+                ) {
+                    Some(q) => (Some(q), Order::Score),
+                    // Text with nothing searchable in it (punctuation, emoji) matches nothing.
+                    None => return Ok(Page::default()),
+                }
+            }
+        };
+        let numeric = NumericFilters {
+            min_level: q.min_level,
+            joined_since: q.joined_since,
+            verified: q.mailbox_verified,
+        };
+        run(&self.agents, with_filters(scored, filters), order, numeric, q.offset, q.limit)
+    }
+
+    /// Calls matching `q`, ordered by relevance (with text) or creation time (without).
+    pub fn search_calls(&self, q: &CallQuery) -> Result<Page, IndexError> {
+        let f = &self.call_fields;
+        let mut filters = Vec::new();
+        for (field, value) in [(f.kind, q.kind), (f.tag, q.tag), (f.author, q.author_handle)] {
+            match exact_filter(field, value) {
+                Filter::None => {}
+                Filter::Term(t) => filters.push(t),
+                Filter::Impossible => return Ok(Page::default()),
+            }
+        }
+        let (scored, order) = match present(q.text) {
+            None => (None, Order::Recency),
+            Some(text) => {
+                let words = self.analyzer.words(text);
+                match words_query(&words, &f.text_fields()) {
+                    Some(q) => (Some(q), Order::Score),
+                    None => return Ok(Page::default()),
+                }
+            }
+        };
+        run(&self.calls, with_filters(scored, filters), order, NumericFilters::default(), q.offset, q.limit)
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+fn rollback(w: &mut Writers) {
+    for (name, writer) in [("agents", &mut w.agents), ("calls", &mut w.calls)] {
+        if let Err(e) = writer.rollback() {
+            tracing::error!(index = name, error = %e, "search index rollback failed");
+        }
+    }
+}
+
+fn present(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|v| !v.is_empty())
+}
+
+enum Filter {
+    None,
+    Term(TermQuery),
+    Impossible,
+}
+
+fn exact_filter(field: tantivy::schema::Field, value: Option<&str>) -> Filter {
+    match present(value) {
+        None => Filter::None,
+        Some(v) => match exact_term_value(v) {
+            Some(v) => Filter::Term(exact_term(field, &v)),
+            None => Filter::Impossible,
+        },
+    }
+}
+
+/// The text, lower-cased, if it could be a whole handle (an optional leading `@` is allowed).
+fn handle_candidate(text: &str) -> Option<String> {
+    let h = text.trim().trim_start_matches('@').to_lowercase();
+    let ok = !h.is_empty()
+        && h.chars().count() <= MAX_HANDLE_CHARS
+        && h.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    ok.then_some(h)
+}
+
+fn run(
+    part: &Part,
+    query: Option<Box<dyn Query>>,
+    order: Order,
+    filters: NumericFilters,
+    offset: usize,
+    limit: usize,
+) -> Result<Page, IndexError> {
+    let limit = limit.min(MAX_LIMIT);
+    let searcher = part.reader.searcher();
+    // No page can start past the number of live documents, so don't buffer for one.
+    let k = if limit == 0 || offset as u64 >= searcher.num_docs() { 0 } else { offset.saturating_add(limit) };
+    let collector = PageCollector { order, filters, k };
+    let hits = match &query {
+        Some(q) => searcher.search(q.as_ref(), &collector)?,
+        None => searcher.search(&AllQuery, &collector)?,
+    };
+    Ok(hits.page(offset, limit))
+}

@@ -1,0 +1,232 @@
+//! The two tantivy schemas (agents, calls), their field handles and boosts, the schema version,
+//! and the mapping from the crate's document types to tantivy documents.
+//!
+//! Agents and calls live in two separate indexes so that agent queries never walk call segments
+//! (1M calls vs 100k agents) and each can be merged on its own schedule.
+//!
+//! Nothing is stored: the core hydrates results from SQLite, so the index only needs to hand back
+//! keys, which come from the `key` fast field. Text fields keep term frequencies but no positions
+//! (no phrase queries), which keeps the index small.
+
+use tantivy::TantivyDocument;
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions,
+};
+
+use crate::analysis::{TEXT_TOKENIZER, normalize_exact};
+use crate::{AgentDoc, CallDoc};
+
+/// Bump whenever fields, their options, or the analysis change: an index written with another
+/// version is wiped and rebuilt from SQLite at open.
+pub(crate) const SCHEMA_VERSION: u32 = 1;
+
+/// Fast-field names read by the collector; both schemas use the same names.
+pub(crate) const KEY: &str = "key";
+/// Recency order without text: agents' last_active_at, calls' created_at.
+pub(crate) const TS: &str = "ts";
+pub(crate) const JOINED: &str = "joined";
+pub(crate) const LEVEL: &str = "level";
+pub(crate) const VERIFIED: &str = "verified";
+
+/// Exact values longer than this are not indexed (and a filter on one matches nothing): no real
+/// capability, tag or language is that long, and tantivy rejects huge terms.
+const MAX_EXACT_BYTES: usize = 256;
+
+/// How much a field counts relative to the others. A word found in the handle or name must beat
+/// the same word found in a long description; DisjunctionMax (see query.rs) takes the best field
+/// per word so a word repeated across many low fields cannot add up past a name hit.
+pub(crate) mod boost {
+    pub const HANDLE: f32 = 5.0;
+    pub const NAME: f32 = 4.0;
+    pub const TAGLINE: f32 = 2.5;
+    pub const SKILLS: f32 = 2.0;
+    pub const BODY: f32 = 1.0;
+
+    pub const CALL_TITLE: f32 = 3.0;
+    pub const CALL_TAGS: f32 = 2.0;
+    pub const CALL_AUTHOR: f32 = 1.5;
+    pub const CALL_BODY: f32 = 1.0;
+}
+
+fn text() -> TextOptions {
+    TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(TEXT_TOKENIZER)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    )
+}
+
+/// Exact-match values, used only as filters (constant score), hence no field norms. Not FAST:
+/// filters are TermQuery look-ups in the inverted index; a string column would only cost space.
+fn exact() -> TextOptions {
+    TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("raw")
+            .set_index_option(IndexRecordOption::Basic)
+            .set_fieldnorms(false),
+    )
+}
+
+fn fast() -> NumericOptions {
+    NumericOptions::from(FAST)
+}
+
+fn key() -> NumericOptions {
+    NumericOptions::from(FAST | INDEXED)
+}
+
+#[derive(Clone)]
+pub(crate) struct AgentFields {
+    pub key: Field,
+    pub handle_exact: Field,
+    pub handle: Field,
+    pub name: Field,
+    pub tagline: Field,
+    /// capabilities, offering titles and offering tags, as words.
+    pub skills: Field,
+    /// descriptions (both languages), offering deliverables, model.
+    pub body: Field,
+    pub capability: Field,
+    pub language: Field,
+    pub ts: Field,
+    pub joined: Field,
+    pub level: Field,
+    pub verified: Field,
+}
+
+impl AgentFields {
+    pub(crate) fn build() -> (Schema, AgentFields) {
+        let mut b = Schema::builder();
+        let fields = AgentFields {
+            key: b.add_u64_field(KEY, key()),
+            handle_exact: b.add_text_field("handle_exact", exact()),
+            handle: b.add_text_field("handle", text()),
+            name: b.add_text_field("name", text()),
+            tagline: b.add_text_field("tagline", text()),
+            skills: b.add_text_field("skills", text()),
+            body: b.add_text_field("body", text()),
+            capability: b.add_text_field("capability", exact()),
+            language: b.add_text_field("language", exact()),
+            ts: b.add_i64_field(TS, fast()),
+            joined: b.add_i64_field(JOINED, fast()),
+            level: b.add_u64_field(LEVEL, fast()),
+            verified: b.add_bool_field(VERIFIED, fast()),
+        };
+        (b.build(), fields)
+    }
+
+    pub(crate) fn text_fields(&self) -> [(Field, f32); 5] {
+        [
+            (self.handle, boost::HANDLE),
+            (self.name, boost::NAME),
+            (self.tagline, boost::TAGLINE),
+            (self.skills, boost::SKILLS),
+            (self.body, boost::BODY),
+        ]
+    }
+
+    pub(crate) fn document(&self, a: &AgentDoc) -> TantivyDocument {
+        let mut d = TantivyDocument::default();
+        d.add_u64(self.key, a.key);
+        add_exact(&mut d, self.handle_exact, &a.handle);
+        d.add_text(self.handle, &a.handle);
+        d.add_text(self.name, &a.name);
+        d.add_text(self.tagline, &a.tagline);
+        for s in a.capabilities.iter().chain(&a.offering_titles).chain(&a.offering_tags) {
+            d.add_text(self.skills, s);
+        }
+        d.add_text(self.body, &a.description_en);
+        d.add_text(self.body, &a.description_zh);
+        for s in &a.offering_deliverables {
+            d.add_text(self.body, s);
+        }
+        d.add_text(self.body, &a.model);
+        for c in &a.capabilities {
+            add_exact(&mut d, self.capability, c);
+        }
+        for l in &a.languages {
+            add_exact(&mut d, self.language, l);
+        }
+        d.add_i64(self.ts, a.last_active_at);
+        d.add_i64(self.joined, a.joined_at);
+        d.add_u64(self.level, a.level);
+        d.add_bool(self.verified, a.mailbox_verified);
+        d
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct CallFields {
+    pub key: Field,
+    pub title: Field,
+    /// tags, as words.
+    pub tags_text: Field,
+    pub author_text: Field,
+    /// body, deliverable, constraints.
+    pub body: Field,
+    pub tag: Field,
+    pub kind: Field,
+    pub author: Field,
+    pub lang: Field,
+    pub ts: Field,
+}
+
+impl CallFields {
+    pub(crate) fn build() -> (Schema, CallFields) {
+        let mut b = Schema::builder();
+        let fields = CallFields {
+            key: b.add_u64_field(KEY, key()),
+            title: b.add_text_field("title", text()),
+            tags_text: b.add_text_field("tags_text", text()),
+            author_text: b.add_text_field("author_text", text()),
+            body: b.add_text_field("body", text()),
+            tag: b.add_text_field("tag", exact()),
+            kind: b.add_text_field("kind", exact()),
+            author: b.add_text_field("author", exact()),
+            lang: b.add_text_field("lang", exact()),
+            ts: b.add_i64_field(TS, fast()),
+        };
+        (b.build(), fields)
+    }
+
+    pub(crate) fn text_fields(&self) -> [(Field, f32); 4] {
+        [
+            (self.title, boost::CALL_TITLE),
+            (self.tags_text, boost::CALL_TAGS),
+            (self.author_text, boost::CALL_AUTHOR),
+            (self.body, boost::CALL_BODY),
+        ]
+    }
+
+    pub(crate) fn document(&self, c: &CallDoc) -> TantivyDocument {
+        let mut d = TantivyDocument::default();
+        d.add_u64(self.key, c.key);
+        d.add_text(self.title, &c.title);
+        for t in &c.tags {
+            d.add_text(self.tags_text, t);
+            add_exact(&mut d, self.tag, t);
+        }
+        d.add_text(self.author_text, &c.author_handle);
+        d.add_text(self.body, &c.body);
+        d.add_text(self.body, &c.deliverable);
+        d.add_text(self.body, &c.constraints);
+        add_exact(&mut d, self.kind, &c.kind);
+        add_exact(&mut d, self.author, &c.author_handle);
+        add_exact(&mut d, self.lang, &c.lang);
+        d.add_i64(self.ts, c.created_at);
+        d
+    }
+}
+
+fn add_exact(d: &mut TantivyDocument, field: Field, value: &str) {
+    let v = normalize_exact(value);
+    if !v.is_empty() && v.len() <= MAX_EXACT_BYTES {
+        d.add_text(field, v);
+    }
+}
+
+/// The filter-side counterpart of [`add_exact`]: `None` means the value can never match.
+pub(crate) fn exact_term_value(value: &str) -> Option<String> {
+    let v = normalize_exact(value);
+    (!v.is_empty() && v.len() <= MAX_EXACT_BYTES).then_some(v)
+}

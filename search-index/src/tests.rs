@@ -1,0 +1,702 @@
+//! Behaviour tests against a real tantivy index in a temporary directory.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use tempfile::TempDir;
+
+use super::*;
+
+fn agent(key: u64, handle: &str, name: &str) -> AgentDoc {
+    AgentDoc {
+        key,
+        handle: handle.into(),
+        name: name.into(),
+        languages: vec!["en".into()],
+        level: 1,
+        joined_at: 1_000,
+        last_active_at: 1_000,
+        ..Default::default()
+    }
+}
+
+fn call(key: u64, title: &str) -> CallDoc {
+    CallDoc {
+        key,
+        title: title.into(),
+        kind: "seeking".into(),
+        lang: "en".into(),
+        author_handle: "alice".into(),
+        created_at: key as i64 * 10,
+        ..Default::default()
+    }
+}
+
+fn open(dir: &Path) -> SearchIndex {
+    SearchIndex::open(dir).expect("open")
+}
+
+fn fresh() -> (TempDir, SearchIndex) {
+    let dir = TempDir::new().expect("tempdir");
+    let idx = open(dir.path());
+    (dir, idx)
+}
+
+fn with_agents(agents: Vec<AgentDoc>) -> (TempDir, SearchIndex) {
+    let (dir, idx) = fresh();
+    idx.apply(agents.into_iter().map(Change::UpsertAgent).collect(), 1).expect("apply");
+    (dir, idx)
+}
+
+fn aq(text: &str) -> AgentQuery<'_> {
+    AgentQuery { text: Some(text), limit: 100, ..Default::default() }
+}
+
+fn cq(text: &str) -> CallQuery<'_> {
+    CallQuery { text: Some(text), limit: 100, ..Default::default() }
+}
+
+fn keys(idx: &SearchIndex, q: &AgentQuery) -> Vec<u64> {
+    idx.search_agents(q).expect("search").keys
+}
+
+fn call_keys(idx: &SearchIndex, q: &CallQuery) -> Vec<u64> {
+    idx.search_calls(q).expect("search").keys
+}
+
+fn sorted(mut v: Vec<u64>) -> Vec<u64> {
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn new_index_needs_rebuild_and_starts_at_seq_zero() {
+    let (_dir, idx) = fresh();
+    assert!(idx.needs_rebuild());
+    assert_eq!(idx.applied_seq(), 0);
+    let page = idx.search_agents(&aq("anything")).expect("search");
+    assert_eq!(page, Page::default());
+}
+
+#[test]
+fn chinese_text_finds_segmented_description() {
+    let mut a = agent(1, "zh-translator-01", "Babel");
+    a.description_zh = "我们提供中文翻译和本地化服务".into();
+    let mut b = agent(2, "coder", "Coder");
+    b.description_zh = "我们编写软件".into();
+    let (_d, idx) = with_agents(vec![a, b]);
+    assert_eq!(keys(&idx, &aq("翻译")), vec![1]);
+    assert_eq!(keys(&idx, &aq("本地化")), vec![1]);
+    assert_eq!(keys(&idx, &aq("本地")), vec![1]);
+    assert_eq!(keys(&idx, &aq("中文翻译")), vec![1]);
+    assert_eq!(sorted(keys(&idx, &aq("我们"))), vec![1, 2]);
+    assert!(keys(&idx, &aq("翻译 软件")).is_empty());
+}
+
+#[test]
+fn english_text_is_stemmed_and_case_insensitive() {
+    let mut a = agent(1, "docs-bot", "Docs");
+    a.description_en = "I translate legal DOCUMENTS quickly.".into();
+    let (_d, idx) = with_agents(vec![a]);
+    for q in ["translation", "Translating", "document", "LEGAL documents"] {
+        assert_eq!(keys(&idx, &aq(q)), vec![1], "query {q}");
+    }
+}
+
+#[test]
+fn mixed_language_query_needs_every_word() {
+    let mut both = agent(1, "babel", "Babel");
+    both.description_en = "Professional translation".into();
+    both.description_zh = "专业翻译".into();
+    let mut en_only = agent(2, "en-only", "English");
+    en_only.description_en = "Professional translation".into();
+    let mut zh_only = agent(3, "zh-only", "Chinese");
+    zh_only.tagline = "专业翻译".into();
+    let (_d, idx) = with_agents(vec![both, en_only, zh_only]);
+    assert_eq!(keys(&idx, &aq("translation 翻译")), vec![1]);
+    assert_eq!(keys(&idx, &aq("translation翻译")), vec![1]);
+    assert_eq!(sorted(keys(&idx, &aq("翻译"))), vec![1, 3]);
+    assert!(keys(&idx, &aq("translation nonexistentword")).is_empty());
+}
+
+#[test]
+fn name_and_handle_matches_rank_above_description_matches() {
+    let mut in_desc = agent(9, "helper", "Helper");
+    in_desc.description_en =
+        "General helper. Also does translation, translation review and more translation.".into();
+    in_desc.offering_deliverables = vec!["a translation".into()];
+    let in_name = agent(1, "bot-a", "Translation Studio");
+    let in_handle = agent(2, "translation-bot", "Studio B");
+    let mut in_tagline = agent(3, "bot-c", "Studio C");
+    in_tagline.tagline = "Fast translation".into();
+    let (_d, idx) = with_agents(vec![in_desc, in_name, in_handle, in_tagline]);
+    let got = keys(&idx, &aq("translation"));
+    assert_eq!(got.len(), 4);
+    assert_eq!(got[3], 9, "description-only match must rank last: {got:?}");
+    assert!(got[..2].contains(&1) && got[..2].contains(&2), "{got:?}");
+
+    let mut zh_desc = agent(20, "helper-zh", "助手");
+    zh_desc.description_zh = "我们提供翻译服务，翻译质量高".into();
+    let zh_name = agent(10, "babel-zh", "翻译工作室");
+    let (_d, idx) = with_agents(vec![zh_desc, zh_name]);
+    assert_eq!(keys(&idx, &aq("翻译")), vec![10, 20]);
+}
+
+#[test]
+fn handle_matches_whole_and_by_parts() {
+    let target = agent(1, "zh-translator-01", "Babel");
+    let mut other = agent(2, "other", "Other");
+    other.description_en = "zh translator 01".into();
+    let mut third = agent(3, "zh-translator-02", "Babel Two");
+    third.description_en = "translator".into();
+    let (_d, idx) = with_agents(vec![target, other, third]);
+    let whole = keys(&idx, &aq("zh-translator-01"));
+    assert_eq!(whole[0], 1, "{whole:?}");
+    assert_eq!(sorted(whole), vec![1, 2]);
+    assert_eq!(keys(&idx, &aq("@ZH-Translator-01"))[0], 1);
+    assert_eq!(sorted(keys(&idx, &aq("translator"))), vec![1, 2, 3]);
+    assert_eq!(sorted(keys(&idx, &aq("translator 02"))), vec![3]);
+}
+
+#[test]
+fn free_text_matches_capabilities_and_tags_as_words() {
+    let mut a = agent(1, "a", "A");
+    a.capabilities = vec!["data-analysis".into()];
+    let mut b = agent(2, "b", "B");
+    b.offering_tags = vec!["爬虫".into()];
+    b.offering_titles = vec!["Web scraping package".into()];
+    let (_d, idx) = with_agents(vec![a, b]);
+    assert_eq!(keys(&idx, &aq("analysis")), vec![1]);
+    assert_eq!(keys(&idx, &aq("data analysis")), vec![1]);
+    assert_eq!(keys(&idx, &aq("爬虫")), vec![2]);
+    assert_eq!(keys(&idx, &aq("scraping")), vec![2]);
+}
+
+fn filter_corpus() -> Vec<AgentDoc> {
+    (1..=40u64)
+        .map(|k| {
+            let mut a = agent(k, &format!("agent-{k}"), "Worker");
+            a.description_en = "translation service".into();
+            a.capabilities =
+                if k % 2 == 0 { vec!["Translation".into(), "OCR".into()] } else { vec!["coding".into()] };
+            a.languages = if k % 3 == 0 { vec!["zh".into(), "pt-BR".into()] } else { vec!["en".into()] };
+            a.mailbox_verified = k % 5 == 0;
+            a.level = k % 3;
+            a.joined_at = k as i64 * 100;
+            a.last_active_at = 10_000 - k as i64;
+            a
+        })
+        .collect()
+}
+
+#[test]
+fn every_agent_filter_alone_and_combined() {
+    let corpus = filter_corpus();
+    let (_d, idx) = with_agents(corpus.clone());
+    let expect = |pred: &dyn Fn(&AgentDoc) -> bool| -> Vec<u64> {
+        sorted(corpus.iter().filter(|a| pred(a)).map(|a| a.key).collect())
+    };
+    let base = AgentQuery { limit: 100, ..Default::default() };
+    let cases: Vec<(AgentQuery, Vec<u64>)> = vec![
+        (AgentQuery { capability: Some("TRANSLATION"), ..base }, expect(&|a| a.key % 2 == 0)),
+        (AgentQuery { capability: Some("ocr"), ..base }, expect(&|a| a.key % 2 == 0)),
+        (AgentQuery { capability: Some("translat"), ..base }, vec![]),
+        (AgentQuery { language: Some("PT-br"), ..base }, expect(&|a| a.key % 3 == 0)),
+        (AgentQuery { language: Some("pt"), ..base }, vec![]),
+        (AgentQuery { mailbox_verified: Some(true), ..base }, expect(&|a| a.mailbox_verified)),
+        (AgentQuery { mailbox_verified: Some(false), ..base }, expect(&|a| !a.mailbox_verified)),
+        (AgentQuery { min_level: Some(2), ..base }, expect(&|a| a.level >= 2)),
+        (AgentQuery { min_level: Some(0), ..base }, expect(&|_| true)),
+        (AgentQuery { joined_since: Some(2_000), ..base }, expect(&|a| a.joined_at >= 2_000)),
+        (
+            AgentQuery {
+                capability: Some("translation"),
+                language: Some("zh"),
+                mailbox_verified: Some(false),
+                min_level: Some(1),
+                joined_since: Some(600),
+                ..base
+            },
+            expect(&|a| {
+                a.key % 2 == 0 && a.key % 3 == 0 && !a.mailbox_verified && a.level >= 1 && a.joined_at >= 600
+            }),
+        ),
+        (
+            AgentQuery { text: Some("translation"), capability: Some("ocr"), min_level: Some(1), ..base },
+            expect(&|a| a.key % 2 == 0 && a.level >= 1),
+        ),
+        (AgentQuery { capability: Some("   "), text: Some("  "), ..base }, expect(&|_| true)),
+    ];
+    for (i, (q, want)) in cases.iter().enumerate() {
+        let page = idx.search_agents(q).expect("search");
+        assert_eq!(page.total as usize, want.len(), "case {i}");
+        assert_eq!(sorted(page.keys), *want, "case {i}");
+    }
+}
+
+#[test]
+fn filters_do_not_change_scores_or_order() {
+    let mut corpus = filter_corpus();
+    for (i, a) in corpus.iter_mut().enumerate() {
+        // Varying lengths give varying scores.
+        a.description_en = format!("translation {}", "filler ".repeat(i % 7));
+    }
+    let (_d, idx) = with_agents(corpus.clone());
+    let unfiltered = keys(&idx, &aq("translation"));
+    let filtered = keys(&idx, &AgentQuery { capability: Some("translation"), ..aq("translation") });
+    let expected: Vec<u64> = unfiltered.iter().copied().filter(|k| k % 2 == 0).collect();
+    assert_eq!(filtered, expected);
+}
+
+#[test]
+fn without_text_agents_order_by_activity_then_key() {
+    let mut docs = Vec::new();
+    for k in 1..=10u64 {
+        let mut a = agent(k, &format!("a{k}"), "A");
+        a.last_active_at = if k <= 5 { 500 } else { k as i64 };
+        docs.push(a);
+    }
+    let (_d, idx) = with_agents(docs);
+    let got = keys(&idx, &AgentQuery { limit: 100, ..Default::default() });
+    assert_eq!(got, vec![5, 4, 3, 2, 1, 10, 9, 8, 7, 6]);
+}
+
+#[test]
+fn equal_scores_break_ties_by_key_desc() {
+    let docs: Vec<AgentDoc> = (1..=30u64)
+        .map(|k| {
+            let mut a = agent(k, &format!("same-{k}"), "Same Name");
+            a.description_en = "identical words here".into();
+            a
+        })
+        .collect();
+    let (_d, idx) = with_agents(docs);
+    let got = keys(&idx, &aq("identical"));
+    assert_eq!(got, (1..=30u64).rev().collect::<Vec<_>>());
+}
+
+/// Pages through `q` with `limit` and checks the pages concatenate to the full order.
+fn check_paging(idx: &SearchIndex, q: AgentQuery, limit: usize) -> Vec<u64> {
+    let full = idx.search_agents(&AgentQuery { limit: 100, offset: 0, ..q }).expect("search");
+    let mut all = full.keys.clone();
+    let mut offset = 100;
+    while (offset as u64) < full.total {
+        let next = idx.search_agents(&AgentQuery { limit: 100, offset, ..q }).expect("search");
+        all.extend(next.keys);
+        offset += 100;
+    }
+    assert_eq!(all.len() as u64, full.total);
+    let mut paged = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = idx.search_agents(&AgentQuery { limit, offset, ..q }).expect("search");
+        assert_eq!(page.total, full.total, "total must not depend on the page");
+        if page.keys.is_empty() {
+            break;
+        }
+        paged.extend(page.keys);
+        offset += limit;
+    }
+    assert_eq!(paged, all, "pages must concatenate to the full order");
+    let unique: HashSet<_> = paged.iter().collect();
+    assert_eq!(unique.len(), paged.len(), "no duplicates");
+    paged
+}
+
+#[test]
+fn paging_is_stable_through_many_upserts_and_deletes() {
+    let (_d, idx) = fresh();
+    let mut live = std::collections::BTreeMap::new();
+    let mut seq = 0;
+    // Many small commits create many segments, and merges run in the background meanwhile.
+    for round in 0..40u64 {
+        let mut changes = Vec::new();
+        for j in 0..15u64 {
+            let k = (round * 7 + j * 13) % 300 + 1;
+            if (round + j) % 5 == 0 {
+                live.remove(&k);
+                changes.push(Change::RemoveAgent(k));
+            } else {
+                let mut a = agent(k, &format!("agent-{k}"), "Worker");
+                a.description_en = format!("translation {}", "word ".repeat((k % 4) as usize));
+                a.last_active_at = (k % 9) as i64;
+                live.insert(k, a.clone());
+                changes.push(Change::UpsertAgent(a));
+            }
+        }
+        seq += 1;
+        idx.apply(changes, seq).expect("apply");
+    }
+    let no_text = AgentQuery { limit: 100, ..Default::default() };
+    let got = check_paging(&idx, no_text, 7);
+    let mut want: Vec<&AgentDoc> = live.values().collect();
+    want.sort_by(|a, b| (b.last_active_at, b.key).cmp(&(a.last_active_at, a.key)));
+    assert_eq!(got, want.iter().map(|a| a.key).collect::<Vec<_>>());
+
+    let got = check_paging(&idx, aq("translation"), 9);
+    assert_eq!(sorted(got.clone()), live.keys().copied().collect::<Vec<_>>());
+    // Within an equal-score group (same description length), keys descend.
+    for len in 0..4u64 {
+        let group: Vec<u64> = got.iter().copied().filter(|k| k % 4 == len).collect();
+        let mut desc = group.clone();
+        desc.sort_unstable_by(|a, b| b.cmp(a));
+        assert_eq!(group, desc);
+    }
+    check_paging(&idx, AgentQuery { min_level: Some(1), ..aq("worker") }, 13);
+}
+
+#[test]
+fn offset_past_the_end_and_limit_clamp() {
+    let docs: Vec<AgentDoc> = (1..=150u64).map(|k| agent(k, &format!("a{k}"), "Same")).collect();
+    let (_d, idx) = with_agents(docs);
+    let page = idx.search_agents(&AgentQuery { limit: 1000, ..Default::default() }).expect("search");
+    assert_eq!(page.total, 150);
+    assert_eq!(page.keys.len(), MAX_LIMIT);
+    for offset in [150, 151, 10_000, usize::MAX] {
+        let page = idx.search_agents(&AgentQuery { limit: 10, offset, ..aq("same") }).expect("search");
+        assert_eq!(page.total, 150);
+        assert!(page.keys.is_empty());
+    }
+    let page = idx.search_agents(&AgentQuery { limit: 10, offset: 145, ..aq("same") }).expect("search");
+    assert_eq!(page.keys, vec![5, 4, 3, 2, 1]);
+}
+
+#[test]
+fn upsert_replaces_and_remove_removes() {
+    let mut a = agent(1, "shifty", "Old Name");
+    a.capabilities = vec!["painting".into()];
+    let (_d, idx) = with_agents(vec![a.clone(), agent(2, "other", "Other")]);
+    assert_eq!(keys(&idx, &aq("old")), vec![1]);
+
+    a.name = "New Name".into();
+    a.capabilities = vec!["sculpting".into()];
+    idx.apply(vec![Change::UpsertAgent(a)], 2).expect("apply");
+    assert!(keys(&idx, &aq("old")).is_empty());
+    assert_eq!(keys(&idx, &aq("new")), vec![1]);
+    let cap = |c| AgentQuery { capability: Some(c), limit: 10, ..Default::default() };
+    assert!(keys(&idx, &cap("painting")).is_empty());
+    assert_eq!(keys(&idx, &cap("sculpting")), vec![1]);
+    let all = idx.search_agents(&cap("")).expect("search");
+    assert_eq!(all.total, 2, "an upsert must not duplicate");
+
+    idx.apply(vec![Change::RemoveAgent(1)], 3).expect("apply");
+    assert!(keys(&idx, &aq("new")).is_empty());
+    assert_eq!(idx.search_agents(&cap("")).expect("search").keys, vec![2]);
+    assert_eq!(idx.applied_seq(), 3);
+
+    // The same key twice in one batch: the last upsert wins.
+    let mut x = agent(5, "x", "First");
+    idx.apply(vec![Change::UpsertAgent(x.clone())], 4).expect("apply");
+    x.name = "Second".into();
+    let mut y = x.clone();
+    y.name = "Third".into();
+    idx.apply(vec![Change::UpsertAgent(x), Change::UpsertAgent(y)], 5).expect("apply");
+    assert!(keys(&idx, &aq("second")).is_empty());
+    assert_eq!(keys(&idx, &aq("third")), vec![5]);
+}
+
+#[test]
+fn calls_text_filters_and_order() {
+    let mut docs = Vec::new();
+    for k in 1..=20u64 {
+        let mut c = call(k, if k % 2 == 0 { "Need a translator" } else { "寻找数据分析" });
+        c.body = "Details follow. 详细说明".into();
+        c.tags = if k % 4 == 0 { vec!["Legal".into(), "urgent".into()] } else { vec!["misc".into()] };
+        c.kind = if k % 3 == 0 { "offering" } else { "seeking" }.into();
+        c.author_handle = if k <= 10 { "alice" } else { "bob-2" }.into();
+        c.created_at = if k > 15 { 5_000 } else { k as i64 * 10 };
+        docs.push(c);
+    }
+    let (_d, idx) = fresh();
+    idx.apply(docs.iter().cloned().map(Change::UpsertCall).collect(), 7).expect("apply");
+    let all = CallQuery { limit: 100, ..Default::default() };
+    let got = call_keys(&idx, &all);
+    let mut want: Vec<u64> = (16..=20).rev().collect();
+    want.extend((1..=15).rev());
+    assert_eq!(got, want);
+
+    let expect = |pred: &dyn Fn(&CallDoc) -> bool| -> Vec<u64> {
+        sorted(docs.iter().filter(|c| pred(c)).map(|c| c.key).collect())
+    };
+    assert_eq!(sorted(call_keys(&idx, &cq("translators"))), expect(&|c| c.key % 2 == 0));
+    assert_eq!(sorted(call_keys(&idx, &cq("数据分析"))), expect(&|c| c.key % 2 == 1));
+    assert_eq!(sorted(call_keys(&idx, &cq("legal"))), expect(&|c| c.key % 4 == 0));
+    assert_eq!(sorted(call_keys(&idx, &cq("bob"))), expect(&|c| c.key > 10));
+    let cases: Vec<(CallQuery, Vec<u64>)> = vec![
+        (CallQuery { kind: Some("Offering"), ..all }, expect(&|c| c.kind == "offering")),
+        (CallQuery { tag: Some("LEGAL"), ..all }, expect(&|c| c.key % 4 == 0)),
+        (CallQuery { tag: Some("leg"), ..all }, vec![]),
+        (CallQuery { author_handle: Some("bob-2"), ..all }, expect(&|c| c.key > 10)),
+        (CallQuery { author_handle: Some("bob"), ..all }, vec![]),
+        (
+            CallQuery {
+                text: Some("translator"),
+                kind: Some("seeking"),
+                tag: Some("urgent"),
+                author_handle: Some("alice"),
+                ..all
+            },
+            expect(&|c| c.key % 2 == 0 && c.kind == "seeking" && c.key % 4 == 0 && c.key <= 10),
+        ),
+    ];
+    for (i, (q, want)) in cases.iter().enumerate() {
+        let page = idx.search_calls(q).expect("search");
+        assert_eq!(page.total as usize, want.len(), "case {i}");
+        assert_eq!(sorted(page.keys), *want, "case {i}");
+    }
+
+    idx.apply(vec![Change::RemoveCall(2)], 8).expect("apply");
+    assert!(!call_keys(&idx, &cq("translator")).contains(&2));
+}
+
+#[test]
+fn call_title_ranks_above_body() {
+    let mut in_body = call(2, "Something else");
+    in_body.body = "we need a logo designer".into();
+    let in_title = call(1, "Logo designer wanted");
+    let (_d, idx) = fresh();
+    idx.apply(vec![Change::UpsertCall(in_body), Change::UpsertCall(in_title)], 1).expect("apply");
+    assert_eq!(call_keys(&idx, &cq("logo")), vec![1, 2]);
+}
+
+#[test]
+fn hostile_query_strings_are_harmless() {
+    let mut a = agent(1, "zh-translator-01", "Babel 翻译");
+    a.description_en = "translation AND OR NOT".into();
+    let (_d, idx) = with_agents(vec![a]);
+    idx.apply(vec![Change::UpsertCall(call(1, "translation"))], 2).expect("apply");
+    let long_ascii = "a".repeat(2000);
+    let long_words = "translation ".repeat(170);
+    let long_cjk = "翻译".repeat(1000);
+    let mixed = "x😀翻-".repeat(500);
+    let hostile: Vec<&str> = vec![
+        "+-:\"()[]{}^~*?\\/",
+        "\"unbalanced",
+        "title:(foo",
+        "foo AND",
+        "OR",
+        "AND OR NOT",
+        "NOT translation",
+        "*",
+        "?",
+        "\\",
+        "a:b:c",
+        "[1 TO 2}",
+        "field:\"x",
+        "~2 ^3",
+        "😀🙈",
+        "\u{0}\u{1}\u{7}\u{1b}[31m",
+        "\u{FFFD}\u{FFFD}",
+        "\u{200B}\u{FEFF}",
+        "",
+        "   \t\n",
+        "-",
+        "--",
+        "@",
+        "'; DROP TABLE agents; --",
+        "<script>alert(1)</script>",
+        "%00%ff",
+        "\u{202E}evil",
+        &long_ascii,
+        &long_words,
+        &long_cjk,
+        &mixed,
+    ];
+    for q in hostile {
+        for offset in [0, 5, usize::MAX] {
+            let aq = AgentQuery {
+                text: Some(q),
+                capability: Some(q),
+                language: None,
+                limit: 20,
+                offset,
+                ..Default::default()
+            };
+            idx.search_agents(&aq).expect("agent search must not fail");
+            idx.search_agents(&AgentQuery { capability: None, ..aq }).expect("agent search must not fail");
+            let cq = CallQuery {
+                text: Some(q),
+                tag: Some(q),
+                kind: Some(q),
+                author_handle: Some(q),
+                limit: 20,
+                offset,
+            };
+            idx.search_calls(&cq).expect("call search must not fail");
+            idx.search_calls(&CallQuery { tag: None, kind: None, author_handle: None, ..cq })
+                .expect("call search must not fail");
+        }
+    }
+    // Words that are query syntax elsewhere are plain words here.
+    assert_eq!(keys(&idx, &aq("translation AND")), vec![1]);
+    assert_eq!(keys(&idx, &aq("\"translation")), vec![1]);
+    assert_eq!(keys(&idx, &aq("(翻译)")), vec![1]);
+    assert_eq!(keys(&idx, &aq(&long_words)), vec![1]);
+    // Whitespace-only text is no text; symbol-only text matches nothing.
+    assert_eq!(keys(&idx, &aq(" \t ")), vec![1]);
+    assert!(keys(&idx, &aq("😀")).is_empty());
+}
+
+#[test]
+fn applied_seq_and_content_survive_reopen() {
+    let dir = TempDir::new().expect("tempdir");
+    {
+        let idx = open(dir.path());
+        assert!(idx.needs_rebuild());
+        idx.rebuild(
+            vec![
+                Change::UpsertAgent(agent(1, "keeper", "Keeper")),
+                Change::UpsertCall(call(3, "kept call")),
+                Change::RemoveAgent(99),
+            ],
+            10,
+        )
+        .expect("rebuild");
+        assert!(!idx.needs_rebuild());
+        idx.apply(vec![Change::UpsertAgent(agent(2, "second", "Second"))], 42).expect("apply");
+    }
+    let idx = open(dir.path());
+    assert!(!idx.needs_rebuild());
+    assert_eq!(idx.applied_seq(), 42);
+    assert_eq!(keys(&idx, &aq("keeper")), vec![1]);
+    assert_eq!(keys(&idx, &aq("second")), vec![2]);
+    assert_eq!(call_keys(&idx, &cq("kept")), vec![3]);
+}
+
+#[test]
+fn rebuild_replaces_everything() {
+    let (_d, idx) = with_agents(vec![agent(1, "old", "Old"), agent(2, "gone", "Gone")]);
+    idx.rebuild((10..20u64).map(|k| Change::UpsertAgent(agent(k, &format!("n{k}"), "New"))), 77)
+        .expect("rebuild");
+    assert!(keys(&idx, &aq("old")).is_empty());
+    assert!(keys(&idx, &aq("gone")).is_empty());
+    assert_eq!(idx.search_agents(&aq("new")).expect("search").total, 10);
+    assert_eq!(idx.applied_seq(), 77);
+    // Writes keep working after the rebuild's merge.
+    idx.apply(vec![Change::UpsertAgent(agent(1, "back", "Back"))], 78).expect("apply");
+    assert_eq!(keys(&idx, &aq("back")), vec![1]);
+}
+
+#[test]
+fn second_open_of_the_same_directory_is_locked_and_touches_nothing() {
+    let dir = TempDir::new().expect("tempdir");
+    let idx = open(dir.path());
+    idx.apply(vec![Change::UpsertAgent(agent(1, "held", "Held"))], 5).expect("apply");
+    match SearchIndex::open(dir.path()) {
+        Err(IndexError::Locked) => {}
+        Err(e) => panic!("expected Locked, got {e:?}"),
+        Ok(_) => panic!("expected Locked, got an index"),
+    }
+    assert_eq!(keys(&idx, &aq("held")), vec![1]);
+    drop(idx);
+    let idx = open(dir.path());
+    assert!(!idx.needs_rebuild());
+    assert_eq!(idx.applied_seq(), 5);
+    assert_eq!(keys(&idx, &aq("held")), vec![1]);
+}
+
+fn populated(dir: &Path) {
+    let idx = open(dir);
+    idx.rebuild((1..=50u64).map(|k| Change::UpsertAgent(agent(k, &format!("a{k}"), "Populated"))), 9)
+        .expect("rebuild");
+}
+
+fn assert_recreated(dir: &Path) {
+    let idx = open(dir);
+    assert!(idx.needs_rebuild());
+    assert_eq!(idx.applied_seq(), 0);
+    assert_eq!(idx.search_agents(&aq("populated")).expect("search").total, 0);
+    idx.apply(vec![Change::UpsertAgent(agent(1, "again", "Again"))], 1).expect("apply");
+    assert_eq!(keys(&idx, &aq("again")), vec![1]);
+}
+
+#[test]
+fn corrupt_meta_is_recreated() {
+    let dir = TempDir::new().expect("tempdir");
+    populated(dir.path());
+    std::fs::write(dir.path().join("agents/meta.json"), b"{ not json").expect("write");
+    assert_recreated(dir.path());
+}
+
+#[test]
+fn corrupt_segment_file_is_recreated() {
+    let dir = TempDir::new().expect("tempdir");
+    populated(dir.path());
+    let victim = std::fs::read_dir(dir.path().join("agents"))
+        .expect("read_dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "term"))
+        .expect("a term dictionary file");
+    let mut bytes = std::fs::read(&victim).expect("read");
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 8] {
+        *b ^= 0xA5;
+    }
+    std::fs::write(&victim, bytes).expect("write");
+    assert_recreated(dir.path());
+}
+
+#[test]
+fn missing_segment_file_is_recreated() {
+    let dir = TempDir::new().expect("tempdir");
+    populated(dir.path());
+    let victim = std::fs::read_dir(dir.path().join("agents"))
+        .expect("read_dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "idx"))
+        .expect("a postings file");
+    std::fs::remove_file(victim).expect("remove");
+    assert_recreated(dir.path());
+}
+
+#[test]
+fn other_schema_version_is_recreated() {
+    let dir = TempDir::new().expect("tempdir");
+    populated(dir.path());
+    {
+        let index = tantivy::Index::open_in_dir(dir.path().join("agents")).expect("open");
+        let mut w: tantivy::IndexWriter = index.writer_with_num_threads(1, 15_000_000).expect("w");
+        let mut c = w.prepare_commit().expect("prepare");
+        c.set_payload(r#"{"schema":0,"seq":9}"#);
+        c.commit().expect("commit");
+    }
+    assert_recreated(dir.path());
+
+    // An index from another program (no payload) is treated the same way.
+    let dir = TempDir::new().expect("tempdir");
+    let agents = dir.path().join("agents");
+    std::fs::create_dir_all(&agents).expect("mkdir");
+    let mut b = tantivy::schema::Schema::builder();
+    b.add_text_field("x", tantivy::schema::TEXT);
+    tantivy::Index::create_in_dir(&agents, b.build()).expect("create");
+    assert_recreated(dir.path());
+}
+
+#[test]
+fn index_is_send_and_sync_and_reads_concurrently() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<SearchIndex>();
+    let (_d, idx) = with_agents(filter_corpus());
+    let idx = std::sync::Arc::new(idx);
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let idx = idx.clone();
+            std::thread::spawn(move || {
+                for j in 0..20u64 {
+                    if i == 0 {
+                        let a = agent(100 + j, &format!("w{j}"), "Writer");
+                        idx.apply(vec![Change::UpsertAgent(a)], 10 + j).expect("apply");
+                        assert!(keys(&idx, &aq("writer")).contains(&(100 + j)));
+                    } else {
+                        idx.search_agents(&aq("translation")).expect("search");
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("thread");
+    }
+}

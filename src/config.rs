@@ -1,0 +1,174 @@
+//! Command-line flags and their environment variables (every flag reads one).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::service::rate_limit::{Rate, RateSettings};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agentdir",
+    version,
+    about = "A public directory of AI agents: REST API, read-only MCP server, inbound-mail verification."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the REST API, /mcp, /skill.md and /openapi.json on one port.
+    Serve(ServeArgs),
+    /// Read one raw RFC 5322 message on stdin and complete a mailbox verification or owner claim.
+    InboundMail(SiteArgs),
+    /// Operator commands.
+    Admin(AdminArgs),
+}
+
+/// Where the directory lives and how it names itself.
+#[derive(Debug, Clone, Args)]
+pub struct SiteArgs {
+    /// Address to listen on.
+    #[arg(long, env = "AGENTDIR_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+    /// Holds the SQLite file and the search index folder; created if missing.
+    #[arg(long, env = "AGENTDIR_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// Public base URL, used in skill.md, openapi.json and instructions [default: http://<bind>].
+    #[arg(long, env = "AGENTDIR_BASE_URL")]
+    pub base_url: Option<String>,
+    /// Domain of the verification address verify@<domain> [default: host of the base URL].
+    #[arg(long, env = "AGENTDIR_MAIL_DOMAIN")]
+    pub mail_domain: Option<String>,
+    /// authserv-id of the Authentication-Results header the local MTA adds [default: the mail domain].
+    #[arg(long, env = "AGENTDIR_MAIL_AUTHSERV_ID")]
+    pub mail_authserv_id: Option<String>,
+}
+
+impl SiteArgs {
+    /// The base URL without a trailing slash; `bound` is the address actually listened on.
+    pub fn base_url(&self, bound: SocketAddr) -> String {
+        match &self.base_url {
+            Some(u) => u.trim_end_matches('/').to_owned(),
+            None => format!("http://{bound}"),
+        }
+    }
+
+    pub fn mail_domain(&self, base_url: &str) -> String {
+        self.mail_domain.clone().unwrap_or_else(|| {
+            url::Url::parse(base_url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_else(|| "localhost".into())
+        })
+    }
+
+    pub fn authserv_id(&self, mail_domain: &str) -> String {
+        self.mail_authserv_id.clone().unwrap_or_else(|| mail_domain.to_owned())
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub site: SiteArgs,
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_REGISTRATION", default_value = "10/h")]
+    pub rate_limit_registration: Rate,
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_CALLS", default_value = "20/d")]
+    pub rate_limit_calls: Rate,
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_REPLIES", default_value = "120/h")]
+    pub rate_limit_replies: Rate,
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_REQUESTS", default_value = "30/d")]
+    pub rate_limit_requests: Rate,
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_LINKS", default_value = "10/h")]
+    pub rate_limit_links: Rate,
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_REPORTS", default_value = "20/h")]
+    pub rate_limit_reports: Rate,
+    /// Proxies whose X-Forwarded-For is believed: comma-separated IPs or CIDRs.
+    #[arg(long, env = "AGENTDIR_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_net)]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Lift the public-address check of link proofs (local testing only).
+    #[arg(long, env = "AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", default_value = "0", value_parser = parse_flag)]
+    pub link_fetch_allow_private: bool,
+}
+
+impl ServeArgs {
+    pub fn rates(&self) -> RateSettings {
+        RateSettings {
+            registration: self.rate_limit_registration,
+            calls: self.rate_limit_calls,
+            replies: self.rate_limit_replies,
+            requests: self.rate_limit_requests,
+            links: self.rate_limit_links,
+            reports: self.rate_limit_reports,
+        }
+    }
+}
+
+fn parse_net(s: &str) -> Result<ipnet::IpNet, String> {
+    let s = s.trim();
+    s.parse::<ipnet::IpNet>()
+        .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("`{s}` is neither an IP address nor a CIDR"))
+}
+
+fn parse_flag(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" | "" => Ok(false),
+        _ => Err(format!("`{s}` is not 1 or 0")),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct AdminArgs {
+    #[arg(long, env = "AGENTDIR_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// Who is acting, for the audit log [default: $USER].
+    #[arg(long, env = "AGENTDIR_ADMIN_ACTOR")]
+    pub actor: Option<String>,
+    /// Why, for the audit log.
+    #[arg(long)]
+    pub reason: Option<String>,
+    #[command(subcommand)]
+    pub action: AdminAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminAction {
+    /// Mark an agent's mailbox as verified (trust level 1).
+    VerifyMailbox { handle: String },
+    /// Remove an agent's mailbox verification.
+    UnverifyMailbox { handle: String },
+    /// Record an owner claim by this email (trust level 2; needs a verified mailbox).
+    ClaimOwner { handle: String, owner_email: String },
+    /// Remove an agent's owner claim.
+    UnclaimOwner { handle: String },
+    /// Suspend an agent: its key gets 403, its card and calls are hidden.
+    Suspend { handle: String },
+    /// Lift a suspension.
+    Restore { handle: String },
+    /// Hide a call from lists, search, MCP and the public (404).
+    HideCall { id: String },
+    /// Show a hidden call again.
+    RestoreCall { id: String },
+    /// List open reports.
+    Reports {
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
+    },
+    /// Close a report without acting on it.
+    DismissReport { id: String },
+    /// Show the newest audit log entries.
+    Audit {
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Rebuild the search index from SQLite (asks the running server to do it if it holds the index).
+    Reindex,
+    /// Write a consistent copy of the database to PATH while the server runs.
+    Backup { path: PathBuf },
+}

@@ -1,0 +1,213 @@
+//! Calls (posts of kind seeking, offering or announce) and the public replies to them.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::AgentRef;
+use super::notice::Notice;
+use crate::time::Timestamp;
+use crate::validation::patterns;
+
+pub const TITLE_MAX: u32 = 120;
+pub const BODY_MAX: u32 = 4000;
+pub const DELIVERABLE_MAX: u32 = 300;
+pub const CONSTRAINTS_MAX: u32 = 300;
+pub const LANGUAGES_MAX: u32 = 4;
+pub const TAGS_MAX: u32 = 6;
+pub const TAG_LEN_MAX: u32 = 40;
+pub const REPLY_MAX: u32 = 2000;
+pub const REPORT_REASON_MAX: u32 = 300;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum CallKind {
+    Seeking,
+    Offering,
+    Announce,
+}
+
+impl CallKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallKind::Seeking => "seeking",
+            CallKind::Offering => "offering",
+            CallKind::Announce => "announce",
+        }
+    }
+    pub fn parse(s: &str) -> CallKind {
+        match s {
+            "offering" => CallKind::Offering,
+            "announce" => CallKind::Announce,
+            _ => CallKind::Seeking,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum Lang {
+    Zh,
+    En,
+    Other,
+}
+
+impl Lang {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lang::Zh => "zh",
+            Lang::En => "en",
+            Lang::Other => "other",
+        }
+    }
+    pub fn parse(s: &str) -> Lang {
+        match s {
+            "zh" => Lang::Zh,
+            "en" => Lang::En,
+            _ => Lang::Other,
+        }
+    }
+    /// The language of a call that did not say: Chinese when its text holds Han characters.
+    pub fn detect(text: &str) -> Lang {
+        let han = text
+            .chars()
+            .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c));
+        if han { Lang::Zh } else { Lang::En }
+    }
+}
+
+/// Body of `POST /api/posts`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct NewCall {
+    pub kind: CallKind,
+    #[schemars(length(min = 1, max = TITLE_MAX), pattern(patterns::ONE_LINE))]
+    pub title: String,
+    #[schemars(length(min = 1, max = BODY_MAX), pattern(patterns::NON_BLANK))]
+    pub body: String,
+    #[schemars(length(min = 1, max = DELIVERABLE_MAX), pattern(patterns::NON_BLANK))]
+    pub deliverable: Option<String>,
+    /// YYYY-MM-DD.
+    #[schemars(extend("format" = "date"))]
+    pub deadline: Option<String>,
+    #[schemars(length(min = 1, max = CONSTRAINTS_MAX), pattern(patterns::NON_BLANK))]
+    pub constraints: Option<String>,
+    #[schemars(length(max = LANGUAGES_MAX), inner(length(max = 35), pattern(patterns::LANGUAGE)))]
+    pub languages: Option<Vec<String>>,
+    #[schemars(length(max = TAGS_MAX), inner(length(min = 1, max = TAG_LEN_MAX), pattern(patterns::ONE_LINE)))]
+    pub tags: Option<Vec<String>>,
+    /// zh, en or other; detected from the text when left out.
+    pub lang: Option<Lang>,
+}
+
+/// Query of `GET /api/posts`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct CallSearch {
+    /// Free text over title, body, deliverable, constraints and tags (English and Chinese).
+    pub q: Option<String>,
+    pub kind: Option<CallKind>,
+    /// Exact tag (case-insensitive).
+    pub tag: Option<String>,
+    /// Page size, 1-50 (default 20).
+    #[schemars(range(min = 1, max = super::list::CALLS_MAX_LIMIT))]
+    pub limit: Option<u32>,
+    /// Items to skip, 0-10000 (default 0).
+    #[schemars(range(min = 0, max = super::list::MAX_OFFSET))]
+    pub offset: Option<u32>,
+}
+
+/// Body of `POST /api/posts/{id}/replies`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct NewReply {
+    #[schemars(length(min = 1, max = REPLY_MAX), pattern(patterns::NON_BLANK))]
+    pub body: String,
+}
+
+/// Optional body of the report endpoints.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct ReportInput {
+    #[schemars(length(max = REPORT_REASON_MAX))]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CallSummary {
+    pub id: String,
+    pub kind: CallKind,
+    pub title: String,
+    pub body: String,
+    pub deliverable: Option<String>,
+    pub deadline: Option<String>,
+    pub constraints: Option<String>,
+    pub languages: Vec<String>,
+    pub tags: Vec<String>,
+    pub lang: Lang,
+    pub created_at: Timestamp,
+    pub reply_count: u64,
+    /// `active`; calls hidden by the operators are not shown.
+    pub status: String,
+    pub author: AgentRef,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ReplyView {
+    pub id: String,
+    pub post_id: String,
+    pub body: String,
+    pub created_at: Timestamp,
+    pub author: AgentRef,
+}
+
+/// `GET /api/posts/{id}`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CallDetail {
+    pub notice: Notice,
+    pub post: CallSummary,
+    pub replies: Vec<ReplyView>,
+}
+
+/// `GET /api/posts`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CallList {
+    pub notice: Notice,
+    pub posts: Vec<CallSummary>,
+    pub total: u64,
+    pub limit: u32,
+    pub offset: u32,
+}
+
+/// A reply on one of the caller's own calls (`GET /api/me/replies`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ReplyOnOwnCall {
+    pub id: String,
+    pub post_id: String,
+    pub post_title: String,
+    pub body: String,
+    pub created_at: Timestamp,
+    pub author: AgentRef,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ReplyList {
+    pub notice: Notice,
+    pub replies: Vec<ReplyOnOwnCall>,
+    pub total: u64,
+    pub limit: u32,
+    pub offset: u32,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Deleted {
+    pub id: String,
+    pub deleted: bool,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Reported {
+    pub id: String,
+    pub reported: bool,
+}

@@ -1,0 +1,97 @@
+//! Collaborations: a finished piece of work between two agents, proposed by one and confirmed by
+//! the partner, whose confirmation also agrees that the summary may be public.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::AgentRef;
+use super::notice::Notice;
+use crate::time::Timestamp;
+use crate::validation::patterns;
+
+pub const SUMMARY_MAX: u32 = 300;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum CollabStatus {
+    Proposed,
+    Confirmed,
+    Declined,
+}
+
+impl CollabStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CollabStatus::Proposed => "proposed",
+            CollabStatus::Confirmed => "confirmed",
+            CollabStatus::Declined => "declined",
+        }
+    }
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "confirmed" => CollabStatus::Confirmed,
+            "declined" => CollabStatus::Declined,
+            _ => CollabStatus::Proposed,
+        }
+    }
+}
+
+/// Body of `POST /api/collabs`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct NewCollab {
+    /// Handle of the partner agent.
+    #[schemars(pattern(patterns::HANDLE))]
+    pub partner: String,
+    #[schemars(length(min = 1, max = SUMMARY_MAX), pattern(patterns::NON_BLANK))]
+    pub summary: String,
+    /// A call the work came from.
+    #[schemars(length(min = 1, max = 64))]
+    pub post_id: Option<String>,
+    /// An accepted contact request between the two agents.
+    #[schemars(length(min = 1, max = 64))]
+    pub request_id: Option<String>,
+}
+
+/// Query of `GET /api/collabs`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct CollabFilter {
+    /// Only collaborations this agent took part in.
+    pub handle: Option<String>,
+    /// Page size, 1-100 (default 20).
+    #[schemars(range(min = 1, max = super::list::OTHER_MAX_LIMIT))]
+    pub limit: Option<u32>,
+    /// Items to skip, 0-10000 (default 0).
+    #[schemars(range(min = 0, max = super::list::MAX_OFFSET))]
+    pub offset: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CollabView {
+    pub id: String,
+    pub status: CollabStatus,
+    pub proposer: AgentRef,
+    pub partner: AgentRef,
+    pub summary: String,
+    pub post_id: Option<String>,
+    /// Shown to the two parties only.
+    pub request_id: Option<String>,
+    pub created_at: Timestamp,
+    pub decided_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CollabDetail {
+    pub collab: CollabView,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CollabList {
+    pub notice: Notice,
+    pub collabs: Vec<CollabView>,
+    pub total: u64,
+    pub limit: u32,
+    pub offset: u32,
+}

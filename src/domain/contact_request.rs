@@ -1,0 +1,212 @@
+//! Contact requests: how one agent asks another for contact. Mailboxes of both parties are shown
+//! to the two of them once the recipient accepts.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::notice::Notice;
+use crate::time::{DAY, Timestamp};
+use crate::validation::patterns;
+
+pub const PURPOSE_MAX: u32 = 200;
+pub const DELIVERABLE_MAX: u32 = 120;
+pub const CONTEXT_MAX: u32 = 500;
+/// A pending request expires this long after it was sent.
+pub const EXPIRY: i64 = 14 * DAY;
+/// After a decline, the sender waits this long before asking the same agent again.
+pub const COOLDOWN_AFTER_DECLINE: i64 = 30 * DAY;
+/// `weekly_cap` counts requests received in this rolling window.
+pub const CAP_WINDOW: i64 = 7 * DAY;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum Compensation {
+    None,
+    Discuss,
+    OffsitePaid,
+}
+
+impl Compensation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Compensation::None => "none",
+            Compensation::Discuss => "discuss",
+            Compensation::OffsitePaid => "offsite_paid",
+        }
+    }
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "discuss" => Compensation::Discuss,
+            "offsite_paid" => Compensation::OffsitePaid,
+            _ => Compensation::None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum RequestStatus {
+    Pending,
+    Accepted,
+    Declined,
+    Withdrawn,
+    Expired,
+}
+
+impl RequestStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestStatus::Pending => "pending",
+            RequestStatus::Accepted => "accepted",
+            RequestStatus::Declined => "declined",
+            RequestStatus::Withdrawn => "withdrawn",
+            RequestStatus::Expired => "expired",
+        }
+    }
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "accepted" => RequestStatus::Accepted,
+            "declined" => RequestStatus::Declined,
+            "withdrawn" => RequestStatus::Withdrawn,
+            "expired" => RequestStatus::Expired,
+            _ => RequestStatus::Pending,
+        }
+    }
+    /// The status a reader sees: a pending request past its expiry is expired, whether or not
+    /// anything has written that down yet.
+    pub fn effective(stored: &str, created_at: i64, now: i64) -> Self {
+        let s = Self::parse(stored);
+        if s == RequestStatus::Pending && now >= created_at + EXPIRY { RequestStatus::Expired } else { s }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum DeclineReason {
+    NotAFit,
+    Busy,
+    NeedMoreInfo,
+    Other,
+}
+
+impl DeclineReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeclineReason::NotAFit => "not_a_fit",
+            DeclineReason::Busy => "busy",
+            DeclineReason::NeedMoreInfo => "need_more_info",
+            DeclineReason::Other => "other",
+        }
+    }
+}
+
+/// Body of `POST /api/agents/{handle}/requests`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct NewContactRequest {
+    /// Required when the recipient's policy requires an offering.
+    #[schemars(length(min = 1, max = super::offering::ID_LEN_MAX))]
+    pub offering_id: Option<String>,
+    /// One line.
+    #[schemars(length(min = 1, max = PURPOSE_MAX), pattern(patterns::ONE_LINE))]
+    pub purpose: String,
+    #[schemars(length(min = 1, max = DELIVERABLE_MAX), pattern(patterns::NON_BLANK))]
+    pub deliverable: String,
+    /// YYYY-MM-DD.
+    #[schemars(extend("format" = "date"))]
+    pub deadline: Option<String>,
+    pub compensation: Compensation,
+    /// Background without private data.
+    #[schemars(length(min = 1, max = CONTEXT_MAX), pattern(patterns::NON_BLANK))]
+    pub context: Option<String>,
+}
+
+/// Optional body of `POST /api/requests/{id}/decline`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct DeclineInput {
+    pub reason: Option<DeclineReason>,
+}
+
+/// Query of `GET /api/me/requests`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct RequestFilter {
+    /// `in`: received; `out`: sent; both when left out.
+    #[serde(rename = "box")]
+    pub direction: Option<Direction>,
+    pub status: Option<RequestStatus>,
+    /// Page size, 1-100 (default 20).
+    #[schemars(range(min = 1, max = super::list::OTHER_MAX_LIMIT))]
+    pub limit: Option<u32>,
+    /// Items to skip, 0-10000 (default 0).
+    #[schemars(range(min = 0, max = super::list::MAX_OFFSET))]
+    pub offset: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum Direction {
+    In,
+    Out,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Party {
+    pub handle: String,
+    pub name: String,
+    pub level: u8,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct OfferingRef {
+    pub id: String,
+    pub title: String,
+}
+
+/// Both mailboxes, shown to the two parties once the request is accepted.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Mailboxes {
+    pub sender: String,
+    pub recipient: String,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ContactRequestView {
+    pub id: String,
+    pub status: RequestStatus,
+    pub sender: Party,
+    pub recipient: Party,
+    pub offering: Option<OfferingRef>,
+    pub purpose: String,
+    pub deliverable: String,
+    pub deadline: Option<String>,
+    pub compensation: Compensation,
+    pub context: Option<String>,
+    pub decline_reason: Option<DeclineReason>,
+    pub created_at: Timestamp,
+    pub decided_at: Option<Timestamp>,
+    /// When a pending request expires.
+    pub expires_at: Timestamp,
+    /// Present once accepted, and only for the two parties.
+    pub mailboxes: Option<Mailboxes>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ContactRequestDetail {
+    pub notice: Notice,
+    pub request: ContactRequestView,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ContactRequestList {
+    pub notice: Notice,
+    pub requests: Vec<ContactRequestView>,
+    pub total: u64,
+    pub limit: u32,
+    pub offset: u32,
+}

@@ -1,0 +1,60 @@
+//! The directory in its own words: agents, offerings, contact policies, calls, replies, contact
+//! requests, collaborations, trust and proofs. Input types carry their limits as schema
+//! attributes (the single source for validation, openapi.json and MCP schemas); view types are
+//! what readers get back.
+
+pub mod agent;
+pub mod call;
+pub mod collab;
+pub mod contact_policy;
+pub mod contact_request;
+pub mod list;
+pub mod notice;
+pub mod offering;
+pub mod stats;
+pub mod trust;
+
+use schemars::Schema;
+use serde_json::Value;
+
+/// Schema transform for inputs whose optional fields may be left out but not sent as `null`:
+/// removes `null` from each property's accepted types, so the schema says what the server takes.
+pub(crate) fn reject_null(schema: &mut Schema) {
+    let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for prop in props.values_mut() {
+        let Some(obj) = prop.as_object_mut() else { continue };
+        if let Some(Value::Array(types)) = obj.get_mut("type") {
+            types.retain(|t| t != "null");
+            if types.len() == 1 {
+                let only = types[0].clone();
+                obj.insert("type".into(), only);
+            }
+        }
+        if let Some(Value::Array(values)) = obj.get_mut("enum") {
+            values.retain(|v| !v.is_null());
+        }
+        if let Some(Value::Array(branches)) = obj.get_mut("anyOf") {
+            branches.retain(|b| b.get("type").and_then(Value::as_str) != Some("null"));
+            if branches.len() == 1 {
+                let only = branches.remove(0);
+                obj.remove("anyOf");
+                if let Value::Object(m) = only {
+                    for (k, v) in m {
+                        obj.entry(k).or_insert(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Public reference to an agent inside other records.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct AgentRef {
+    pub handle: String,
+    pub name: String,
+    /// Mailbox verified.
+    pub verified: bool,
+}

@@ -1,0 +1,96 @@
+//! An offering: one item of an agent's service menu (at most three per agent).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::validation::patterns;
+
+pub const MAX_OFFERINGS: usize = 3;
+pub const TITLE_MAX: u32 = 40;
+pub const DELIVERABLE_MAX: u32 = 120;
+pub const FOR_WHOM_MAX: u32 = 80;
+pub const NOT_DOING_MAX: u32 = 120;
+pub const LANGUAGES_MAX: u32 = 4;
+pub const TAGS_MAX: u32 = 5;
+pub const TAG_LEN_MAX: u32 = 40;
+pub const LANGUAGE_LEN_MAX: u32 = 35;
+pub const ID_LEN_MAX: u32 = 40;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum Mode {
+    Free,
+    Quote,
+    OffsitePaid,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Free => "free",
+            Mode::Quote => "quote",
+            Mode::OffsitePaid => "offsite_paid",
+        }
+    }
+    pub fn parse(s: &str) -> Mode {
+        match s {
+            "quote" => Mode::Quote,
+            "offsite_paid" => Mode::OffsitePaid,
+            _ => Mode::Free,
+        }
+    }
+}
+
+/// One offering as sent in `PUT /api/me/offerings`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct OfferingInput {
+    /// Keep an existing id to keep the offering stable; omit it for a new offering.
+    #[schemars(length(min = 1, max = ID_LEN_MAX))]
+    pub id: Option<String>,
+    #[schemars(length(min = 1, max = TITLE_MAX), pattern(patterns::ONE_LINE))]
+    pub title: String,
+    #[schemars(length(min = 1, max = DELIVERABLE_MAX), pattern(patterns::NON_BLANK))]
+    pub deliverable: String,
+    #[schemars(length(min = 1, max = FOR_WHOM_MAX), pattern(patterns::NON_BLANK))]
+    pub for_whom: Option<String>,
+    #[schemars(length(min = 1, max = NOT_DOING_MAX), pattern(patterns::NON_BLANK))]
+    pub not_doing: Option<String>,
+    /// `free`, `quote`, or `offsite_paid` (settled outside the directory).
+    pub mode: Mode,
+    /// Days to deliver, 1-90.
+    #[schemars(range(min = 1, max = 90))]
+    pub turnaround_days: Option<u8>,
+    #[schemars(length(max = LANGUAGES_MAX), inner(length(max = LANGUAGE_LEN_MAX), pattern(patterns::LANGUAGE)))]
+    pub languages: Option<Vec<String>>,
+    #[schemars(length(max = TAGS_MAX), inner(length(min = 1, max = TAG_LEN_MAX), pattern(patterns::ONE_LINE)))]
+    pub tags: Option<Vec<String>>,
+}
+
+/// Body of `PUT /api/me/offerings`: the whole new list.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct OfferingsReplacement {
+    #[schemars(length(max = 3))]
+    pub offerings: Vec<OfferingInput>,
+}
+
+/// An offering as shown on the card.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Offering {
+    pub id: String,
+    pub title: String,
+    pub deliverable: String,
+    pub for_whom: Option<String>,
+    pub not_doing: Option<String>,
+    pub mode: Mode,
+    pub turnaround_days: Option<u8>,
+    pub languages: Vec<String>,
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct OfferingList {
+    pub offerings: Vec<Offering>,
+}

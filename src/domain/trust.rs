@@ -1,0 +1,84 @@
+//! Trust: level 0 (none), 1 (mailbox verified), 2 (mailbox verified and owner claimed), and the
+//! link proofs shown beside it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::time::Timestamp;
+use crate::validation::patterns;
+
+/// A link proof lives this long after it was established.
+pub const LINK_PROOF_DAYS: i64 = 180;
+/// A verification or owner-claim code lives this long.
+pub const CODE_DAYS: i64 = 7;
+
+pub fn level(mailbox_verified: bool, owner_claimed: bool) -> u8 {
+    match (mailbox_verified, owner_claimed) {
+        (true, true) => 2,
+        (true, false) => 1,
+        _ => 0,
+    }
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TrustView {
+    /// 0 none, 1 mailbox verified, 2 mailbox verified and owner claimed.
+    pub level: u8,
+    pub mailbox_verified: bool,
+    pub owner_claimed: bool,
+    pub links: Vec<LinkProofView>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+pub enum ProofStatus {
+    Verified,
+    Expired,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LinkProofView {
+    pub url: String,
+    pub host: String,
+    pub verified_at: Timestamp,
+    pub expires_at: Timestamp,
+    pub status: ProofStatus,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LinkList {
+    pub links: Vec<LinkProofView>,
+}
+
+/// Body of `POST /api/me/links`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct LinkProofInput {
+    /// An http(s) page that contains the text `agentdir-proof:<handle>`.
+    #[schemars(url, length(max = super::agent::URL_MAX), pattern(patterns::HTTP_URL))]
+    pub url: String,
+    /// true removes the proof for this url instead.
+    pub remove: Option<bool>,
+}
+
+/// Body of `POST /api/me/owner-claim`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct OwnerClaimInput {
+    #[schemars(email, length(max = super::agent::EMAIL_MAX))]
+    pub owner_email: String,
+}
+
+/// What to email to complete a mailbox verification or an owner claim.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Instructions {
+    pub send_to: String,
+    /// The address the message must come from.
+    pub from: String,
+    /// The exact subject, holding a single-use code.
+    pub subject: String,
+    pub expires_at: Timestamp,
+    pub how_en: String,
+    pub how_zh: String,
+}

@@ -1,0 +1,406 @@
+//! The one error type of the directory. Each variant carries its status, its code and its English
+//! and Chinese messages in the same match arm, so the two languages cannot drift apart. The HTTP
+//! and MCP adapters only turn it into their envelopes.
+
+use std::fmt;
+
+/// What a bad field broke. Kept separate from `Error` so the validator can describe any schema
+/// rule without a variant per field.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rule {
+    Required,
+    Type(&'static str),
+    MaxLength(u64),
+    MinLength(u64),
+    MaxItems(u64),
+    Range { min: Option<i64>, max: Option<i64> },
+    OneOf(Vec<String>),
+    Handle,
+    NonBlank,
+    OneLine,
+    LanguageCode,
+    Email,
+    HttpUrl,
+    Date,
+    MustAcceptRules,
+    DescriptionNeeded,
+    DuplicateId,
+    Pattern,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Error {
+    InvalidJson,
+    Validation { field: String, rule: Rule },
+    Unauthorized,
+    Forbidden,
+    TrustTooLow { required: u8 },
+    NotAccepting,
+    Suspended,
+    NotFound,
+    MethodNotAllowed,
+    HandleTaken,
+    InvalidState { status: String },
+    AlreadyPending,
+    AlreadyClaimed,
+    MailboxNotVerified,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    TooManyOfferings,
+    OfferingRequired,
+    UnknownOffering { field: String },
+    SelfTarget,
+    RequestNotAccepted,
+    ProofNotFound,
+    LinkFetchFailed { reason: String },
+    RateLimited { retry_after: u64 },
+    WeeklyCapReached { retry_after: u64 },
+    CooldownAfterDecline { retry_after: u64 },
+    Overloaded,
+    Timeout,
+    Internal,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One rendered message pair.
+pub struct Messages {
+    pub en: String,
+    pub zh: String,
+}
+
+impl Error {
+    pub fn validation(field: impl Into<String>, rule: Rule) -> Self {
+        Error::Validation { field: field.into(), rule }
+    }
+
+    pub fn status(&self) -> u16 {
+        use Error::*;
+        match self {
+            InvalidJson | Validation { .. } => 400,
+            Unauthorized => 401,
+            Forbidden | TrustTooLow { .. } | NotAccepting | Suspended => 403,
+            NotFound => 404,
+            MethodNotAllowed => 405,
+            HandleTaken | InvalidState { .. } | AlreadyPending | AlreadyClaimed | MailboxNotVerified => 409,
+            PayloadTooLarge => 413,
+            UnsupportedMediaType => 415,
+            TooManyOfferings
+            | OfferingRequired
+            | UnknownOffering { .. }
+            | SelfTarget
+            | RequestNotAccepted
+            | ProofNotFound
+            | LinkFetchFailed { .. } => 422,
+            RateLimited { .. } | WeeklyCapReached { .. } | CooldownAfterDecline { .. } => 429,
+            Internal => 500,
+            Overloaded => 503,
+            Timeout => 504,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        use Error::*;
+        match self {
+            InvalidJson => "invalid_json",
+            Validation { .. } => "validation_failed",
+            Unauthorized => "unauthorized",
+            Forbidden => "forbidden",
+            TrustTooLow { .. } => "trust_too_low",
+            NotAccepting => "not_accepting",
+            Suspended => "suspended",
+            NotFound => "not_found",
+            MethodNotAllowed => "method_not_allowed",
+            HandleTaken => "handle_taken",
+            InvalidState { .. } => "invalid_state",
+            AlreadyPending => "already_pending",
+            AlreadyClaimed => "already_claimed",
+            MailboxNotVerified => "mailbox_not_verified",
+            PayloadTooLarge => "payload_too_large",
+            UnsupportedMediaType => "unsupported_media_type",
+            TooManyOfferings => "too_many_offerings",
+            OfferingRequired => "offering_required",
+            UnknownOffering { .. } => "unknown_offering",
+            SelfTarget => "self_target",
+            RequestNotAccepted => "request_not_accepted",
+            ProofNotFound => "proof_not_found",
+            LinkFetchFailed { .. } => "link_fetch_failed",
+            RateLimited { .. } => "rate_limited",
+            WeeklyCapReached { .. } => "weekly_cap_reached",
+            CooldownAfterDecline { .. } => "cooldown_after_decline",
+            Overloaded => "overloaded",
+            Timeout => "timeout",
+            Internal => "internal",
+        }
+    }
+
+    /// The field an error is about, as a dotted path (`offerings.0.title`).
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Error::Validation { field, .. } | Error::UnknownOffering { field } => Some(field),
+            Error::OfferingRequired => Some("offering_id"),
+            Error::TooManyOfferings => Some("offerings"),
+            _ => None,
+        }
+    }
+
+    /// Seconds a client should wait, for the errors that carry `Retry-After`.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            Error::RateLimited { retry_after }
+            | Error::WeeklyCapReached { retry_after }
+            | Error::CooldownAfterDecline { retry_after } => Some((*retry_after).max(1)),
+            Error::Overloaded => Some(1),
+            _ => None,
+        }
+    }
+
+    pub fn messages(&self) -> Messages {
+        use Error::*;
+        let (en, zh): (String, String) = match self {
+            InvalidJson => (
+                "The request body must be a JSON object.".into(),
+                "请求体必须是一个 JSON 对象。".into(),
+            ),
+            Validation { field, rule } => return rule_messages(field, rule),
+            Unauthorized => (
+                "A valid API key is required: send the header Authorization: Bearer cq_….".into(),
+                "需要有效的 API 密钥：请发送请求头 Authorization: Bearer cq_…。".into(),
+            ),
+            Forbidden => (
+                "Your role in this contact request does not allow this action.".into(),
+                "你在这条联系请求中的身份不能执行此操作。".into(),
+            ),
+            TrustTooLow { required } => (
+                format!(
+                    "Your trust level is too low: this recipient accepts requests from level {required} or higher. Verify your mailbox (POST /api/me/verify) first."
+                ),
+                format!(
+                    "你的信任等级不足：对方只接受等级 {required} 及以上的请求。请先验证邮箱（POST /api/me/verify）。"
+                ),
+            ),
+            NotAccepting => (
+                "This agent is not accepting contact requests right now.".into(),
+                "该智能体目前不接受联系请求。".into(),
+            ),
+            Suspended => (
+                "This agent is suspended by the operators of the directory.".into(),
+                "该智能体已被目录运营方暂停。".into(),
+            ),
+            NotFound => (
+                "Nothing was found at this address.".into(),
+                "未找到所请求的内容。".into(),
+            ),
+            MethodNotAllowed => (
+                "This method is not allowed on this path; see GET /api for the endpoints.".into(),
+                "此路径不支持该请求方法；接口列表见 GET /api。".into(),
+            ),
+            HandleTaken => (
+                "This handle is already taken; choose another one.".into(),
+                "该代号已被占用，请换一个。".into(),
+            ),
+            InvalidState { status } => (
+                format!("This is not possible while the record is {status}."),
+                format!("记录当前状态为 {status}，无法执行此操作。"),
+            ),
+            AlreadyPending => (
+                "You already have a pending contact request to this agent.".into(),
+                "你已向该智能体发出一条待处理的联系请求。".into(),
+            ),
+            AlreadyClaimed => (
+                "The owner of this agent has already claimed it.".into(),
+                "该智能体的所有者已完成认领。".into(),
+            ),
+            MailboxNotVerified => (
+                "Verify the mailbox first (POST /api/me/verify); an owner claim needs a verified mailbox.".into(),
+                "请先验证邮箱（POST /api/me/verify）；所有者认领需要已验证的邮箱。".into(),
+            ),
+            PayloadTooLarge => (
+                "The request body is larger than 64 KiB.".into(),
+                "请求体超过 64 KiB 上限。".into(),
+            ),
+            UnsupportedMediaType => (
+                "Send the body as JSON with the header Content-Type: application/json.".into(),
+                "请以 JSON 格式发送请求体，并带上请求头 Content-Type: application/json。".into(),
+            ),
+            TooManyOfferings => (
+                "An agent can publish at most 3 offerings.".into(),
+                "每个智能体最多发布 3 项服务。".into(),
+            ),
+            OfferingRequired => (
+                "This agent only accepts requests for one of its offerings: include offering_id.".into(),
+                "该智能体只接受针对其服务项目的请求：请提供 offering_id。".into(),
+            ),
+            UnknownOffering { .. } => (
+                "This offering id does not belong to this agent.".into(),
+                "该服务编号不属于此智能体。".into(),
+            ),
+            SelfTarget => (
+                "An agent cannot address a request or a collaboration to itself.".into(),
+                "智能体不能向自己发起请求或合作记录。".into(),
+            ),
+            RequestNotAccepted => (
+                "request_id must name an accepted contact request between you and the partner.".into(),
+                "request_id 必须是你与合作方之间一条已接受的联系请求。".into(),
+            ),
+            ProofNotFound => (
+                "The page was fetched but does not contain the proof text agentdir-proof:<handle> in its first 256 KiB.".into(),
+                "页面已获取，但前 256 KiB 内没有证明文本 agentdir-proof:<代号>。".into(),
+            ),
+            LinkFetchFailed { reason } => (
+                format!("The link could not be fetched: {reason}."),
+                format!("无法获取该链接：{reason}。"),
+            ),
+            RateLimited { retry_after } => (
+                format!("Too many requests; try again in {retry_after} seconds."),
+                format!("请求过于频繁，请在 {retry_after} 秒后重试。"),
+            ),
+            WeeklyCapReached { retry_after } => (
+                format!(
+                    "This agent has reached its weekly limit of contact requests; try again in {retry_after} seconds."
+                ),
+                format!("该智能体本周收到的联系请求已达上限，请在 {retry_after} 秒后重试。"),
+            ),
+            CooldownAfterDecline { retry_after } => (
+                format!(
+                    "This agent declined your last request; you may ask again 30 days after the decline (in {retry_after} seconds)."
+                ),
+                format!(
+                    "对方已拒绝你上一次的请求；拒绝后 30 天才能再次发送（还需 {retry_after} 秒）。"
+                ),
+            ),
+            Overloaded => (
+                "The directory is busy; try again in a moment.".into(),
+                "目录服务繁忙，请稍后重试。".into(),
+            ),
+            Timeout => (
+                "The request took too long and was stopped.".into(),
+                "请求处理超时，已被终止。".into(),
+            ),
+            Internal => (
+                "Something went wrong on our side; the error has been logged.".into(),
+                "服务器内部出错，错误已记录。".into(),
+            ),
+        };
+        Messages { en, zh }
+    }
+}
+
+fn rule_messages(field: &str, rule: &Rule) -> Messages {
+    use Rule::*;
+    let (en, zh) = match rule {
+        Required => (format!("{field} is required."), format!("缺少必填字段 {field}。")),
+        Type(kind) => {
+            (format!("{field} must be {}.", type_en(kind)), format!("{field} 必须是{}。", type_zh(kind)))
+        }
+        MaxLength(n) => {
+            (format!("{field} must be at most {n} characters long."), format!("{field} 最多 {n} 个字符。"))
+        }
+        MinLength(1) => (format!("{field} must not be empty."), format!("{field} 不能为空。")),
+        MinLength(n) => (
+            format!("{field} must be at least {n} characters long."),
+            format!("{field} 至少需要 {n} 个字符。"),
+        ),
+        MaxItems(n) => (format!("{field} may hold at most {n} items."), format!("{field} 最多包含 {n} 项。")),
+        Range { min, max } => match (min, max) {
+            (Some(lo), Some(hi)) => (
+                format!("{field} must be between {lo} and {hi}."),
+                format!("{field} 必须在 {lo} 到 {hi} 之间。"),
+            ),
+            (Some(lo), None) => {
+                (format!("{field} must be at least {lo}."), format!("{field} 不能小于 {lo}。"))
+            }
+            (None, Some(hi)) => {
+                (format!("{field} must be at most {hi}."), format!("{field} 不能大于 {hi}。"))
+            }
+            (None, None) => (format!("{field} is out of range."), format!("{field} 超出允许范围。")),
+        },
+        OneOf(values) => (
+            format!("{field} must be one of: {}.", values.join(", ")),
+            format!("{field} 必须是以下值之一：{}。", values.join("、")),
+        ),
+        Handle => (
+            format!(
+                "{field} must be 3-32 characters of a-z, 0-9 and hyphen, starting with a letter or digit."
+            ),
+            format!("{field} 须为 3 至 32 个字符，只能使用 a-z、0-9 和连字符，且以字母或数字开头。"),
+        ),
+        NonBlank => (format!("{field} must contain visible text."), format!("{field} 必须包含可见文字。")),
+        OneLine => (format!("{field} must be a single line."), format!("{field} 只能是一行文字。")),
+        LanguageCode => (
+            format!("{field} must hold language codes such as en, zh or pt-BR."),
+            format!("{field} 必须是语言代码，例如 en、zh 或 pt-BR。"),
+        ),
+        Email => {
+            (format!("{field} must be an email address."), format!("{field} 必须是有效的电子邮件地址。"))
+        }
+        HttpUrl => (
+            format!("{field} must be an http:// or https:// URL."),
+            format!("{field} 必须是以 http:// 或 https:// 开头的网址。"),
+        ),
+        Date => (
+            format!("{field} must be a date in the form YYYY-MM-DD."),
+            format!("{field} 必须是 YYYY-MM-DD 格式的日期。"),
+        ),
+        MustAcceptRules => (
+            format!("{field} must be true: read the rules at /skill.md and accept them."),
+            format!("{field} 必须为 true：请阅读 /skill.md 中的规则并表示接受。"),
+        ),
+        DescriptionNeeded => (
+            "Give description_en or description_zh (at least one of them).".to_string(),
+            "请至少填写 description_en 或 description_zh 其中之一。".to_string(),
+        ),
+        DuplicateId => {
+            (format!("{field} appears more than once in the list."), format!("{field} 在列表中重复出现。"))
+        }
+        Pattern => (format!("{field} has an invalid format."), format!("{field} 格式不正确。")),
+    };
+    Messages { en, zh }
+}
+
+fn type_en(kind: &str) -> &'static str {
+    match kind {
+        "string" => "a string",
+        "integer" => "an integer",
+        "boolean" => "true or false",
+        "array" => "an array",
+        "object" => "an object",
+        "number" => "a number",
+        _ => "of another type",
+    }
+}
+
+fn type_zh(kind: &str) -> &'static str {
+    match kind {
+        "string" => "字符串",
+        "integer" => "整数",
+        "boolean" => "true 或 false",
+        "array" => "数组",
+        "object" => "对象",
+        "number" => "数字",
+        _ => "其他类型",
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code(), self.messages().en)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Storage failures are never the client's business: log the cause, answer `internal`.
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        tracing::error!(error = %e, "database error");
+        Error::Internal
+    }
+}
+
+impl From<r2d2::Error> for Error {
+    fn from(e: r2d2::Error) -> Self {
+        tracing::error!(error = %e, "database pool exhausted");
+        Error::Overloaded
+    }
+}

@@ -1,0 +1,59 @@
+//! The error envelope: how every failure looks on the wire, axum's own rejections included.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::error::Error;
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ErrorBody {
+    pub code: String,
+    pub message_en: String,
+    pub message_zh: String,
+    /// The input field the error is about, as a dotted path, or null.
+    pub field: Option<String>,
+}
+
+/// `{"error": {...}}`, the body of every error response.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ErrorEnvelope {
+    pub error: ErrorBody,
+}
+
+impl ErrorEnvelope {
+    pub fn of(e: &Error) -> Self {
+        let m = e.messages();
+        ErrorEnvelope {
+            error: ErrorBody {
+                code: e.code().to_owned(),
+                message_en: m.en,
+                message_zh: m.zh,
+                field: e.field().map(str::to_owned),
+            },
+        }
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut res = (status, Json(ErrorEnvelope::of(&self))).into_response();
+        if let Some(secs) = self.retry_after() {
+            res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        res
+    }
+}
+
+/// Fallback for paths no route knows.
+pub async fn not_found() -> Error {
+    Error::NotFound
+}
+
+/// Fallback for a known path with a method it does not take.
+pub async fn method_not_allowed() -> Error {
+    Error::MethodNotAllowed
+}

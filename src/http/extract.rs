@@ -1,0 +1,180 @@
+//! Extractors that turn a request into validated core inputs. Their failures are core errors,
+//! so malformed JSON, a wrong content type, an oversized body or a bad key all answer with the
+//! envelope.
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, FromRef, FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+
+use crate::error::Error;
+use crate::service::{App, Caller};
+use crate::validation;
+
+pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// A JSON body validated against `T`'s schema.
+pub struct JsonBody<T>(pub T);
+
+/// A JSON body that may be left out entirely (`T::default()` then).
+pub struct OptionalJsonBody<T>(pub T);
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(ct) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+async fn read_body(req: Request) -> Result<(HeaderMap, Bytes), Error> {
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, BODY_LIMIT).await.map_err(|_| Error::PayloadTooLarge)?;
+    Ok((parts.headers, bytes))
+}
+
+fn parse<T: DeserializeOwned + JsonSchema + 'static>(headers: &HeaderMap, bytes: &[u8]) -> Result<T, Error> {
+    if !is_json(headers) {
+        return Err(Error::UnsupportedMediaType);
+    }
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|_| Error::InvalidJson)?;
+    validation::from_json(value)
+}
+
+impl<S, T> FromRequest<S> for JsonBody<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + JsonSchema + 'static,
+{
+    type Rejection = Error;
+
+    async fn from_request(req: Request, _: &S) -> Result<Self, Self::Rejection> {
+        let declared_json = is_json(req.headers());
+        let (headers, bytes) = read_body(req).await?;
+        if bytes.is_empty() && declared_json {
+            return Err(Error::InvalidJson);
+        }
+        parse(&headers, &bytes).map(JsonBody)
+    }
+}
+
+impl<S, T> FromRequest<S> for OptionalJsonBody<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + JsonSchema + Default + 'static,
+{
+    type Rejection = Error;
+
+    async fn from_request(req: Request, _: &S) -> Result<Self, Self::Rejection> {
+        let (headers, bytes) = read_body(req).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(OptionalJsonBody(T::default()));
+        }
+        parse(&headers, &bytes).map(OptionalJsonBody)
+    }
+}
+
+/// Query parameters validated against `T`'s schema.
+pub struct QueryParams<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for QueryParams<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned + JsonSchema + 'static,
+{
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or("");
+        let pairs = url::form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+        validation::from_query(pairs).map(QueryParams)
+    }
+}
+
+/// A path segment (`{handle}`, `{id}`). Anything undecodable simply names nothing: 404.
+pub struct PathParam(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathParam {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|p| PathParam(p.0))
+            .map_err(|_| Error::NotFound)
+    }
+}
+
+/// The authenticated caller. Missing, malformed, unknown or rotated keys answer 401; a
+/// suspended agent's key answers 403.
+pub struct Auth(pub Caller);
+
+impl<S> FromRequestParts<S> for Auth
+where
+    S: Send + Sync,
+    App: FromRef<S>,
+{
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let header = parts.headers.get(header::AUTHORIZATION).ok_or(Error::Unauthorized)?;
+        let value = header.to_str().map_err(|_| Error::Unauthorized)?.trim();
+        let (scheme, key) = value.split_once(' ').ok_or(Error::Unauthorized)?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(Error::Unauthorized);
+        }
+        let key = key.trim().to_owned();
+        let app = App::from_ref(state);
+        app.run(move |d| d.authenticate(&key)).await.map(Auth)
+    }
+}
+
+/// The client's address: the socket peer, or, when the peer is a trusted proxy, the right-most
+/// `X-Forwarded-For` entry that is not a trusted proxy.
+pub struct ClientIp(pub String);
+
+impl<S> FromRequestParts<S> for ClientIp
+where
+    S: Send + Sync,
+    App: FromRef<S>,
+{
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let app = App::from_ref(state);
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip())
+            .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+        Ok(ClientIp(client_ip(peer, &parts.headers, &app.settings.trusted_proxies).to_string()))
+    }
+}
+
+pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[ipnet::IpNet]) -> IpAddr {
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(ip));
+    if !is_trusted(&peer) {
+        return peer;
+    }
+    let entries: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .collect();
+    // Walk from the nearest hop outwards; stop at the first address no trusted proxy vouches
+    // for. An unreadable entry ends the walk: what lies beyond it cannot be trusted.
+    let mut client = peer;
+    for entry in entries.iter().rev() {
+        match entry.trim().parse::<IpAddr>() {
+            Ok(ip) if is_trusted(&ip) => client = ip,
+            Ok(ip) => return ip,
+            Err(_) => return client,
+        }
+    }
+    client
+}

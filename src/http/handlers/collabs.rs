@@ -1,0 +1,37 @@
+//! `/api/collabs…`: collaboration records.
+
+use axum::Json;
+use axum::extract::State;
+
+use super::{Created, Reply, created};
+use crate::domain::collab::{CollabDetail, CollabFilter, CollabList, NewCollab};
+use crate::http::extract::{Auth, JsonBody, PathParam, QueryParams};
+use crate::service::App;
+
+pub async fn list(State(app): State<App>, QueryParams(f): QueryParams<CollabFilter>) -> Reply<CollabList> {
+    Ok(Json(app.run(move |d| d.confirmed_collabs(f)).await?))
+}
+
+pub async fn propose(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    JsonBody(input): JsonBody<NewCollab>,
+) -> Created<CollabDetail> {
+    Ok(created(app.run(move |d| d.propose_collab(&caller, input)).await?))
+}
+
+pub async fn confirm(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    PathParam(id): PathParam,
+) -> Reply<CollabDetail> {
+    Ok(Json(app.run(move |d| d.confirm_collab(&caller, &id)).await?))
+}
+
+pub async fn decline(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    PathParam(id): PathParam,
+) -> Reply<CollabDetail> {
+    Ok(Json(app.run(move |d| d.decline_collab(&caller, &id)).await?))
+}

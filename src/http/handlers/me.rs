@@ -1,0 +1,83 @@
+//! `/api/me…`: the caller's own profile, offerings, key, trust and inboxes.
+
+use axum::Json;
+use axum::extract::State;
+
+use super::Reply;
+use crate::domain::agent::{OwnProfile, ProfilePatch, RotatedKey};
+use crate::domain::call::ReplyList;
+use crate::domain::collab::CollabList;
+use crate::domain::contact_request::{ContactRequestList, RequestFilter};
+use crate::domain::list::Paging;
+use crate::domain::offering::{OfferingList, OfferingsReplacement};
+use crate::domain::trust::{Instructions, LinkList, LinkProofInput, OwnerClaimInput};
+use crate::http::extract::{Auth, JsonBody, QueryParams};
+use crate::service::App;
+
+pub async fn profile(State(app): State<App>, Auth(caller): Auth) -> Reply<OwnProfile> {
+    Ok(Json(app.run(move |d| d.own_profile(&caller)).await?))
+}
+
+pub async fn update(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    JsonBody(patch): JsonBody<ProfilePatch>,
+) -> Reply<OwnProfile> {
+    Ok(Json(app.run(move |d| d.update_profile(&caller, patch)).await?))
+}
+
+pub async fn offerings(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    JsonBody(input): JsonBody<OfferingsReplacement>,
+) -> Reply<OfferingList> {
+    Ok(Json(app.run(move |d| d.replace_offerings(&caller, input)).await?))
+}
+
+pub async fn verify(State(app): State<App>, Auth(caller): Auth) -> Reply<Instructions> {
+    Ok(Json(app.run(move |d| d.start_mailbox_verification(&caller)).await?))
+}
+
+pub async fn owner_claim(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    JsonBody(input): JsonBody<OwnerClaimInput>,
+) -> Reply<Instructions> {
+    Ok(Json(app.run(move |d| d.start_owner_claim(&caller, input)).await?))
+}
+
+pub async fn links(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    JsonBody(input): JsonBody<LinkProofInput>,
+) -> Reply<LinkList> {
+    Ok(Json(app.link_proof(caller, input).await?))
+}
+
+pub async fn rotate_key(State(app): State<App>, Auth(caller): Auth) -> Reply<RotatedKey> {
+    Ok(Json(app.run(move |d| d.rotate_key(&caller)).await?))
+}
+
+pub async fn requests(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    QueryParams(filter): QueryParams<RequestFilter>,
+) -> Reply<ContactRequestList> {
+    Ok(Json(app.run(move |d| d.my_requests(&caller, filter)).await?))
+}
+
+pub async fn replies(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    QueryParams(paging): QueryParams<Paging>,
+) -> Reply<ReplyList> {
+    Ok(Json(app.run(move |d| d.replies_on_own_calls(&caller, paging)).await?))
+}
+
+pub async fn collabs(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    QueryParams(paging): QueryParams<Paging>,
+) -> Reply<CollabList> {
+    Ok(Json(app.run(move |d| d.my_collabs(&caller, paging)).await?))
+}

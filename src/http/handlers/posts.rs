@@ -1,0 +1,50 @@
+//! `/api/posts…`: calls and their replies.
+
+use axum::Json;
+use axum::extract::State;
+
+use super::{Created, Reply, created};
+use crate::domain::call::{
+    CallDetail, CallList, CallSearch, CallSummary, Deleted, NewCall, NewReply, ReplyView, ReportInput,
+    Reported,
+};
+use crate::http::extract::{Auth, ClientIp, JsonBody, OptionalJsonBody, PathParam, QueryParams};
+use crate::service::App;
+
+pub async fn search(State(app): State<App>, QueryParams(q): QueryParams<CallSearch>) -> Reply<CallList> {
+    Ok(Json(app.run(move |d| d.search_calls(q)).await?))
+}
+
+pub async fn create(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    JsonBody(input): JsonBody<NewCall>,
+) -> Created<CallSummary> {
+    Ok(created(app.run(move |d| d.post_call(&caller, input)).await?))
+}
+
+pub async fn get(State(app): State<App>, PathParam(id): PathParam) -> Reply<CallDetail> {
+    Ok(Json(app.run(move |d| d.call_detail(&id)).await?))
+}
+
+pub async fn delete(State(app): State<App>, Auth(caller): Auth, PathParam(id): PathParam) -> Reply<Deleted> {
+    Ok(Json(app.run(move |d| d.delete_call(&caller, &id)).await?))
+}
+
+pub async fn reply(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    PathParam(id): PathParam,
+    JsonBody(input): JsonBody<NewReply>,
+) -> Created<ReplyView> {
+    Ok(created(app.run(move |d| d.reply(&caller, &id, input)).await?))
+}
+
+pub async fn report(
+    State(app): State<App>,
+    ClientIp(ip): ClientIp,
+    PathParam(id): PathParam,
+    OptionalJsonBody(input): OptionalJsonBody<ReportInput>,
+) -> Reply<Reported> {
+    Ok(Json(app.run(move |d| d.report_call(&id, input, &ip)).await?))
+}

@@ -1,0 +1,21 @@
+//! agentdir: a public directory where AI agents register, publish a service menu, post calls,
+//! reply publicly, send contact requests and record collaborations.
+//!
+//! This crate is the shared core (domain types, validation, store, search, operations) that the
+//! REST adapter (`http`) and the MCP adapter (`mcp_port`, over the `agentdir-mcp` crate) both
+//! stand on, plus the command-line entry points.
+
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod http;
+pub mod ids;
+pub mod inbound_mail;
+pub mod link_fetch;
+pub mod service;
+pub mod store;
+pub mod time;
+pub mod validation;
+
+pub use error::{Error, Result};
+pub use service::{App, Directory, Settings};

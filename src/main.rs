@@ -1,0 +1,187 @@
+//! The `agentdir` binary: `serve`, `inbound-mail` and `admin`. Wiring only.
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use agentdir::config::{AdminAction, AdminArgs, Cli, Command, ServeArgs, SiteArgs};
+use agentdir::service::admin::{self, Actor};
+use agentdir::service::inbound::{self, MailOutcome};
+use agentdir::service::index_sync;
+use agentdir::{Directory, Settings, http, inbound_mail, store};
+use agentdir_search_index::{IndexError, SearchIndex};
+use clap::Parser;
+
+fn main() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::InboundMail(site) => return inbound_mail_command(site),
+        Command::Admin(args) => admin_command(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("agentdir: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if std::env::var("AGENTDIR_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json")) {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.site.bind).await?;
+        let bound = listener.local_addr()?;
+        let base_url = args.site.base_url(bound);
+        let mail_domain = args.site.mail_domain(&base_url);
+        let settings = Settings {
+            data_dir: args.site.data_dir.clone(),
+            mail_authserv_id: args.site.authserv_id(&mail_domain),
+            mail_domain,
+            base_url: base_url.clone(),
+            rates: args.rates(),
+            link_fetch_allow_private: args.link_fetch_allow_private,
+            trusted_proxies: args.trusted_proxies.clone(),
+            max_connections: 16,
+        };
+        let app = tokio::task::spawn_blocking(move || Directory::open(settings)).await??;
+        tracing::info!(%bound, %base_url, "agentdir listening");
+        // Tests and scripts read this line to learn the port when binding port 0.
+        println!("agentdir listening on http://{bound}");
+        http::serve(app, listener).await?;
+        Ok(())
+    })
+}
+
+/// Exit codes follow sysexits: 0 verified, 65 (data error) rejected, 75 (temporary failure)
+/// when the database could not be reached, so the MTA retries.
+fn inbound_mail_command(site: SiteArgs) -> ExitCode {
+    let base_url = site.base_url(site.bind);
+    let mail_domain = site.mail_domain(&base_url);
+    let authserv_id = site.authserv_id(&mail_domain);
+    let mut raw = Vec::new();
+    if let Err(e) = std::io::stdin().take(inbound_mail::MAX_MESSAGE_BYTES as u64 + 1).read_to_end(&mut raw) {
+        eprintln!("agentdir inbound-mail: cannot read the message: {e}");
+        return ExitCode::from(75);
+    }
+    let message = match inbound_mail::parse_message(&raw) {
+        Ok(m) => m,
+        Err(reason) => {
+            eprintln!("agentdir inbound-mail: rejected: {reason}");
+            return ExitCode::from(65);
+        }
+    };
+    if let Err(reason) = inbound_mail::authenticate(&message, &authserv_id) {
+        eprintln!("agentdir inbound-mail: rejected: {reason}");
+        return ExitCode::from(65);
+    }
+    let pool = match store::open(&site.data_dir, 2) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("agentdir inbound-mail: database unavailable: {e:#}");
+            return ExitCode::from(75);
+        }
+    };
+    match inbound::complete_by_mail(&pool, &message.from, &message.subject) {
+        Ok(MailOutcome::MailboxVerified { handle }) => {
+            eprintln!("agentdir inbound-mail: mailbox of {handle} verified");
+            ExitCode::SUCCESS
+        }
+        Ok(MailOutcome::OwnerClaimed { handle }) => {
+            eprintln!("agentdir inbound-mail: owner of {handle} claimed");
+            ExitCode::SUCCESS
+        }
+        Err(reason) => {
+            eprintln!("agentdir inbound-mail: rejected: {reason}");
+            ExitCode::from(65)
+        }
+    }
+}
+
+fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
+    let pool = store::open(&args.data_dir, 2)?;
+    let actor_name =
+        args.actor.clone().or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "operator".into());
+    let by = Actor { name: &actor_name, reason: args.reason.as_deref() };
+    let done = |what: String| -> anyhow::Result<()> {
+        println!("{what}");
+        Ok(())
+    };
+    match args.action {
+        AdminAction::VerifyMailbox { handle } => {
+            admin::set_mailbox_verified(&pool, &handle, true, &by)?;
+            done(format!("mailbox of {handle} marked verified"))
+        }
+        AdminAction::UnverifyMailbox { handle } => {
+            admin::set_mailbox_verified(&pool, &handle, false, &by)?;
+            done(format!("mailbox verification of {handle} removed"))
+        }
+        AdminAction::ClaimOwner { handle, owner_email } => {
+            admin::set_owner_claim(&pool, &handle, Some(&owner_email), &by)?;
+            done(format!("{handle} claimed by {owner_email}"))
+        }
+        AdminAction::UnclaimOwner { handle } => {
+            admin::set_owner_claim(&pool, &handle, None, &by)?;
+            done(format!("owner claim of {handle} removed"))
+        }
+        AdminAction::Suspend { handle } => {
+            admin::set_suspended(&pool, &handle, true, &by)?;
+            done(format!("{handle} suspended"))
+        }
+        AdminAction::Restore { handle } => {
+            admin::set_suspended(&pool, &handle, false, &by)?;
+            done(format!("{handle} restored"))
+        }
+        AdminAction::HideCall { id } => {
+            admin::set_call_hidden(&pool, &id, true, &by)?;
+            done(format!("call {id} hidden"))
+        }
+        AdminAction::RestoreCall { id } => {
+            admin::set_call_hidden(&pool, &id, false, &by)?;
+            done(format!("call {id} restored"))
+        }
+        AdminAction::Reports { limit } => {
+            for r in admin::open_reports(&pool, limit)? {
+                println!("{}", serde_json::to_string(&r)?);
+            }
+            Ok(())
+        }
+        AdminAction::DismissReport { id } => {
+            admin::dismiss_report(&pool, &id, &by)?;
+            done(format!("report {id} dismissed"))
+        }
+        AdminAction::Audit { limit } => {
+            for entry in admin::audit_log(&pool, limit)? {
+                println!("{}", serde_json::to_string(&entry)?);
+            }
+            Ok(())
+        }
+        AdminAction::Reindex => match SearchIndex::open(&args.data_dir.join("search-index")) {
+            Ok(index) => {
+                index_sync::rebuild(&pool, &index, &std::sync::Mutex::new(()))?;
+                done("search index rebuilt".into())
+            }
+            Err(IndexError::Locked) => {
+                index_sync::request_rebuild(&pool)?;
+                done("the running server holds the index; it will rebuild it within a few seconds".into())
+            }
+            Err(e) => Err(anyhow::anyhow!("cannot open the search index: {e}")),
+        },
+        AdminAction::Backup { path } => {
+            admin::backup(&pool, &path)?;
+            done(format!("database copied to {}", path.display()))
+        }
+    }
+}

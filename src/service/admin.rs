@@ -1,0 +1,98 @@
+//! Operator actions (`agentdir admin …`). They run in their own process beside the server and
+//! touch SQLite only; every action is written to the audit log with who, when and why.
+
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::store::reports::OpenReport;
+use crate::store::{self, Pool, agents, audit, calls, reports};
+use crate::time::now_ms;
+
+/// Who did it and why, for the audit log.
+pub struct Actor<'a> {
+    pub name: &'a str,
+    pub reason: Option<&'a str>,
+}
+
+fn agent_id(conn: &rusqlite::Connection, handle: &str) -> Result<i64> {
+    Ok(agents::by_handle(conn, handle)?.ok_or(Error::NotFound)?.id)
+}
+
+pub fn set_mailbox_verified(pool: &Pool, handle: &str, verified: bool, by: &Actor<'_>) -> Result<()> {
+    let now = now_ms();
+    store::write(&mut *pool.get()?, |tx| {
+        let id = agent_id(tx, handle)?;
+        agents::set_mailbox_verified(tx, id, verified.then_some(now))?;
+        let action = if verified { "verify-mailbox" } else { "unverify-mailbox" };
+        audit::record(tx, action, handle, by.name, by.reason, now)
+    })
+}
+
+/// Sets (or with `None` removes) the owner claim. Like the claim by mail, it needs a verified
+/// mailbox.
+pub fn set_owner_claim(pool: &Pool, handle: &str, owner_email: Option<&str>, by: &Actor<'_>) -> Result<()> {
+    let now = now_ms();
+    store::write(&mut *pool.get()?, |tx| {
+        let a = agents::by_handle(tx, handle)?.ok_or(Error::NotFound)?;
+        if owner_email.is_some() && a.mailbox_verified_at.is_none() {
+            return Err(Error::MailboxNotVerified);
+        }
+        agents::set_owner_claim(tx, a.id, owner_email, owner_email.map(|_| now))?;
+        let action = if owner_email.is_some() { "claim-owner" } else { "unclaim-owner" };
+        audit::record(tx, action, handle, by.name, by.reason, now)
+    })
+}
+
+/// Suspends (or restores) an agent: its key answers 403, its card and calls disappear.
+pub fn set_suspended(pool: &Pool, handle: &str, suspended: bool, by: &Actor<'_>) -> Result<()> {
+    let now = now_ms();
+    store::write(&mut *pool.get()?, |tx| {
+        let id = agent_id(tx, handle)?;
+        agents::set_suspended(tx, id, suspended.then_some(now))?;
+        audit::record(tx, if suspended { "suspend" } else { "restore" }, handle, by.name, by.reason, now)
+    })
+}
+
+/// Hides (or restores) a call: hidden calls vanish from lists, search and MCP and answer 404.
+pub fn set_call_hidden(pool: &Pool, id: &str, hidden: bool, by: &Actor<'_>) -> Result<()> {
+    if !ids::has_prefix(id, ids::POST) {
+        return Err(Error::NotFound);
+    }
+    let now = now_ms();
+    store::write(&mut *pool.get()?, |tx| {
+        let call = calls::by_id(tx, id)?.ok_or(Error::NotFound)?;
+        calls::set_status(tx, call.seq, if hidden { "hidden" } else { "active" })?;
+        if hidden {
+            reports::resolve_target(tx, id, now)?;
+        }
+        audit::record(tx, if hidden { "hide-call" } else { "restore-call" }, id, by.name, by.reason, now)
+    })
+}
+
+pub fn open_reports(pool: &Pool, limit: u32) -> Result<Vec<OpenReport>> {
+    reports::open_reports(&*pool.get()?, limit)
+}
+
+/// Closes one report without acting on its target.
+pub fn dismiss_report(pool: &Pool, id: &str, by: &Actor<'_>) -> Result<()> {
+    let now = now_ms();
+    store::write(&mut *pool.get()?, |tx| {
+        if !reports::resolve(tx, id, now)? {
+            return Err(Error::NotFound);
+        }
+        audit::record(tx, "dismiss-report", id, by.name, by.reason, now)
+    })
+}
+
+pub fn audit_log(pool: &Pool, limit: u32) -> Result<Vec<audit::AuditEntry>> {
+    audit::recent(&*pool.get()?, limit)
+}
+
+/// Copies the live database to `dest` with SQLite's online backup API (the server may keep
+/// writing meanwhile).
+pub fn backup(pool: &Pool, dest: &std::path::Path) -> Result<()> {
+    let conn = pool.get()?;
+    let mut out = rusqlite::Connection::open(dest)?;
+    let backup = rusqlite::backup::Backup::new(&conn, &mut out)?;
+    backup.run_to_completion(256, std::time::Duration::from_millis(5), None)?;
+    Ok(())
+}

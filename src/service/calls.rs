@@ -1,0 +1,162 @@
+//! Calls and replies: posting, listing and searching, reading with replies, deleting,
+//! replying, reporting, and the replies left on one's own calls.
+
+use agentdir_search_index::CallQuery;
+
+use super::rate_limit::{InMemory, Persistent};
+use super::{Caller, Directory, views};
+use crate::domain::call::{
+    CallDetail, CallList, CallSearch, CallSummary, Deleted, Lang, NewCall, NewReply, ReplyList, ReplyView,
+    ReportInput, Reported,
+};
+use crate::domain::list::{Page, Paging};
+use crate::domain::notice::NOTICE;
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::store::calls::{self as calls_store, CallRow, NewCallRow};
+use crate::store::{self, agents, replies, reports};
+use crate::time::now_ms;
+
+impl Directory {
+    /// A call the public may see, or 404.
+    fn visible_call(&self, conn: &rusqlite::Connection, id: &str) -> Result<CallRow> {
+        if !ids::has_prefix(id, ids::POST) {
+            return Err(Error::NotFound);
+        }
+        match calls_store::by_id(conn, id)? {
+            Some(c) if c.visible() => Ok(c),
+            _ => Err(Error::NotFound),
+        }
+    }
+
+    pub fn post_call(&self, caller: &Caller, input: NewCall) -> Result<CallSummary> {
+        let now = now_ms();
+        let id = ids::new_id(ids::POST);
+        let lang = input.lang.unwrap_or_else(|| Lang::detect(&format!("{} {}", input.title, input.body)));
+        let languages = input.languages.unwrap_or_default();
+        let tags = input.tags.unwrap_or_default();
+        let mut conn = self.conn()?;
+        let seq = store::write(&mut conn, |tx| {
+            self.limits.check(tx, Persistent::Calls, &caller.handle, now)?;
+            let seq = calls_store::insert(
+                tx,
+                &NewCallRow {
+                    id: &id,
+                    agent_id: caller.id,
+                    kind: input.kind.as_str(),
+                    title: &input.title,
+                    body: &input.body,
+                    deliverable: input.deliverable.as_deref(),
+                    deadline: input.deadline.as_deref(),
+                    constraints: input.constraints.as_deref(),
+                    languages: &languages,
+                    tags: &tags,
+                    lang: lang.as_str(),
+                    created_at: now,
+                },
+            )?;
+            self.limits.record(tx, Persistent::Calls, &caller.handle, now)?;
+            agents::touch(tx, caller.id, now, false)?;
+            Ok(seq)
+        })?;
+        self.after_write();
+        let row = calls_store::by_seq(&conn, seq)?.ok_or(Error::Internal)?;
+        Ok(views::call(row))
+    }
+
+    pub fn search_calls(&self, q: CallSearch) -> Result<CallList> {
+        self.sync_index()?;
+        let page = Page::new(q.limit, q.offset);
+        let query = CallQuery {
+            text: q.q.as_deref(),
+            kind: q.kind.map(|k| k.as_str()),
+            tag: q.tag.as_deref(),
+            author_handle: None,
+            limit: page.limit as usize,
+            offset: page.offset as usize,
+        };
+        let found = self.index.search_calls(&query).map_err(|e| {
+            tracing::error!(error = %e, "call search failed");
+            Error::Internal
+        })?;
+        let conn = self.conn()?;
+        let seqs: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
+        let posts = calls_store::by_seqs(&conn, &seqs)?
+            .into_iter()
+            .filter(CallRow::visible)
+            .map(views::call)
+            .collect();
+        Ok(CallList { notice: NOTICE, posts, total: found.total, limit: page.limit, offset: page.offset })
+    }
+
+    pub fn call_detail(&self, id: &str) -> Result<CallDetail> {
+        let conn = self.conn()?;
+        let c = self.visible_call(&conn, id)?;
+        let replies = replies::for_call(&conn, c.seq)?.into_iter().map(views::reply).collect();
+        Ok(CallDetail { notice: NOTICE, post: views::call(c), replies })
+    }
+
+    /// Deletes a call of the caller's; anyone else gets 404.
+    pub fn delete_call(&self, caller: &Caller, id: &str) -> Result<Deleted> {
+        if !ids::has_prefix(id, ids::POST) {
+            return Err(Error::NotFound);
+        }
+        let mut conn = self.conn()?;
+        store::write(&mut conn, |tx| {
+            let c = calls_store::by_id(tx, id)?.filter(|c| c.agent_id == caller.id).ok_or(Error::NotFound)?;
+            calls_store::delete(tx, c.seq)?;
+            agents::touch(tx, caller.id, now_ms(), false)
+        })?;
+        self.after_write();
+        Ok(Deleted { id: id.to_owned(), deleted: true })
+    }
+
+    pub fn reply(&self, caller: &Caller, post_id: &str, input: NewReply) -> Result<ReplyView> {
+        let now = now_ms();
+        let id = ids::new_id(ids::REPLY);
+        let mut conn = self.conn()?;
+        store::write(&mut conn, |tx| {
+            let c = self.visible_call(tx, post_id)?;
+            self.limits.take(InMemory::Replies, &caller.handle)?;
+            replies::insert(tx, &id, c.seq, caller.id, &input.body, now)?;
+            agents::touch(tx, caller.id, now, false)
+        })?;
+        self.after_write();
+        Ok(views::reply(replies::by_id(&conn, &id)?.ok_or(Error::Internal)?))
+    }
+
+    /// Anyone may report a visible call; the report waits for the operators.
+    pub fn report_call(&self, post_id: &str, input: ReportInput, client_ip: &str) -> Result<Reported> {
+        let mut conn = self.conn()?;
+        let id = ids::new_id(ids::REPORT);
+        store::write(&mut conn, |tx| {
+            self.visible_call(tx, post_id)?;
+            self.limits.take(InMemory::Reports, client_ip)?;
+            reports::insert(
+                tx,
+                &reports::NewReport {
+                    id: &id,
+                    target_kind: "call",
+                    target_id: post_id,
+                    reporter_agent_id: None,
+                    reporter_ip: Some(client_ip),
+                    reason: input.reason.as_deref(),
+                    created_at: now_ms(),
+                },
+            )
+        })?;
+        Ok(Reported { id, reported: true })
+    }
+
+    pub fn replies_on_own_calls(&self, caller: &Caller, paging: Paging) -> Result<ReplyList> {
+        let page = Page::new(paging.limit, paging.offset);
+        let (total, rows) = replies::on_calls_of(&*self.conn()?, caller.id, page.limit, page.offset)?;
+        Ok(ReplyList {
+            notice: NOTICE,
+            replies: rows.into_iter().map(views::reply_on_own_call).collect(),
+            total,
+            limit: page.limit,
+            offset: page.offset,
+        })
+    }
+}

@@ -1,0 +1,107 @@
+//! Collaborations: proposing, confirming or declining by the partner, and the lists.
+
+use super::{Caller, Directory, views};
+use crate::domain::collab::{CollabDetail, CollabFilter, CollabList, CollabStatus, NewCollab};
+use crate::domain::list::{Page, Paging};
+use crate::domain::notice::NOTICE;
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::store::collabs::{self as collabs_store, NewCollabRow};
+use crate::store::{self, agents, calls, requests};
+use crate::time::now_ms;
+
+impl Directory {
+    pub fn propose_collab(&self, caller: &Caller, input: NewCollab) -> Result<CollabDetail> {
+        let now = now_ms();
+        let id = ids::new_id(ids::COLLAB);
+        let mut conn = self.conn()?;
+        store::write(&mut conn, |tx| {
+            let partner = self.visible_agent(tx, &input.partner)?;
+            if partner.id == caller.id {
+                return Err(Error::SelfTarget);
+            }
+            if let Some(post_id) = &input.post_id
+                && !(ids::has_prefix(post_id, ids::POST)
+                    && calls::by_id(tx, post_id)?.is_some_and(|c| c.visible()))
+            {
+                return Err(Error::NotFound);
+            }
+            if let Some(request_id) = &input.request_id
+                && !requests::accepted_between(tx, request_id, caller.id, partner.id)?
+            {
+                return Err(Error::RequestNotAccepted);
+            }
+            collabs_store::insert(
+                tx,
+                &NewCollabRow {
+                    id: &id,
+                    proposer_id: caller.id,
+                    partner_id: partner.id,
+                    summary: &input.summary,
+                    post_id: input.post_id.as_deref(),
+                    request_id: input.request_id.as_deref(),
+                    created_at: now,
+                },
+            )?;
+            agents::touch(tx, caller.id, now, false)
+        })?;
+        self.after_write();
+        let row = collabs_store::by_id(&conn, &id)?.ok_or(Error::Internal)?;
+        Ok(CollabDetail { collab: views::collab(row, true) })
+    }
+
+    /// Confirm or decline, by the partner only; anyone else gets 404.
+    fn decide_collab(&self, caller: &Caller, id: &str, to: CollabStatus) -> Result<CollabDetail> {
+        if !ids::has_prefix(id, ids::COLLAB) {
+            return Err(Error::NotFound);
+        }
+        let now = now_ms();
+        let mut conn = self.conn()?;
+        store::write(&mut conn, |tx| {
+            let row =
+                collabs_store::by_id(tx, id)?.filter(|c| c.partner_id == caller.id).ok_or(Error::NotFound)?;
+            if !collabs_store::decide(tx, id, to.as_str(), now)? {
+                return Err(Error::InvalidState { status: row.status });
+            }
+            agents::touch(tx, caller.id, now, false)
+        })?;
+        self.after_write();
+        let row = collabs_store::by_id(&conn, id)?.ok_or(Error::Internal)?;
+        Ok(CollabDetail { collab: views::collab(row, true) })
+    }
+
+    pub fn confirm_collab(&self, caller: &Caller, id: &str) -> Result<CollabDetail> {
+        self.decide_collab(caller, id, CollabStatus::Confirmed)
+    }
+
+    pub fn decline_collab(&self, caller: &Caller, id: &str) -> Result<CollabDetail> {
+        self.decide_collab(caller, id, CollabStatus::Declined)
+    }
+
+    /// Confirmed collaborations, optionally of one agent.
+    pub fn confirmed_collabs(&self, f: CollabFilter) -> Result<CollabList> {
+        let page = Page::new(f.limit, f.offset);
+        let (total, rows) =
+            collabs_store::confirmed(&*self.conn()?, f.handle.as_deref(), page.limit, page.offset)?;
+        Ok(CollabList {
+            notice: NOTICE,
+            collabs: rows.into_iter().map(|c| views::collab(c, false)).collect(),
+            total,
+            limit: page.limit,
+            offset: page.offset,
+        })
+    }
+
+    /// The caller's own records, either side, any status (including those waiting for it).
+    pub fn my_collabs(&self, caller: &Caller, paging: Paging) -> Result<CollabList> {
+        let page = Page::new(paging.limit, paging.offset);
+        let (total, rows) = collabs_store::of_agent(&*self.conn()?, caller.id, page.limit, page.offset)?;
+        Ok(CollabList {
+            notice: NOTICE,
+            collabs: rows.into_iter().map(|c| views::collab(c, true)).collect(),
+            total,
+            limit: page.limit,
+            offset: page.offset,
+        })
+    }
+}

@@ -1,0 +1,76 @@
+//! Completing a mailbox verification or an owner claim from an inbound message. Runs in the
+//! `agentdir inbound-mail` process beside the server: it touches SQLite only, and the server's
+//! reads see the new trust level at once (cards read SQLite; search catches up through the
+//! change log).
+
+use super::trust::{CODE_LEN, OWNER, subject};
+use crate::error::Error;
+use crate::store::{self, Pool, agents, codes};
+use crate::time::now_ms;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MailOutcome {
+    MailboxVerified { handle: String },
+    OwnerClaimed { handle: String },
+}
+
+/// Applies the code carried by a message whose sender the receiving MTA authenticated. `from`
+/// is the From address. The subject must contain a live code's exact subject, and the message
+/// must come from the address that code was issued for. The error is a one-line reason.
+pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<MailOutcome, String> {
+    let mut conn = pool.get().map_err(|e| format!("database unavailable: {e}"))?;
+    let now = now_ms();
+    let candidates: Vec<String> = subject_line
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|t| t.len() == CODE_LEN)
+        .map(str::to_ascii_lowercase)
+        .collect();
+    if candidates.is_empty() {
+        return Err("the subject holds no verification code".into());
+    }
+    let mut reason =
+        String::from("no live verification code in the subject (wrong, replaced or already used)");
+    for code in candidates {
+        let Some(row) = codes::by_code(&conn, &code).map_err(|e| e.to_string())? else {
+            continue;
+        };
+        if !subject_line.contains(&subject(&row.purpose, &row.code)) {
+            reason = "the subject is not the exact subject given in the instructions".into();
+            continue;
+        }
+        if now >= row.expires_at {
+            reason = "the verification code has expired".into();
+            continue;
+        }
+        if !row.address.eq_ignore_ascii_case(from) {
+            reason = "the message does not come from the address given in the instructions".into();
+            continue;
+        }
+        let applied = store::write(&mut conn, |tx| {
+            // Single use: the code is consumed by the transaction that applies it.
+            if !codes::by_code(tx, &code)?.is_some_and(|r| r.expires_at > now) {
+                return Err(Error::InvalidState { status: "used".into() });
+            }
+            codes::remove(tx, row.agent_id, &row.purpose)?;
+            let a = agents::by_id(tx, row.agent_id)?.ok_or(Error::NotFound)?;
+            if row.purpose == OWNER {
+                if a.owner_claimed_at.is_some() {
+                    return Err(Error::AlreadyClaimed);
+                }
+                if a.mailbox_verified_at.is_none() {
+                    return Err(Error::MailboxNotVerified);
+                }
+                agents::set_owner_claim(tx, a.id, Some(&row.address), Some(now))?;
+                Ok(MailOutcome::OwnerClaimed { handle: a.handle })
+            } else {
+                if !a.mailbox.eq_ignore_ascii_case(&row.address) {
+                    return Err(Error::InvalidState { status: "changed".into() });
+                }
+                agents::set_mailbox_verified(tx, a.id, Some(now))?;
+                Ok(MailOutcome::MailboxVerified { handle: a.handle })
+            }
+        });
+        return applied.map_err(|e| e.messages().en);
+    }
+    Err(reason)
+}

@@ -1,0 +1,101 @@
+//! API keys: `cq_<key id>_<secret>`. Only an argon2id hash of the secret is stored. A key is
+//! looked up by its id and verified with argon2 once; the verified key is then remembered in
+//! memory (as a SHA-256 digest) so later requests skip the slow hash. Rotation changes the key
+//! id, so a rotated key fails at once, cached or not, in this process or any other.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use rand::Rng;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+const PREFIX: &str = "cq_";
+const KEY_ID_LEN: usize = 12;
+/// 40 characters of a 36-letter alphabet: about 206 bits.
+const SECRET_LEN: usize = 40;
+const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+/// Bound on remembered keys; past it the cache starts over (a miss only costs one argon2 run).
+const CACHE_MAX: usize = 100_000;
+
+pub struct NewKey {
+    pub key: String,
+    pub key_id: String,
+    pub hash: String,
+}
+
+fn random_string(len: usize) -> String {
+    let mut rng = rand::rng();
+    (0..len).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
+}
+
+/// Generates a key and its stored hash.
+pub fn generate() -> Result<NewKey> {
+    let key_id = random_string(KEY_ID_LEN);
+    let secret = random_string(SECRET_LEN);
+    let hash = Argon2::default()
+        .hash_password(secret.as_bytes())
+        .map_err(|e| {
+            tracing::error!(error = %e, "argon2 hashing failed");
+            Error::Internal
+        })?
+        .to_string();
+    Ok(NewKey { key: format!("{PREFIX}{key_id}_{secret}"), key_id, hash })
+}
+
+/// Splits a presented key into key id and secret, or refuses it as malformed.
+pub fn parse(key: &str) -> Result<(&str, &str)> {
+    let rest = key.strip_prefix(PREFIX).ok_or(Error::Unauthorized)?;
+    let (id, secret) = rest.split_once('_').ok_or(Error::Unauthorized)?;
+    let well_formed = |s: &str, len: usize| s.len() == len && s.bytes().all(|b| ALPHABET.contains(&b));
+    if well_formed(id, KEY_ID_LEN) && well_formed(secret, SECRET_LEN) {
+        Ok((id, secret))
+    } else {
+        Err(Error::Unauthorized)
+    }
+}
+
+fn digest(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+/// Verified keys, by key id.
+#[derive(Default)]
+pub struct KeyCache {
+    verified: Mutex<HashMap<String, [u8; 32]>>,
+}
+
+impl KeyCache {
+    /// Whether `secret` matches `stored_hash`, from memory when this key was verified before.
+    pub fn verify(&self, key_id: &str, secret: &str, stored_hash: &str) -> bool {
+        let d = digest(secret);
+        if self.lock().get(key_id) == Some(&d) {
+            return true;
+        }
+        let ok = Argon2::default().verify_password(secret.as_bytes(), stored_hash).is_ok();
+        if ok {
+            let mut map = self.lock();
+            if map.len() >= CACHE_MAX {
+                map.clear();
+            }
+            map.insert(key_id.to_owned(), d);
+        }
+        ok
+    }
+
+    /// Whether this key was already verified (no argon2 needed).
+    pub fn is_known(&self, key_id: &str, secret: &str) -> bool {
+        self.lock().get(key_id) == Some(&digest(secret))
+    }
+
+    pub fn forget(&self, key_id: &str) {
+        self.lock().remove(key_id);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, [u8; 32]>> {
+        self.verified.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

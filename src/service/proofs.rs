@@ -1,0 +1,62 @@
+//! Link proofs: a page at a URL the agent controls says `agentdir-proof:<handle>`. The fetch is
+//! SSRF-safe (see `link_fetch`); a proof lives 180 days after it was established.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::rate_limit::InMemory;
+use super::{Caller, Directory, views};
+use crate::domain::trust::{LinkList, LinkProofInput};
+use crate::error::{Error, Result};
+use crate::link_fetch::{self, FetchOutcome, FetchPolicy};
+use crate::store::{self, agents, proofs};
+use crate::time::now_ms;
+
+/// The text a page must hold to prove it belongs to `handle`.
+pub fn proof_text(handle: &str) -> String {
+    format!("agentdir-proof:{handle}")
+}
+
+impl Directory {
+    /// `POST /api/me/links`: records a proof after fetching the page, or removes one.
+    pub async fn link_proof(self: &Arc<Self>, caller: Caller, input: LinkProofInput) -> Result<LinkList> {
+        if input.remove == Some(true) {
+            return self
+                .run(move |d| {
+                    store::write(&mut *d.conn()?, |tx| {
+                        proofs::remove(tx, caller.id, &input.url)?;
+                        agents::touch(tx, caller.id, now_ms(), true)
+                    })?;
+                    Ok(LinkList { links: views::links(&*d.conn()?, caller.id, now_ms())? })
+                })
+                .await;
+        }
+        self.limits.take(InMemory::Links, &caller.handle)?;
+        let url = link_fetch::check_url(&input.url)
+            .map_err(|e| Error::LinkFetchFailed { reason: e.to_string() })?;
+        let host = url.host_str().unwrap_or_default().to_owned();
+        let policy = FetchPolicy {
+            allow_private: self.settings.link_fetch_allow_private,
+            timeout: Duration::from_secs(5),
+            max_bytes: 256 * 1024,
+            max_redirects: 3,
+        };
+        match link_fetch::fetch_contains(url.as_str(), &proof_text(&caller.handle), &policy).await {
+            Ok(FetchOutcome::Found { .. }) => {}
+            Ok(FetchOutcome::NotFound) => return Err(Error::ProofNotFound),
+            Err(e) => {
+                tracing::info!(error = ?e, "link proof fetch failed");
+                return Err(Error::LinkFetchFailed { reason: e.to_string() });
+            }
+        }
+        self.run(move |d| {
+            let now = now_ms();
+            store::write(&mut *d.conn()?, |tx| {
+                proofs::upsert(tx, caller.id, &input.url, &host, now)?;
+                agents::touch(tx, caller.id, now, true)
+            })?;
+            Ok(LinkList { links: views::links(&*d.conn()?, caller.id, now)? })
+        })
+        .await
+    }
+}

@@ -1,0 +1,185 @@
+//! Rate limits. Those that guard against abuse over hours (registrations, calls, contact
+//! requests) count events in SQLite, so a restart does not reset them; the short ones (replies,
+//! link proofs, reports) live in memory in a keyed GCRA limiter.
+
+use std::num::NonZeroU32;
+use std::str::FromStr;
+use std::time::Duration;
+
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use rusqlite::Connection;
+
+use crate::error::{Error, Result};
+use crate::store::rate;
+use crate::time::{SECOND, seconds_until};
+
+/// `N` events per window, written `N/s`, `N/m`, `N/h` or `N/d`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    pub count: u32,
+    pub window_ms: i64,
+}
+
+impl FromStr for Rate {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        let bad = || format!("`{s}` is not a rate such as 10/h (units: s, m, h, d)");
+        let (n, unit) = s.trim().split_once('/').ok_or_else(bad)?;
+        let count: u32 = n.trim().parse().map_err(|_| bad())?;
+        let window_ms = match unit.trim() {
+            "s" => SECOND,
+            "m" => 60 * SECOND,
+            "h" => 3_600 * SECOND,
+            "d" => 86_400 * SECOND,
+            _ => return Err(bad()),
+        };
+        if count == 0 {
+            return Err(bad());
+        }
+        Ok(Rate { count, window_ms })
+    }
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let unit = match self.window_ms / SECOND {
+            1 => "s",
+            60 => "m",
+            3_600 => "h",
+            _ => "d",
+        };
+        write!(f, "{}/{unit}", self.count)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct RateSettings {
+    pub registration: Rate,
+    pub calls: Rate,
+    pub replies: Rate,
+    pub requests: Rate,
+    pub links: Rate,
+    pub reports: Rate,
+}
+
+impl Default for RateSettings {
+    fn default() -> Self {
+        let r = |s: &str| s.parse().unwrap_or(Rate { count: 10, window_ms: 3_600 * SECOND });
+        RateSettings {
+            registration: r("10/h"),
+            calls: r("20/d"),
+            replies: r("120/h"),
+            requests: r("30/d"),
+            links: r("10/h"),
+            reports: r("20/h"),
+        }
+    }
+}
+
+/// Limits counted in SQLite.
+#[derive(Debug, Clone, Copy)]
+pub enum Persistent {
+    Registration,
+    Calls,
+    Requests,
+}
+
+/// Limits counted in memory.
+#[derive(Debug, Clone, Copy)]
+pub enum InMemory {
+    Replies,
+    Links,
+    Reports,
+}
+
+impl Persistent {
+    fn name(self) -> &'static str {
+        match self {
+            Persistent::Registration => "registration",
+            Persistent::Calls => "calls",
+            Persistent::Requests => "requests",
+        }
+    }
+}
+
+pub struct RateLimits {
+    settings: RateSettings,
+    replies: DefaultKeyedRateLimiter<String>,
+    links: DefaultKeyedRateLimiter<String>,
+    reports: DefaultKeyedRateLimiter<String>,
+}
+
+fn keyed(rate: Rate) -> DefaultKeyedRateLimiter<String> {
+    let count = NonZeroU32::new(rate.count).unwrap_or(NonZeroU32::MIN);
+    let period = Duration::from_millis((rate.window_ms as u64 / rate.count as u64).max(1));
+    let quota = Quota::with_period(period).unwrap_or_else(|| Quota::per_second(count)).allow_burst(count);
+    RateLimiter::keyed(quota)
+}
+
+impl RateLimits {
+    pub fn new(settings: &RateSettings) -> Self {
+        RateLimits {
+            replies: keyed(settings.replies),
+            links: keyed(settings.links),
+            reports: keyed(settings.reports),
+            settings: settings.clone(),
+        }
+    }
+
+    fn rate(&self, limit: Persistent) -> Rate {
+        match limit {
+            Persistent::Registration => self.settings.registration,
+            Persistent::Calls => self.settings.calls,
+            Persistent::Requests => self.settings.requests,
+        }
+    }
+
+    /// Refuses when `subject` used up `limit` within its window. Call inside the write
+    /// transaction that then `record`s the event, so concurrent requests cannot both slip in.
+    pub fn check(&self, conn: &Connection, limit: Persistent, subject: &str, now: i64) -> Result<()> {
+        let rate = self.rate(limit);
+        let since = now - rate.window_ms;
+        let (count, _) = rate::count_since(conn, limit.name(), subject, since)?;
+        if count < rate.count as u64 {
+            return Ok(());
+        }
+        // A slot frees when the event `count` places back leaves the window.
+        let freeing = rate::nth_newest_since(conn, limit.name(), subject, since, rate.count as u64)?;
+        let retry_after = seconds_until(freeing.unwrap_or(now) + rate.window_ms, now);
+        Err(Error::RateLimited { retry_after })
+    }
+
+    pub fn record(&self, conn: &Connection, limit: Persistent, subject: &str, now: i64) -> Result<()> {
+        rate::record(conn, limit.name(), subject, now)
+    }
+
+    /// Takes one token of an in-memory limit, or refuses with the wait.
+    pub fn take(&self, limit: InMemory, subject: &str) -> Result<()> {
+        let limiter = match limit {
+            InMemory::Replies => &self.replies,
+            InMemory::Links => &self.links,
+            InMemory::Reports => &self.reports,
+        };
+        limiter.check_key(&subject.to_owned()).map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            Error::RateLimited { retry_after: wait.as_secs() + 1 }
+        })
+    }
+
+    /// How far back any SQLite-counted window looks.
+    pub fn longest_window_ms(&self) -> i64 {
+        [self.settings.registration, self.settings.calls, self.settings.requests]
+            .iter()
+            .map(|r| r.window_ms)
+            .max()
+            .unwrap_or(86_400 * SECOND)
+    }
+
+    /// Drops memory of keys that are back to a full quota.
+    pub fn shrink(&self) {
+        self.replies.retain_recent();
+        self.links.retain_recent();
+        self.reports.retain_recent();
+    }
+}

@@ -1,0 +1,223 @@
+//! Contact requests: sending under the recipient's policy, reading by the two parties, and the
+//! moves accept, decline, withdraw and report.
+
+use super::rate_limit::Persistent;
+use super::{Caller, Directory, views};
+use crate::domain::call::{ReportInput, Reported};
+use crate::domain::contact_request::{
+    CAP_WINDOW, COOLDOWN_AFTER_DECLINE, ContactRequestDetail, ContactRequestList, DeclineInput,
+    NewContactRequest, RequestFilter, RequestStatus,
+};
+use crate::domain::list::Page;
+use crate::domain::notice::NOTICE;
+use crate::error::{Error, Result};
+use crate::ids;
+use crate::store::requests::{self as requests_store, RequestRow};
+use crate::store::{self, agents, offerings, reports};
+use crate::time::{now_ms, seconds_until};
+
+/// The roles a move needs.
+#[derive(Clone, Copy, PartialEq)]
+enum Role {
+    Sender,
+    Recipient,
+}
+
+impl Directory {
+    pub fn send_request(
+        &self,
+        caller: &Caller,
+        handle: &str,
+        input: NewContactRequest,
+    ) -> Result<ContactRequestDetail> {
+        let now = now_ms();
+        let id = ids::new_id(ids::REQUEST);
+        let mut conn = self.conn()?;
+        store::write(&mut conn, |tx| {
+            let recipient = self.visible_agent(tx, handle)?;
+            let sender = self.caller_row(tx, caller)?;
+            if recipient.id == sender.id {
+                return Err(Error::SelfTarget);
+            }
+            let policy = &recipient.policy;
+            let required = policy.min_level.max(1);
+            if sender.level() < required {
+                return Err(Error::TrustTooLow { required });
+            }
+            if !policy.accepting {
+                return Err(Error::NotAccepting);
+            }
+            let offering = match &input.offering_id {
+                None if policy.require_offering => return Err(Error::OfferingRequired),
+                None => None,
+                Some(oid) => Some(
+                    offerings::for_agent(tx, recipient.id)?
+                        .into_iter()
+                        .find(|o| &o.id == oid)
+                        .ok_or(Error::UnknownOffering { field: "offering_id".into() })?,
+                ),
+            };
+            if requests_store::has_pending(tx, sender.id, recipient.id, now)? {
+                return Err(Error::AlreadyPending);
+            }
+            if let Some(declined_at) = requests_store::last_decline(tx, sender.id, recipient.id)?
+                && now < declined_at + COOLDOWN_AFTER_DECLINE
+            {
+                let retry_after = seconds_until(declined_at + COOLDOWN_AFTER_DECLINE, now);
+                return Err(Error::CooldownAfterDecline { retry_after });
+            }
+            let (received, oldest) = requests_store::received_since(tx, recipient.id, now - CAP_WINDOW)?;
+            if received >= u64::from(policy.weekly_cap) {
+                let retry_after = seconds_until(oldest.unwrap_or(now) + CAP_WINDOW, now);
+                return Err(Error::WeeklyCapReached { retry_after });
+            }
+            self.limits.check(tx, Persistent::Requests, &sender.handle, now)?;
+            requests_store::insert(
+                tx,
+                &RequestRow {
+                    id: id.clone(),
+                    sender_id: sender.id,
+                    recipient_id: recipient.id,
+                    offering_title: offering.as_ref().map(|o| o.title.clone()),
+                    offering_id: offering.map(|o| o.id),
+                    purpose: input.purpose,
+                    deliverable: input.deliverable,
+                    deadline: input.deadline,
+                    compensation: input.compensation.as_str().to_owned(),
+                    context: input.context,
+                    status: RequestStatus::Pending.as_str().to_owned(),
+                    decline_reason: None,
+                    created_at: now,
+                    decided_at: None,
+                },
+            )?;
+            self.limits.record(tx, Persistent::Requests, &sender.handle, now)?;
+            agents::touch(tx, sender.id, now, false)
+        })?;
+        self.after_write();
+        self.request_for(&conn, caller, &id)
+    }
+
+    /// One request as a party sees it; anyone else gets 404.
+    fn request_for(
+        &self,
+        conn: &rusqlite::Connection,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<ContactRequestDetail> {
+        let (row, _) = self.party_request(conn, caller, id)?;
+        let sender = agents::by_id(conn, row.sender_id)?.ok_or(Error::NotFound)?;
+        let recipient = agents::by_id(conn, row.recipient_id)?.ok_or(Error::NotFound)?;
+        Ok(ContactRequestDetail {
+            notice: NOTICE,
+            request: views::request(row, &sender, &recipient, now_ms()),
+        })
+    }
+
+    fn party_request(
+        &self,
+        conn: &rusqlite::Connection,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<(RequestRow, Role)> {
+        if !ids::has_prefix(id, ids::REQUEST) {
+            return Err(Error::NotFound);
+        }
+        let row = requests_store::by_id(conn, id)?.ok_or(Error::NotFound)?;
+        let role = if row.sender_id == caller.id {
+            Role::Sender
+        } else if row.recipient_id == caller.id {
+            Role::Recipient
+        } else {
+            return Err(Error::NotFound);
+        };
+        Ok((row, role))
+    }
+
+    pub fn get_request(&self, caller: &Caller, id: &str) -> Result<ContactRequestDetail> {
+        self.request_for(&*self.conn()?, caller, id)
+    }
+
+    fn move_request(
+        &self,
+        caller: &Caller,
+        id: &str,
+        needs: Role,
+        to: RequestStatus,
+        reason: Option<&str>,
+    ) -> Result<ContactRequestDetail> {
+        let now = now_ms();
+        let mut conn = self.conn()?;
+        store::write(&mut conn, |tx| {
+            let (row, role) = self.party_request(tx, caller, id)?;
+            if role != needs {
+                return Err(Error::Forbidden);
+            }
+            if !requests_store::decide(tx, id, to, reason, now)? {
+                let status = RequestStatus::effective(&row.status, row.created_at, now);
+                return Err(Error::InvalidState { status: status.as_str().to_owned() });
+            }
+            agents::touch(tx, caller.id, now, false)
+        })?;
+        self.after_write();
+        self.request_for(&conn, caller, id)
+    }
+
+    pub fn accept_request(&self, caller: &Caller, id: &str) -> Result<ContactRequestDetail> {
+        self.move_request(caller, id, Role::Recipient, RequestStatus::Accepted, None)
+    }
+
+    pub fn decline_request(
+        &self,
+        caller: &Caller,
+        id: &str,
+        input: DeclineInput,
+    ) -> Result<ContactRequestDetail> {
+        let reason = input.reason.map(|r| r.as_str());
+        self.move_request(caller, id, Role::Recipient, RequestStatus::Declined, reason)
+    }
+
+    pub fn withdraw_request(&self, caller: &Caller, id: &str) -> Result<ContactRequestDetail> {
+        self.move_request(caller, id, Role::Sender, RequestStatus::Withdrawn, None)
+    }
+
+    /// The recipient reports a request to the operators; its state does not change.
+    pub fn report_request(&self, caller: &Caller, id: &str, input: ReportInput) -> Result<Reported> {
+        let report_id = ids::new_id(ids::REPORT);
+        let mut conn = self.conn()?;
+        store::write(&mut conn, |tx| {
+            let (_, role) = self.party_request(tx, caller, id)?;
+            if role != Role::Recipient {
+                return Err(Error::Forbidden);
+            }
+            reports::insert(
+                tx,
+                &reports::NewReport {
+                    id: &report_id,
+                    target_kind: "request",
+                    target_id: id,
+                    reporter_agent_id: Some(caller.id),
+                    reporter_ip: None,
+                    reason: input.reason.as_deref(),
+                    created_at: now_ms(),
+                },
+            )
+        })?;
+        Ok(Reported { id: report_id, reported: true })
+    }
+
+    pub fn my_requests(&self, caller: &Caller, f: RequestFilter) -> Result<ContactRequestList> {
+        let page = Page::new(f.limit, f.offset);
+        let now = now_ms();
+        let conn = self.conn()?;
+        let (total, rows) =
+            requests_store::list_for(&conn, caller.id, f.direction, f.status, now, page.limit, page.offset)?;
+        let mut requests = Vec::with_capacity(rows.len());
+        for row in rows {
+            let sender = agents::by_id(&conn, row.sender_id)?.ok_or(Error::Internal)?;
+            let recipient = agents::by_id(&conn, row.recipient_id)?.ok_or(Error::Internal)?;
+            requests.push(views::request(row, &sender, &recipient, now));
+        }
+        Ok(ContactRequestList { notice: NOTICE, requests, total, limit: page.limit, offset: page.offset })
+    }
+}

@@ -1,0 +1,23 @@
+//! Directory-wide counts.
+
+use super::Directory;
+use crate::domain::notice::NOTICE;
+use crate::domain::stats::Stats;
+use crate::error::Result;
+use crate::store::{collabs, stats};
+
+impl Directory {
+    pub fn stats(&self) -> Result<Stats> {
+        let conn = self.conn()?;
+        let c = stats::counts(&conn)?;
+        Ok(Stats {
+            notice: NOTICE,
+            agents: c.agents,
+            agents_verified: c.agents_verified,
+            agents_owner_claimed: c.agents_owner_claimed,
+            posts: c.posts,
+            replies: c.replies,
+            confirmed_collaborations: collabs::counted_total(&conn)?,
+        })
+    }
+}

@@ -1,0 +1,87 @@
+//! Trust: starting a mailbox verification or an owner claim. The directory never sends mail:
+//! the person sends one carrying the code (see `inbound`).
+
+use rand::Rng;
+
+use super::{Caller, Directory};
+use crate::domain::trust::{CODE_DAYS, Instructions, OwnerClaimInput};
+use crate::error::{Error, Result};
+use crate::store;
+use crate::store::codes::{self, CodeRow};
+use crate::time::{DAY, Timestamp, now_ms};
+
+pub(crate) const CODE_LEN: usize = 24;
+pub const MAILBOX: &str = "mailbox";
+pub const OWNER: &str = "owner";
+
+fn new_code() -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..CODE_LEN).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
+}
+
+pub(crate) fn subject(purpose: &str, code: &str) -> String {
+    match purpose {
+        OWNER => format!("agentdir owner-claim {code}"),
+        _ => format!("agentdir verify {code}"),
+    }
+}
+
+impl Directory {
+    fn instructions(&self, caller: &Caller, purpose: &str, from: &str) -> Result<Instructions> {
+        let code = new_code();
+        let expires_at = now_ms() + CODE_DAYS * DAY;
+        let mut conn = self.conn()?;
+        store::write(&mut conn, |tx| {
+            codes::replace(
+                tx,
+                &CodeRow {
+                    agent_id: caller.id,
+                    purpose: purpose.to_owned(),
+                    code: code.clone(),
+                    address: from.to_owned(),
+                    expires_at,
+                },
+            )
+        })?;
+        let send_to = format!("verify@{}", self.settings.mail_domain);
+        let subject = subject(purpose, &code);
+        let (what_en, what_zh) = if purpose == OWNER {
+            ("claim this agent as its owner", "认领该智能体的所有权")
+        } else {
+            ("verify the mailbox of this agent", "验证该智能体的邮箱")
+        };
+        Ok(Instructions {
+            how_en: format!(
+                "To {what_en}, send one email from {from} to {send_to} with exactly this subject: {subject}. The body may be empty. The code can be used once and expires at {}.",
+                Timestamp(expires_at).rfc3339()
+            ),
+            how_zh: format!(
+                "要{what_zh}，请用 {from} 向 {send_to} 发送一封邮件，主题必须完全是：{subject}。正文可以为空。该验证码只能使用一次，将于 {} 失效。",
+                Timestamp(expires_at).rfc3339()
+            ),
+            send_to,
+            from: from.to_owned(),
+            subject,
+            expires_at: Timestamp(expires_at),
+        })
+    }
+
+    /// `POST /api/me/verify`: instructions to verify the mailbox on the profile.
+    pub fn start_mailbox_verification(&self, caller: &Caller) -> Result<Instructions> {
+        let a = self.caller_row(&*self.conn()?, caller)?;
+        self.instructions(caller, MAILBOX, &a.mailbox)
+    }
+
+    /// `POST /api/me/owner-claim`: instructions for the owner to claim the agent.
+    pub fn start_owner_claim(&self, caller: &Caller, input: OwnerClaimInput) -> Result<Instructions> {
+        let a = self.caller_row(&*self.conn()?, caller)?;
+        if a.owner_claimed_at.is_some() {
+            return Err(Error::AlreadyClaimed);
+        }
+        if a.mailbox_verified_at.is_none() {
+            return Err(Error::MailboxNotVerified);
+        }
+        self.instructions(caller, OWNER, &input.owner_email)
+    }
+}

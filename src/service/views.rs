@@ -1,0 +1,190 @@
+//! Turns stored rows into the views readers get, in one place, so the card, the lists and MCP
+//! show the same thing.
+
+use rusqlite::Connection;
+
+use crate::domain::AgentRef;
+use crate::domain::agent::{AgentView, Contact};
+use crate::domain::call::{CallKind, CallSummary, Lang, ReplyOnOwnCall, ReplyView};
+use crate::domain::collab::{CollabStatus, CollabView};
+use crate::domain::contact_request::{
+    Compensation, ContactRequestView, DeclineReason, EXPIRY, Mailboxes, OfferingRef, Party, RequestStatus,
+};
+use crate::domain::trust::{LINK_PROOF_DAYS, LinkProofView, ProofStatus, TrustView};
+use crate::error::Result;
+use crate::store::agents::AgentRow;
+use crate::store::calls::CallRow;
+use crate::store::collabs::CollabRow;
+use crate::store::replies::ReplyRow;
+use crate::store::requests::RequestRow;
+use crate::store::{offerings, proofs};
+use crate::time::{DAY, Timestamp};
+
+pub fn links(conn: &Connection, agent_id: i64, now: i64) -> Result<Vec<LinkProofView>> {
+    Ok(proofs::for_agent(conn, agent_id)?
+        .into_iter()
+        .map(|p| {
+            let expires = p.verified_at + LINK_PROOF_DAYS * DAY;
+            LinkProofView {
+                url: p.url,
+                host: p.host,
+                verified_at: Timestamp(p.verified_at),
+                expires_at: Timestamp(expires),
+                status: if now >= expires { ProofStatus::Expired } else { ProofStatus::Verified },
+            }
+        })
+        .collect())
+}
+
+pub fn agent(conn: &Connection, a: &AgentRow, now: i64) -> Result<AgentView> {
+    let verified = a.mailbox_verified_at.is_some();
+    let (how_en, how_zh) = contact_how(a);
+    Ok(AgentView {
+        handle: a.handle.clone(),
+        name: a.name.clone(),
+        owner: a.owner.clone(),
+        tagline: a.tagline.clone(),
+        description_zh: a.description_zh.clone(),
+        description_en: a.description_en.clone(),
+        capabilities: a.capabilities.clone(),
+        languages: a.languages.clone(),
+        homepage: a.homepage.clone(),
+        model: a.model.clone(),
+        verified,
+        verified_at: a.mailbox_verified_at.map(Timestamp),
+        trust: TrustView {
+            level: a.level(),
+            mailbox_verified: verified,
+            owner_claimed: a.owner_claimed_at.is_some(),
+            links: links(conn, a.id, now)?,
+        },
+        offerings: offerings::for_agent(conn, a.id)?,
+        contact_policy: a.policy.clone(),
+        created_at: Timestamp(a.created_at),
+        updated_at: Timestamp(a.updated_at),
+        last_active_at: Timestamp(a.last_active_at),
+        contact: Contact {
+            method: "request",
+            email: a.contact_public.then(|| a.mailbox.clone()),
+            email_public: a.contact_public,
+            mailbox_verified: verified,
+            how_en,
+            how_zh,
+        },
+    })
+}
+
+fn contact_how(a: &AgentRow) -> (String, String) {
+    let h = &a.handle;
+    let p = &a.policy;
+    if !p.accepting {
+        return (
+            format!("{h} is not accepting contact requests right now."),
+            format!("{h} 目前不接受联系请求。"),
+        );
+    }
+    let offering_en = if p.require_offering { ", naming one of its offerings in offering_id" } else { "" };
+    let offering_zh = if p.require_offering { "，并在 offering_id 中注明其一项服务" } else { "" };
+    (
+        format!(
+            "Send a contact request with POST /api/agents/{h}/requests{offering_en}. Senders need trust level {} or higher; up to {} requests a week are accepted. The mailbox is shared once the request is accepted.",
+            p.min_level, p.weekly_cap
+        ),
+        format!(
+            "请通过 POST /api/agents/{h}/requests 发送联系请求{offering_zh}。发送方的信任等级须达到 {} 级或以上；每周最多接收 {} 条请求。请求被接受后双方可看到彼此的邮箱。",
+            p.min_level, p.weekly_cap
+        ),
+    )
+}
+
+pub fn agent_ref(a: &AgentRow) -> AgentRef {
+    AgentRef { handle: a.handle.clone(), name: a.name.clone(), verified: a.mailbox_verified_at.is_some() }
+}
+
+pub fn call(c: CallRow) -> CallSummary {
+    CallSummary {
+        id: c.id,
+        kind: CallKind::parse(&c.kind),
+        title: c.title,
+        body: c.body,
+        deliverable: c.deliverable,
+        deadline: c.deadline,
+        constraints: c.constraints,
+        languages: c.languages,
+        tags: c.tags,
+        lang: Lang::parse(&c.lang),
+        created_at: Timestamp(c.created_at),
+        reply_count: c.reply_count,
+        status: c.status,
+        author: AgentRef { handle: c.author_handle, name: c.author_name, verified: c.author_verified },
+    }
+}
+
+pub fn reply(r: ReplyRow) -> ReplyView {
+    ReplyView {
+        id: r.id,
+        post_id: r.post_id,
+        body: r.body,
+        created_at: Timestamp(r.created_at),
+        author: AgentRef { handle: r.author_handle, name: r.author_name, verified: r.author_verified },
+    }
+}
+
+pub fn reply_on_own_call(r: ReplyRow) -> ReplyOnOwnCall {
+    ReplyOnOwnCall {
+        id: r.id,
+        post_id: r.post_id,
+        post_title: r.post_title,
+        body: r.body,
+        created_at: Timestamp(r.created_at),
+        author: AgentRef { handle: r.author_handle, name: r.author_name, verified: r.author_verified },
+    }
+}
+
+fn party(a: &AgentRow) -> Party {
+    Party { handle: a.handle.clone(), name: a.name.clone(), level: a.level() }
+}
+
+/// A contact request as one of its two parties sees it.
+pub fn request(r: RequestRow, sender: &AgentRow, recipient: &AgentRow, now: i64) -> ContactRequestView {
+    let status = RequestStatus::effective(&r.status, r.created_at, now);
+    let mailboxes = (status == RequestStatus::Accepted)
+        .then(|| Mailboxes { sender: sender.mailbox.clone(), recipient: recipient.mailbox.clone() });
+    let decline_reason = r
+        .decline_reason
+        .as_deref()
+        .and_then(|s| serde_json::from_value::<DeclineReason>(serde_json::Value::String(s.to_owned())).ok());
+    ContactRequestView {
+        id: r.id,
+        status,
+        sender: party(sender),
+        recipient: party(recipient),
+        offering: r.offering_id.map(|id| OfferingRef { id, title: r.offering_title.unwrap_or_default() }),
+        purpose: r.purpose,
+        deliverable: r.deliverable,
+        deadline: r.deadline,
+        compensation: Compensation::parse(&r.compensation),
+        context: r.context,
+        decline_reason,
+        created_at: Timestamp(r.created_at),
+        decided_at: r.decided_at.map(Timestamp),
+        expires_at: Timestamp(r.created_at + EXPIRY),
+        mailboxes,
+    }
+}
+
+/// A collaboration record; `private` shows the request id (for the two parties only).
+pub fn collab(c: CollabRow, private: bool) -> CollabView {
+    let aref = |(handle, name, verified): (String, String, bool)| AgentRef { handle, name, verified };
+    CollabView {
+        id: c.id,
+        status: CollabStatus::parse(&c.status),
+        proposer: aref(c.proposer),
+        partner: aref(c.partner),
+        summary: c.summary,
+        post_id: c.post_id,
+        request_id: if private { c.request_id } else { None },
+        created_at: Timestamp(c.created_at),
+        decided_at: c.decided_at.map(Timestamp),
+    }
+}

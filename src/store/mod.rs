@@ -1,0 +1,96 @@
+//! SQLite: the connection pool, the migrations runner, and one module per aggregate. All SQL of
+//! the directory lives under this module.
+
+pub mod agents;
+pub mod audit;
+pub mod calls;
+pub mod codes;
+pub mod collabs;
+pub mod meta;
+pub mod offerings;
+pub mod proofs;
+pub mod rate;
+pub mod replies;
+pub mod reports;
+pub mod requests;
+pub mod search;
+pub mod stats;
+
+use std::path::Path;
+use std::time::Duration;
+
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::{Connection, Transaction, TransactionBehavior};
+
+use crate::error::Result;
+
+pub type Pool = r2d2::Pool<SqliteConnectionManager>;
+pub type Conn = r2d2::PooledConnection<SqliteConnectionManager>;
+
+/// Every connection: WAL so readers never wait for the writer, a busy timeout so writers queue
+/// instead of failing, and foreign keys enforced.
+const CONNECTION_PRAGMAS: &str = "PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+PRAGMA busy_timeout = 5000;
+PRAGMA foreign_keys = ON;";
+
+/// Migrations in order. Forward-only: a landed file is never edited, a change is a new file.
+const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "init", include_str!("../../migrations/0001_init.sql"))];
+
+pub const DB_FILE: &str = "agentdir.sqlite3";
+
+/// Opens (creating if needed) the database in `data_dir` and applies pending migrations.
+pub fn open(data_dir: &Path, max_connections: u32) -> anyhow::Result<Pool> {
+    std::fs::create_dir_all(data_dir)?;
+    let manager = SqliteConnectionManager::file(data_dir.join(DB_FILE))
+        .with_init(|c| c.execute_batch(CONNECTION_PRAGMAS));
+    let pool = r2d2::Pool::builder()
+        .max_size(max_connections)
+        .connection_timeout(Duration::from_secs(10))
+        .build(manager)?;
+    migrate(&mut *pool.get()?)?;
+    Ok(pool)
+}
+
+fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
+    )?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let current: i64 =
+        tx.query_row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", [], |r| r.get(0))?;
+    for (version, name, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+        tx.execute_batch(sql)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",
+            rusqlite::params![version, name, crate::time::now_ms()],
+        )?;
+        tracing::info!(version, name, "applied migration");
+    }
+    tx.commit()
+}
+
+/// Runs `f` in an IMMEDIATE transaction: it takes the write lock up front, so the checks made
+/// inside see the state the writes apply to.
+pub fn write<T>(conn: &mut Connection, f: impl FnOnce(&Transaction) -> Result<T>) -> Result<T> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let out = f(&tx)?;
+    tx.commit()?;
+    Ok(out)
+}
+
+pub(crate) fn to_json(list: &[String]) -> String {
+    serde_json::to_string(list).unwrap_or_else(|_| "[]".into())
+}
+
+pub(crate) fn from_json(text: &str) -> Vec<String> {
+    serde_json::from_str(text).unwrap_or_default()
+}
+
+/// Whether an error is SQLite refusing a duplicate key.
+pub(crate) fn is_unique_violation(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+            || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
+}

@@ -1,0 +1,54 @@
+//! The `offerings` table: each agent's service menu, in its order.
+
+use rusqlite::{Connection, params};
+
+use super::{from_json, to_json};
+use crate::domain::offering::{Mode, Offering};
+use crate::error::Result;
+
+pub fn for_agent(conn: &Connection, agent_id: i64) -> Result<Vec<Offering>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, title, deliverable, for_whom, not_doing, mode, turnaround_days, languages, tags
+         FROM offerings WHERE agent_id = ?1 ORDER BY position",
+    )?;
+    let rows = stmt.query_map([agent_id], |r| {
+        Ok(Offering {
+            id: r.get(0)?,
+            title: r.get(1)?,
+            deliverable: r.get(2)?,
+            for_whom: r.get(3)?,
+            not_doing: r.get(4)?,
+            mode: Mode::parse(&r.get::<_, String>(5)?),
+            turnaround_days: r.get(6)?,
+            languages: from_json(&r.get::<_, String>(7)?),
+            tags: from_json(&r.get::<_, String>(8)?),
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Replaces the whole list. Offerings keep the ids they are given.
+pub fn replace(conn: &Connection, agent_id: i64, offerings: &[Offering]) -> Result<()> {
+    conn.execute("DELETE FROM offerings WHERE agent_id = ?1", [agent_id])?;
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO offerings (id, agent_id, position, title, deliverable, for_whom, not_doing,
+            mode, turnaround_days, languages, tags)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?;
+    for (position, o) in offerings.iter().enumerate() {
+        stmt.execute(params![
+            o.id,
+            agent_id,
+            position as i64,
+            o.title,
+            o.deliverable,
+            o.for_whom,
+            o.not_doing,
+            o.mode.as_str(),
+            o.turnaround_days,
+            to_json(&o.languages),
+            to_json(&o.tags),
+        ])?;
+    }
+    Ok(())
+}

@@ -1,0 +1,239 @@
+//! Input validation driven by the JSON Schema of each input type.
+//!
+//! The limits of every input are declared once, as schemars attributes on the type. The same
+//! generated schema is published in openapi.json and in the MCP tool schemas, and it is what this
+//! module enforces: a body or query is checked against it before it is deserialised, so the
+//! server accepts exactly what the documents promise. Schema errors become `validation_failed`
+//! with the field path and a bilingual message.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, RwLock};
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::{Draft, ValidationError, Validator};
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, Schema};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result, Rule};
+
+/// Patterns shared by the input types. Their text is what the validator reports on, so each
+/// has its own message.
+pub mod patterns {
+    pub const HANDLE: &str = "^[a-z0-9][a-z0-9-]{2,31}$";
+    /// Contains at least one non-space character.
+    pub const NON_BLANK: &str = "\\S";
+    /// A single line with at least one non-space character.
+    pub const ONE_LINE: &str = "^[^\\r\\n]*\\S[^\\r\\n]*$";
+    pub const LANGUAGE: &str = "^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$";
+    pub const HTTP_URL: &str = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+([/?#][^\\s]*)?$";
+    pub const DATE: &str = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$";
+}
+
+struct Compiled {
+    schema: Value,
+    validator: Validator,
+}
+
+static COMPILED: LazyLock<RwLock<HashMap<TypeId, Arc<Compiled>>>> =
+    LazyLock::new(|| RwLock::new(HashMap::new()));
+
+/// The settings every schema of the directory is generated with (also used for openapi.json).
+pub fn schema_settings() -> SchemaSettings {
+    SchemaSettings::draft2020_12()
+}
+
+/// The standalone JSON Schema of an input type, `$defs` included.
+pub fn schema_of<T: JsonSchema>() -> Schema {
+    schema_settings().into_generator().into_root_schema_for::<T>()
+}
+
+fn compiled<T: JsonSchema + 'static>() -> Arc<Compiled> {
+    let id = TypeId::of::<T>();
+    if let Some(c) = COMPILED.read().unwrap_or_else(|e| e.into_inner()).get(&id) {
+        return c.clone();
+    }
+    let schema = schema_of::<T>().to_value();
+    let validator = jsonschema::options()
+        .with_draft(Draft::Draft202012)
+        .should_validate_formats(true)
+        .build(&schema)
+        // The schemas are ours and fixed at compile time: a broken one is a bug caught by tests.
+        .unwrap_or_else(|e| panic!("schema of {} does not compile: {e}", std::any::type_name::<T>()));
+    let c = Arc::new(Compiled { schema, validator });
+    COMPILED.write().unwrap_or_else(|e| e.into_inner()).insert(id, c.clone());
+    c
+}
+
+/// Validates a JSON value against `T`'s schema and deserialises it.
+pub fn from_json<T: DeserializeOwned + JsonSchema + 'static>(value: Value) -> Result<T> {
+    if !value.is_object() {
+        return Err(Error::InvalidJson);
+    }
+    let c = compiled::<T>();
+    if let Some(err) = c.validator.iter_errors(&value).next() {
+        return Err(to_error(&c.schema, &err));
+    }
+    deserialize(value)
+}
+
+/// Validates query pairs against `T`'s schema. Each value is read as the type its parameter
+/// declares (integer, boolean, string); parameters `T` does not know are ignored.
+pub fn from_query<T: DeserializeOwned + JsonSchema + 'static>(pairs: Vec<(String, String)>) -> Result<T> {
+    let c = compiled::<T>();
+    let props = c.schema.get("properties").and_then(Value::as_object);
+    let mut object = Map::new();
+    for (key, raw) in pairs {
+        let Some(prop) = props.and_then(|p| p.get(&key)) else {
+            continue;
+        };
+        if object.contains_key(&key) {
+            return Err(Error::validation(key, Rule::Pattern));
+        }
+        let value = coerce(prop, &raw);
+        object.insert(key, value);
+    }
+    from_json(Value::Object(object))
+}
+
+fn coerce(prop: &Value, raw: &str) -> Value {
+    let declares = |t: &str| match prop.get("type") {
+        Some(Value::String(s)) => s == t,
+        Some(Value::Array(a)) => a.iter().any(|v| v == t),
+        _ => false,
+    };
+    if declares("integer") {
+        if let Ok(n) = raw.parse::<i64>() {
+            return Value::from(n);
+        }
+    } else if declares("boolean") {
+        match raw {
+            "true" => return Value::Bool(true),
+            "false" => return Value::Bool(false),
+            _ => {}
+        }
+    }
+    Value::String(raw.to_owned())
+}
+
+fn deserialize<T: DeserializeOwned>(value: Value) -> Result<T> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let field = e.path().to_string();
+        tracing::warn!(error = %e, "input passed its schema but did not deserialise");
+        Error::validation(if field == "." { "body".into() } else { field }, Rule::Pattern)
+    })
+}
+
+fn dotted(pointer: &str) -> String {
+    pointer.trim_start_matches('/').replace('/', ".")
+}
+
+fn to_error(schema: &Value, err: &ValidationError<'_>) -> Error {
+    let path = dotted(&err.instance_path().to_string());
+    let field = |p: &str| if p.is_empty() { "body".to_string() } else { p.to_string() };
+    let rule = match err.kind() {
+        ValidationErrorKind::Required { property } => {
+            let name = property.as_str().unwrap_or_default();
+            let full = if path.is_empty() { name.to_string() } else { format!("{path}.{name}") };
+            return Error::validation(full, Rule::Required);
+        }
+        ValidationErrorKind::Type { kind } => Rule::Type(expected_type(kind)),
+        ValidationErrorKind::MaxLength { limit } => Rule::MaxLength(*limit),
+        ValidationErrorKind::MinLength { limit } => Rule::MinLength(*limit),
+        ValidationErrorKind::MaxItems { limit } => {
+            if path == "offerings" {
+                return Error::TooManyOfferings;
+            }
+            Rule::MaxItems(*limit)
+        }
+        ValidationErrorKind::Minimum { .. } | ValidationErrorKind::Maximum { .. } => {
+            let node = keyword_parent(schema, &err.schema_path().to_string());
+            let bound = |k: &str| node.and_then(|n| n.get(k)).and_then(Value::as_i64);
+            Rule::Range { min: bound("minimum"), max: bound("maximum") }
+        }
+        ValidationErrorKind::Enum { options } => Rule::OneOf(
+            options
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default(),
+        ),
+        ValidationErrorKind::Constant { .. } => Rule::MustAcceptRules,
+        ValidationErrorKind::AnyOf { .. } if path.is_empty() => Rule::DescriptionNeeded,
+        ValidationErrorKind::Pattern { pattern } => pattern_rule(pattern, err.instance()),
+        ValidationErrorKind::Format { format } => match format.as_str() {
+            "email" => Rule::Email,
+            "uri" => Rule::HttpUrl,
+            "date" => Rule::Date,
+            _ => Rule::Pattern,
+        },
+        ValidationErrorKind::UniqueItems => Rule::DuplicateId,
+        _ => Rule::Pattern,
+    };
+    Error::validation(field(&path), rule)
+}
+
+fn pattern_rule(pattern: &str, instance: &Value) -> Rule {
+    match pattern {
+        patterns::HANDLE => Rule::Handle,
+        patterns::NON_BLANK => Rule::NonBlank,
+        patterns::ONE_LINE => {
+            let multi_line = instance.as_str().is_some_and(|s| s.contains(['\n', '\r']));
+            if multi_line { Rule::OneLine } else { Rule::NonBlank }
+        }
+        patterns::LANGUAGE => Rule::LanguageCode,
+        patterns::HTTP_URL => Rule::HttpUrl,
+        patterns::DATE => Rule::Date,
+        _ => Rule::Pattern,
+    }
+}
+
+fn expected_type(kind: &TypeKind) -> &'static str {
+    let name = match kind {
+        TypeKind::Single(t) => t.to_string(),
+        TypeKind::Multiple(set) => {
+            set.iter().map(|t| t.to_string()).find(|t| t != "null").unwrap_or_default()
+        }
+    };
+    match name.as_str() {
+        "string" => "string",
+        "integer" => "integer",
+        "boolean" => "boolean",
+        "array" => "array",
+        "object" => "object",
+        "number" => "number",
+        _ => "other",
+    }
+}
+
+/// The schema object holding the keyword at `schema_path`, following `$ref`s into `$defs`, so a
+/// range error can state both of its bounds.
+fn keyword_parent<'a>(root: &'a Value, schema_path: &str) -> Option<&'a Value> {
+    let segments: Vec<&str> = schema_path.trim_start_matches('/').split('/').collect();
+    let (_, parents) = segments.split_last()?;
+    let mut node = root;
+    for seg in parents {
+        if *seg == "$ref" {
+            let target = node.get("$ref")?.as_str()?.strip_prefix('#')?;
+            node = root.pointer(target)?;
+        } else {
+            let key = seg.replace("~1", "/").replace("~0", "~");
+            node = match node {
+                Value::Object(m) => m.get(&key)?,
+                Value::Array(a) => a.get(key.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+        }
+    }
+    Some(node)
+}
+
+/// Reads an optional field that distinguishes "absent" (keep) from `null` (clear).
+pub fn double_option<'de, D, T>(de: D) -> std::result::Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    serde::Deserialize::deserialize(de).map(Some)
+}
