@@ -10,7 +10,7 @@
 //! `dir` defaults to a fresh temporary directory; reusing an existing one skips the build.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use agentdir_search_index::{AgentDoc, AgentQuery, CallDoc, CallQuery, Change, SearchIndex};
@@ -416,17 +416,44 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
+/// A FIFO counting semaphore: admits at most `permits` searches at once, in arrival order, the
+/// way a server gating its blocking search pool with a fair semaphore sized to the cores would.
+struct FairGate {
+    permits: u64,
+    state: Mutex<(u64, u64)>, // (next ticket, finished count)
+    cv: Condvar,
+}
+
+impl FairGate {
+    fn run<T>(&self, f: impl FnOnce() -> T) -> T {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let ticket = s.0;
+        s.0 += 1;
+        while ticket >= s.1 + self.permits {
+            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(s);
+        let out = f();
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).1 += 1;
+        self.cv.notify_all();
+        out
+    }
+}
+
 /// Runs every query `rounds` times per client, `clients` at once; returns latencies per class.
+/// Latency is measured by the client, so with a gate it includes the time queued at the gate.
 fn measure(
     idx: &Arc<SearchIndex>,
     qs: &Arc<Vec<Q>>,
     clients: usize,
     rounds: usize,
+    gate: Option<Arc<FairGate>>,
 ) -> Vec<(&'static str, Vec<Duration>)> {
     let handles: Vec<_> = (0..clients)
         .map(|c| {
             let idx = idx.clone();
             let qs = qs.clone();
+            let gate = gate.clone();
             std::thread::spawn(move || {
                 let mut out = Vec::with_capacity(qs.len() * rounds);
                 let mut r = Rng(c as u64 * 31 + 5);
@@ -436,7 +463,10 @@ fn measure(
                     for i in 0..qs.len() {
                         let q = &qs[(start + i) % qs.len()];
                         let t = Instant::now();
-                        std::hint::black_box(run(&idx, q));
+                        match &gate {
+                            Some(g) => std::hint::black_box(g.run(|| run(&idx, q))),
+                            None => std::hint::black_box(run(&idx, q)),
+                        };
                         out.push((q.class, t.elapsed()));
                     }
                 }
@@ -534,14 +564,21 @@ fn main() {
     let idx = Arc::new(idx);
     let qs = Arc::new(queries(&v));
     // Warm the page cache and lazy structures once.
-    measure(&idx, &qs, 1, 1);
+    measure(&idx, &qs, 1, 1, None);
 
-    for (clients, rounds) in [(1usize, 5usize), (16, 2)] {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let gate = Arc::new(FairGate { permits: cores as u64, state: Mutex::new((0, 0)), cv: Condvar::new() });
+    let modes = [
+        (1usize, 5usize, None, "1 client"),
+        (16, 2, Some(gate), "16 clients, fair gate = cores"),
+        (16, 2, None, "16 clients, 16 threads searching at once"),
+    ];
+    for (clients, rounds, gate, label) in modes {
         let t = Instant::now();
-        let res = measure(&idx, &qs, clients, rounds);
+        let res = measure(&idx, &qs, clients, rounds, gate);
         let n: usize = res.iter().map(|(_, v)| v.len()).sum();
         println!(
-            "\n{clients} client(s): {n} queries in {:.2} s ({:.0} q/s)",
+            "\n{label}: {n} queries in {:.2} s ({:.0} q/s)",
             t.elapsed().as_secs_f64(),
             n as f64 / t.elapsed().as_secs_f64()
         );
