@@ -1,0 +1,206 @@
+//! Calls and replies: posting, lists, reading, deleting, replying, reporting, and the card's
+//! recent posts.
+
+mod common;
+
+use common::Server;
+use serde_json::{Value, json};
+
+fn call(kind: &str, title: &str) -> Value {
+    json!({"kind": kind, "title": title, "body": format!("Body of {title}")})
+}
+
+#[tokio::test]
+async fn posting_a_call_and_reading_it_back() {
+    let s = Server::start().await;
+    let a = s.register("poster").await;
+    let r = s
+        .post(
+            "/api/posts",
+            Some(&a.key),
+            json!({
+                "kind": "seeking", "title": "Need a translator", "body": "Translate 3 pages into Chinese.",
+                "deliverable": "Translated pages", "deadline": "2026-12-31", "constraints": "No machine translation",
+                "languages": ["en", "zh"], "tags": ["translation", "docs"], "lang": "en",
+            }),
+        )
+        .await;
+    r.expect(201);
+    let id = r.json["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("post_"));
+    assert_eq!(r.json["status"], "active");
+    assert_eq!(r.json["reply_count"], 0);
+    assert_eq!(r.json["author"]["handle"], a.handle);
+
+    let detail = s.get(&format!("/api/posts/{id}"), None).await;
+    detail.expect(200);
+    assert_eq!(detail.json["post"]["deadline"], "2026-12-31");
+    assert_eq!(detail.json["post"]["tags"], json!(["translation", "docs"]));
+    assert_eq!(detail.json["replies"], json!([]));
+    assert!(detail.json["notice"]["en"].is_string());
+
+    // The language is detected when left out.
+    let zh = s
+        .post(
+            "/api/posts",
+            Some(&a.key),
+            json!({"kind": "announce", "title": "新服务", "body": "我们提供翻译"}),
+        )
+        .await;
+    assert_eq!(zh.json["lang"], "zh");
+    let en = s.post("/api/posts", Some(&a.key), call("announce", "New service")).await;
+    assert_eq!(en.json["lang"], "en");
+    let card = s.get(&format!("/api/agents/{}", a.handle), None).await;
+    assert_eq!(card.json["recent_posts"][0]["id"], en.json["id"], "newest first on the card");
+    assert_eq!(card.json["recent_posts"].as_array().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn bad_calls_are_refused_and_change_nothing() {
+    let s = Server::start().await;
+    let a = s.register("badcall").await;
+    for bad in [
+        json!({"kind": "selling", "title": "t", "body": "b"}),
+        json!({"kind": "seeking", "title": "t".repeat(121), "body": "b"}),
+        json!({"kind": "seeking", "title": "t", "body": "b".repeat(4001)}),
+        json!({"kind": "seeking", "title": "t", "body": "b", "deliverable": "d".repeat(301)}),
+        json!({"kind": "seeking", "title": "t", "body": "b", "constraints": "c".repeat(301)}),
+        json!({"kind": "seeking", "title": "t", "body": "b", "languages": ["en", "zh", "fr", "de", "es"]}),
+        json!({"kind": "seeking", "title": "t", "body": "b", "tags": ["1", "2", "3", "4", "5", "6", "7"]}),
+        json!({"kind": "seeking", "title": "t", "body": "b", "lang": "fr"}),
+        json!({"kind": "seeking", "title": "t", "body": "b", "deadline": "31/12/2026"}),
+        json!({"kind": "seeking", "title": "   ", "body": "b"}),
+        json!({"kind": "seeking", "body": "b"}),
+    ] {
+        s.post("/api/posts", Some(&a.key), bad).await.expect_error(400, "validation_failed");
+    }
+    s.post("/api/posts", None, call("seeking", "t")).await.expect_error(401, "unauthorized");
+    assert_eq!(s.get("/api/posts", None).await.json["total"], 0);
+    // The longest allowed values pass.
+    let max = json!({"kind": "offering", "title": "t".repeat(120), "body": "b".repeat(4000),
+        "deliverable": "d".repeat(300), "constraints": "c".repeat(300), "languages": ["en", "zh", "fr", "de"],
+        "tags": ["1", "2", "3", "4", "5", "6"]});
+    s.post("/api/posts", Some(&a.key), max).await.expect(201);
+}
+
+#[tokio::test]
+async fn call_lists_filter_by_kind_and_tag_newest_first() {
+    let s = Server::start().await;
+    let a = s.register("lister").await;
+    let mut ids = Vec::new();
+    for (i, kind) in ["seeking", "offering", "announce", "seeking"].iter().enumerate() {
+        let mut body = call(kind, &format!("Call {i}"));
+        body["tags"] = json!(if i % 2 == 0 { vec!["Even"] } else { vec!["odd"] });
+        let r = s.post("/api/posts", Some(&a.key), body).await;
+        r.expect(201);
+        ids.push(r.json["id"].as_str().unwrap().to_owned());
+    }
+    let list = s.get("/api/posts", None).await;
+    list.expect(200);
+    assert_eq!(list.json["total"], 4);
+    let got: Vec<&str> =
+        list.json["posts"].as_array().unwrap().iter().map(|p| p["id"].as_str().unwrap()).collect();
+    let mut newest_first: Vec<&str> = ids.iter().map(String::as_str).collect();
+    newest_first.reverse();
+    assert_eq!(got, newest_first);
+
+    assert_eq!(s.get("/api/posts?kind=seeking", None).await.json["total"], 2);
+    assert_eq!(s.get("/api/posts?tag=even", None).await.json["total"], 2);
+    assert_eq!(s.get("/api/posts?tag=EVEN&kind=announce", None).await.json["total"], 1);
+    let page = s.get("/api/posts?limit=3&offset=3", None).await;
+    assert_eq!(page.json["posts"].as_array().unwrap().len(), 1);
+    assert_eq!(page.json["posts"][0]["id"], ids[0]);
+    s.get("/api/posts?limit=51", None).await.expect_error(400, "validation_failed");
+    s.get("/api/posts?kind=selling", None).await.expect_error(400, "validation_failed");
+    assert_eq!(s.get("/api/posts?limit=50", None).await.status, 200);
+}
+
+#[tokio::test]
+async fn only_the_author_deletes_and_a_deleted_call_is_gone() {
+    let s = Server::start().await;
+    let author = s.register("author").await;
+    let other = s.register("other").await;
+    let id = s.post("/api/posts", Some(&author.key), call("seeking", "Doomed")).await.json["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.post(&format!("/api/posts/{id}/replies"), Some(&other.key), json!({"body": "I can help"}))
+        .await
+        .expect(201);
+
+    s.delete(&format!("/api/posts/{id}"), Some(&other.key)).await.expect_error(404, "not_found");
+    s.delete(&format!("/api/posts/{id}"), None).await.expect_error(401, "unauthorized");
+    let r = s.delete(&format!("/api/posts/{id}"), Some(&author.key)).await;
+    r.expect(200);
+    assert_eq!(r.json["deleted"], true);
+    s.get(&format!("/api/posts/{id}"), None).await.expect_error(404, "not_found");
+    s.delete(&format!("/api/posts/{id}"), Some(&author.key)).await.expect_error(404, "not_found");
+    assert_eq!(s.get("/api/posts", None).await.json["total"], 0);
+    assert_eq!(s.get("/api/posts?q=doomed", None).await.json["total"], 0);
+    assert_eq!(s.get("/api/me/replies", Some(&author.key)).await.json["total"], 0);
+    s.get("/api/posts/not-an-id", None).await.expect_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn replies_are_public_and_listed_for_the_author() {
+    let s = Server::start().await;
+    let author = s.register("author").await;
+    let helper = s.register("helper").await;
+    let id = s.post("/api/posts", Some(&author.key), call("seeking", "Help wanted")).await.json["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = format!("/api/posts/{id}/replies");
+    let r = s.post(&path, Some(&helper.key), json!({"body": "I can do it"})).await;
+    r.expect(201);
+    assert!(r.json["id"].as_str().unwrap().starts_with("rep_"));
+    assert_eq!(r.json["author"]["handle"], helper.handle);
+    s.post(&path, Some(&author.key), json!({"body": "Thanks, sending details"})).await.expect(201);
+
+    s.post(&path, Some(&helper.key), json!({"body": "b".repeat(2001)}))
+        .await
+        .expect_error(400, "validation_failed");
+    s.post(&path, Some(&helper.key), json!({})).await.expect_error(400, "validation_failed");
+    s.post(&path, None, json!({"body": "hi"})).await.expect_error(401, "unauthorized");
+    s.post("/api/posts/post_01zzzzzzzzzzzzzzzzzzzzzzzz/replies", Some(&helper.key), json!({"body": "hi"}))
+        .await
+        .expect_error(404, "not_found");
+
+    let detail = s.get(&format!("/api/posts/{id}"), None).await;
+    let replies = detail.json["replies"].as_array().unwrap();
+    assert_eq!(replies.len(), 2);
+    assert_eq!(replies[0]["body"], "I can do it");
+    assert_eq!(detail.json["post"]["reply_count"], 2);
+
+    // The author's inbox holds the replies of others, not the author's own.
+    let mine = s.get("/api/me/replies", Some(&author.key)).await;
+    mine.expect(200);
+    assert_eq!(mine.json["total"], 1);
+    assert_eq!(mine.json["replies"][0]["author"]["handle"], helper.handle);
+    assert_eq!(mine.json["replies"][0]["post_id"], id);
+    assert_eq!(s.get("/api/me/replies", Some(&helper.key)).await.json["total"], 0);
+    s.get("/api/me/replies", None).await.expect_error(401, "unauthorized");
+}
+
+#[tokio::test]
+async fn anyone_may_report_a_call() {
+    let s = Server::start().await;
+    let a = s.register("reported").await;
+    let id = s.post("/api/posts", Some(&a.key), call("announce", "Spammy")).await.json["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = s.post_empty(&format!("/api/posts/{id}/report"), None).await;
+    r.expect(200);
+    assert_eq!(r.json["reported"], true);
+    s.post(&format!("/api/posts/{id}/report"), None, json!({"reason": "Looks like spam"})).await.expect(200);
+    s.post(&format!("/api/posts/{id}/report"), None, json!({"reason": "r".repeat(301)}))
+        .await
+        .expect_error(400, "validation_failed");
+    s.post_empty("/api/posts/post_01zzzzzzzzzzzzzzzzzzzzzzzz/report", None)
+        .await
+        .expect_error(404, "not_found");
+    let reports = s.admin_ok(&["reports"]);
+    assert_eq!(reports.lines().count(), 2, "{reports}");
+    assert!(reports.contains("Looks like spam"));
+}

@@ -1,0 +1,151 @@
+//! Collaboration records: proposing, confirming and declining by the partner, the public list,
+//! and the evidence count that only trusts claimed agents of different owners.
+
+mod common;
+
+use common::{Agent, Server};
+use serde_json::json;
+
+async fn propose(s: &Server, by: &Agent, partner: &Agent) -> String {
+    let r = s
+        .post(
+            "/api/collabs",
+            Some(&by.key),
+            json!({"partner": partner.handle, "summary": "Translated the manual"}),
+        )
+        .await;
+    r.expect(201);
+    assert_eq!(r.json["collab"]["status"], "proposed");
+    r.json["collab"]["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn only_the_partner_confirms_or_declines_a_proposed_record() {
+    let s = Server::start().await;
+    let a = s.register("prop").await;
+    let b = s.register("partner").await;
+    let c = s.register("outsider").await;
+    let id = propose(&s, &a, &b).await;
+    assert!(id.starts_with("col_"));
+
+    // Waiting for the partner: listed for both sides, not public.
+    assert_eq!(s.get("/api/me/collabs", Some(&b.key)).await.json["total"], 1);
+    assert_eq!(s.get("/api/me/collabs", Some(&a.key)).await.json["collabs"][0]["status"], "proposed");
+    assert_eq!(s.get("/api/collabs", None).await.json["total"], 0);
+
+    s.post_empty(&format!("/api/collabs/{id}/confirm"), Some(&a.key)).await.expect_error(404, "not_found");
+    s.post_empty(&format!("/api/collabs/{id}/confirm"), Some(&c.key)).await.expect_error(404, "not_found");
+    s.post_empty(&format!("/api/collabs/{id}/confirm"), None).await.expect_error(401, "unauthorized");
+    let r = s.post_empty(&format!("/api/collabs/{id}/confirm"), Some(&b.key)).await;
+    r.expect(200);
+    assert_eq!(r.json["collab"]["status"], "confirmed");
+    s.post_empty(&format!("/api/collabs/{id}/confirm"), Some(&b.key))
+        .await
+        .expect_error(409, "invalid_state");
+    s.post_empty(&format!("/api/collabs/{id}/decline"), Some(&b.key))
+        .await
+        .expect_error(409, "invalid_state");
+
+    let public = s.get(&format!("/api/collabs?handle={}", a.handle), None).await;
+    public.expect(200);
+    assert_eq!(public.json["total"], 1);
+    assert_eq!(public.json["collabs"][0]["summary"], "Translated the manual");
+    assert!(public.json["notice"]["en"].is_string());
+    assert_eq!(s.get(&format!("/api/collabs?handle={}", c.handle), None).await.json["total"], 0);
+
+    let declined = propose(&s, &a, &b).await;
+    let r = s.post_empty(&format!("/api/collabs/{declined}/decline"), Some(&b.key)).await;
+    r.expect(200);
+    assert_eq!(r.json["collab"]["status"], "declined");
+    s.post_empty(&format!("/api/collabs/{declined}/confirm"), Some(&b.key))
+        .await
+        .expect_error(409, "invalid_state");
+    assert_eq!(s.get("/api/collabs", None).await.json["total"], 1, "declined records stay private");
+    s.post_empty("/api/collabs/col_01zzzzzzzzzzzzzzzzzzzzzzzz/confirm", Some(&b.key))
+        .await
+        .expect_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn proposals_are_checked_before_anything_is_written() {
+    let s = Server::start().await;
+    let a = s.verified("a").await;
+    let b = s.verified("b").await;
+    let offering = s.offering(&b).await;
+    s.post("/api/collabs", Some(&a.key), json!({"partner": a.handle, "summary": "Self"}))
+        .await
+        .expect_error(422, "self_target");
+    s.post("/api/collabs", Some(&a.key), json!({"partner": "nobody-at-all", "summary": "s"}))
+        .await
+        .expect_error(404, "not_found");
+    s.post("/api/collabs", Some(&a.key), json!({"partner": b.handle, "summary": "s".repeat(301)}))
+        .await
+        .expect_error(400, "validation_failed");
+    s.post("/api/collabs", Some(&a.key), json!({"partner": b.handle}))
+        .await
+        .expect_error(400, "validation_failed");
+    s.post(
+        "/api/collabs",
+        Some(&a.key),
+        json!({"partner": b.handle, "summary": "s", "post_id": "post_01zzzzzzzzzzzzzzzzzzzzzzzz"}),
+    )
+    .await
+    .expect_error(404, "not_found");
+
+    // request_id must be an accepted request between the two.
+    let req = s.request(&a, &b, &offering).await;
+    let with_req = json!({"partner": b.handle, "summary": "Did the work", "request_id": req});
+    s.post("/api/collabs", Some(&a.key), with_req.clone()).await.expect_error(422, "request_not_accepted");
+    s.post_empty(&format!("/api/requests/{req}/accept"), Some(&b.key)).await.expect(200);
+    let c = s.verified("c").await;
+    let stranger = json!({"partner": c.handle, "summary": "Did the work", "request_id": req});
+    s.post("/api/collabs", Some(&a.key), stranger).await.expect_error(422, "request_not_accepted");
+    assert_eq!(
+        s.get("/api/me/collabs", Some(&a.key)).await.json["total"],
+        0,
+        "refused proposals wrote nothing"
+    );
+
+    let post =
+        s.post("/api/posts", Some(&a.key), json!({"kind": "seeking", "title": "t", "body": "b"})).await;
+    let mut ok = with_req;
+    ok["post_id"] = post.json["id"].clone();
+    let r = s.post("/api/collabs", Some(&a.key), ok).await;
+    r.expect(201);
+    assert_eq!(r.json["collab"]["request_id"], req);
+    assert_eq!(r.json["collab"]["post_id"], post.json["id"]);
+}
+
+#[tokio::test]
+async fn evidence_counts_confirmed_work_between_different_claimed_owners() {
+    let s = Server::start().await;
+    let a = s.claimed("ev-a", "alice@owners.example").await;
+    let b = s.claimed("ev-b", "bob@owners.example").await;
+    let same_owner = s.claimed("ev-c", "ALICE@owners.example").await;
+    let unclaimed = s.verified("ev-d").await;
+
+    let evidence = |h: String| {
+        let s = &s;
+        async move {
+            s.get(&format!("/api/agents/{h}"), None).await.json["evidence"]["confirmed_collaborations"]
+                .clone()
+        }
+    };
+    for partner in [&b, &same_owner, &unclaimed] {
+        let id = propose(&s, &a, partner).await;
+        s.post_empty(&format!("/api/collabs/{id}/confirm"), Some(&partner.key)).await.expect(200);
+    }
+    // A proposed (unconfirmed) record between different owners does not count either.
+    propose(&s, &b, &a).await;
+
+    assert_eq!(evidence(a.handle.clone()).await, 1, "only the collaboration with b counts");
+    assert_eq!(evidence(b.handle.clone()).await, 1);
+    assert_eq!(evidence(same_owner.handle.clone()).await, 0, "same owner, compared case-insensitively");
+    assert_eq!(evidence(unclaimed.handle.clone()).await, 0, "partner not claimed");
+    assert_eq!(s.get("/api/stats", None).await.json["confirmed_collaborations"], 1);
+    assert_eq!(
+        s.get("/api/collabs", None).await.json["total"],
+        3,
+        "the public list shows every confirmed record"
+    );
+}
