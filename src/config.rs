@@ -90,9 +90,10 @@ pub struct ServeArgs {
     /// Proxies whose X-Forwarded-For is believed: comma-separated IPs or CIDRs.
     #[arg(long, env = "AGENTDIR_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_net)]
     pub trusted_proxies: Vec<ipnet::IpNet>,
-    /// Lift the public-address check of link proofs (local testing only).
-    #[arg(long, env = "AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", default_value = "0", value_parser = parse_flag)]
-    pub link_fetch_allow_private: bool,
+    /// Lift the public-address check of link proofs, for local testing only: `1` lets every
+    /// address through; a comma-separated list of CIDRs lets only those ranges through.
+    #[arg(long, env = "AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", default_value = "0", value_parser = parse_private)]
+    pub link_fetch_allow_private: PrivateTargets,
 }
 
 impl ServeArgs {
@@ -115,11 +116,20 @@ fn parse_net(s: &str) -> Result<ipnet::IpNet, String> {
         .map_err(|_| format!("`{s}` is neither an IP address nor a CIDR"))
 }
 
-fn parse_flag(s: &str) -> Result<bool, String> {
+/// Which non-public addresses link-proof fetches may reach.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum PrivateTargets {
+    #[default]
+    None,
+    All,
+    Only(Vec<ipnet::IpNet>),
+}
+
+fn parse_private(s: &str) -> Result<PrivateTargets, String> {
     match s.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" | "" => Ok(false),
-        _ => Err(format!("`{s}` is not 1 or 0")),
+        "1" | "true" | "yes" | "on" => Ok(PrivateTargets::All),
+        "0" | "false" | "no" | "off" | "" => Ok(PrivateTargets::None),
+        _ => s.split(',').map(parse_net).collect::<Result<_, _>>().map(PrivateTargets::Only),
     }
 }
 

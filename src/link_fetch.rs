@@ -28,6 +28,9 @@ pub const USER_AGENT: &str = "agentdir-link-proof/1";
 pub struct FetchPolicy {
     /// Skip the public-address check (local testing only); every other rule still applies.
     pub allow_private: bool,
+    /// Non-public networks that are let through anyway (local testing of one range, e.g.
+    /// loopback, while every other non-public address stays refused).
+    pub also_allow: Vec<ipnet::IpNet>,
     /// Deadline for the whole fetch: DNS, every hop and the body.
     pub timeout: Duration,
     /// How much of the final body is searched.
@@ -40,6 +43,7 @@ impl Default for FetchPolicy {
     fn default() -> Self {
         FetchPolicy {
             allow_private: false,
+            also_allow: Vec::new(),
             timeout: Duration::from_secs(5),
             max_bytes: 256 * 1024,
             max_redirects: 3,
@@ -206,14 +210,14 @@ impl Resolver for SystemResolver {
 /// The per-hop gate: checks the URL, resolves its host once and checks every address. The
 /// returned addresses are the only ones the hop may connect to.
 pub async fn check_hop(url: &Url, allow_private: bool) -> Result<Vec<SocketAddr>, LinkFetchError> {
-    let gate: fn(IpAddr) -> bool = if allow_private { |_| true } else { is_public_ip };
-    resolve_checked(url, &SystemResolver, gate).await
+    let gate = |ip: IpAddr| allow_private || is_public_ip(ip);
+    resolve_checked(url, &SystemResolver, &gate).await
 }
 
 async fn resolve_checked(
     url: &Url,
     resolver: &impl Resolver,
-    allowed: fn(IpAddr) -> bool,
+    allowed: &(dyn Fn(IpAddr) -> bool + Sync),
 ) -> Result<Vec<SocketAddr>, LinkFetchError> {
     check_parsed_url(url)?;
     let port = url
@@ -248,8 +252,10 @@ pub async fn fetch_contains(
     needle: &str,
     policy: &FetchPolicy,
 ) -> Result<FetchOutcome, LinkFetchError> {
-    let gate: fn(IpAddr) -> bool = if policy.allow_private { |_| true } else { is_public_ip };
-    fetch_with(url, needle, policy, &SystemResolver, gate).await
+    let gate = |ip: IpAddr| {
+        policy.allow_private || is_public_ip(ip) || policy.also_allow.iter().any(|net| net.contains(&ip))
+    };
+    fetch_with(url, needle, policy, &SystemResolver, &gate).await
 }
 
 async fn fetch_with(
@@ -257,7 +263,7 @@ async fn fetch_with(
     needle: &str,
     policy: &FetchPolicy,
     resolver: &impl Resolver,
-    allowed: fn(IpAddr) -> bool,
+    allowed: &(dyn Fn(IpAddr) -> bool + Sync),
 ) -> Result<FetchOutcome, LinkFetchError> {
     let url = check_url(url)?;
     tokio::time::timeout(policy.timeout, follow(url, needle.as_bytes(), policy, resolver, allowed))
@@ -270,7 +276,7 @@ async fn follow(
     needle: &[u8],
     policy: &FetchPolicy,
     resolver: &impl Resolver,
-    allowed: fn(IpAddr) -> bool,
+    allowed: &(dyn Fn(IpAddr) -> bool + Sync),
 ) -> Result<FetchOutcome, LinkFetchError> {
     let mut redirects = 0;
     loop {
@@ -755,10 +761,10 @@ mod tests {
             ("http://nowhere.test/", Err(LinkFetchError::Resolve("nowhere.test".into()))),
         ] {
             let url = check_url(target).expect("url");
-            assert_eq!(resolve_checked(&url, &dns, is_public_ip).await, want, "{target}");
+            assert_eq!(resolve_checked(&url, &dns, &is_public_ip).await, want, "{target}");
         }
         let url = check_url("https://public.test/").expect("url");
-        let addrs = resolve_checked(&url, &dns, is_public_ip).await.expect("public");
+        let addrs = resolve_checked(&url, &dns, &is_public_ip).await.expect("public");
         assert_eq!(addrs.len(), 2);
         assert!(addrs.iter().all(|a| a.port() == 443));
     }
@@ -858,7 +864,7 @@ mod tests {
         let policy = FetchPolicy::default();
         let dns = FakeDns::new(&[]);
         let url = format!("http://127.0.0.1:{port}/to-metadata");
-        let result = fetch_with(&url, NEEDLE, &policy, &dns, loopback_or_public).await;
+        let result = fetch_with(&url, NEEDLE, &policy, &dns, &loopback_or_public).await;
         assert_eq!(result, Err(LinkFetchError::RefusedAddress("169.254.169.254".parse().expect("ip"))));
         let hop = check_url("http://169.254.169.254/latest/meta-data/").expect("url");
         assert!(matches!(check_hop(&hop, false).await, Err(LinkFetchError::RefusedAddress(_))));
@@ -872,7 +878,7 @@ mod tests {
         let dns = FakeDns::new(&[("proof.test", &["127.0.0.1"]), ("second.test", &["127.0.0.1"])]);
         let url = format!("http://proof.test:{port}/echo");
         for needle in [format!("host: proof.test:{port}\r\n"), format!("user-agent: {USER_AGENT}\r\n")] {
-            let result = fetch_with(&url, &needle, &policy, &dns, |_| true).await;
+            let result = fetch_with(&url, &needle, &policy, &dns, &|_| true).await;
             assert_eq!(result, Ok(FetchOutcome::Found { final_url: url.clone() }), "{needle:?}");
         }
         assert_eq!(dns.calls.load(Ordering::SeqCst), 2, "one lookup per fetch");
@@ -880,7 +886,7 @@ mod tests {
         // A redirect to another name is looked up (once) and pinned too.
         let url = format!("http://proof.test:{port}/to-name");
         let needle = format!("host: second.test:{port}\r\n");
-        let result = fetch_with(&url, &needle, &policy, &dns, |_| true).await;
+        let result = fetch_with(&url, &needle, &policy, &dns, &|_| true).await;
         assert_eq!(result, Ok(FetchOutcome::Found { final_url: format!("http://second.test:{port}/echo") }));
         assert_eq!(dns.calls.load(Ordering::SeqCst), 4);
     }

@@ -36,7 +36,7 @@ pub struct Settings {
     pub mail_domain: String,
     pub mail_authserv_id: String,
     pub rates: RateSettings,
-    pub link_fetch_allow_private: bool,
+    pub link_fetch_allow_private: crate::config::PrivateTargets,
     /// Peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<ipnet::IpNet>,
     pub max_connections: u32,

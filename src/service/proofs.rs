@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::rate_limit::InMemory;
 use super::{Caller, Directory, views};
+use crate::config::PrivateTargets;
 use crate::domain::trust::{LinkList, LinkProofInput};
 use crate::error::{Error, Result};
 use crate::link_fetch::{self, FetchOutcome, FetchPolicy};
@@ -32,11 +33,16 @@ impl Directory {
                 .await;
         }
         self.limits.take(InMemory::Links, &caller.handle)?;
-        let url = link_fetch::check_url(&input.url)
-            .map_err(|e| Error::LinkFetchFailed { reason: e.to_string() })?;
+        let url = link_fetch::check_url(&input.url).map_err(|reason| Error::LinkFetchFailed { reason })?;
         let host = url.host_str().unwrap_or_default().to_owned();
+        let (allow_private, also_allow) = match &self.settings.link_fetch_allow_private {
+            PrivateTargets::None => (false, Vec::new()),
+            PrivateTargets::All => (true, Vec::new()),
+            PrivateTargets::Only(nets) => (false, nets.clone()),
+        };
         let policy = FetchPolicy {
-            allow_private: self.settings.link_fetch_allow_private,
+            allow_private,
+            also_allow,
             timeout: Duration::from_secs(5),
             max_bytes: 256 * 1024,
             max_redirects: 3,
@@ -46,7 +52,7 @@ impl Directory {
             Ok(FetchOutcome::NotFound) => return Err(Error::ProofNotFound),
             Err(e) => {
                 tracing::info!(error = ?e, "link proof fetch failed");
-                return Err(Error::LinkFetchFailed { reason: e.to_string() });
+                return Err(Error::LinkFetchFailed { reason: e });
             }
         }
         self.run(move |d| {

@@ -1,0 +1,361 @@
+//! Trust end to end: mailbox verification and owner claim through `agentdir inbound-mail` (the
+//! way an MTA pipes a message to it), and link proofs fetched from a local web server.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use axum::Router;
+use axum::response::Redirect;
+use axum::routing::get;
+use common::{Agent, BIN, RELAXED_LIMITS, Server};
+use serde_json::{Value, json};
+
+const MAIL_DOMAIN: &str = "dir.example";
+const AUTHSERV: &str = "mx.dir.example";
+
+async fn server() -> Server {
+    let mut env = RELAXED_LIMITS.to_vec();
+    env.push(("AGENTDIR_MAIL_DOMAIN", MAIL_DOMAIN));
+    env.push(("AGENTDIR_MAIL_AUTHSERV_ID", AUTHSERV));
+    Server::start_with(&env).await
+}
+
+/// A message as the local MTA hands it over, with the Authentication-Results it stamped.
+fn message(from: &str, subject: &str, auth_results: &str) -> String {
+    format!(
+        "Return-Path: <{from}>\r\nAuthentication-Results: {auth_results}\r\nFrom: Someone <{from}>\r\n\
+         To: verify@{MAIL_DOMAIN}\r\nSubject: {subject}\r\nMessage-ID: <{}@example.org>\r\n\
+         Date: Sat, 21 Nov 2026 10:00:00 +0000\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHello\r\n",
+        rand_id()
+    )
+}
+
+fn rand_id() -> String {
+    format!("{:x}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos())
+}
+
+fn dkim_pass(from: &str) -> String {
+    let domain = from.rsplit('@').next().unwrap();
+    format!("{AUTHSERV}; dkim=pass header.d={domain} header.s=sel; spf=none smtp.mailfrom={from}")
+}
+
+/// Pipes `raw` to `agentdir inbound-mail`; returns (exit code, stderr).
+fn deliver(s: &Server, raw: &str) -> (i32, String) {
+    let mut child = Command::new(BIN)
+        .arg("inbound-mail")
+        .arg("--data-dir")
+        .arg(&s.data_dir)
+        .env("AGENTDIR_MAIL_DOMAIN", MAIL_DOMAIN)
+        .env("AGENTDIR_MAIL_AUTHSERV_ID", AUTHSERV)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn inbound-mail");
+    child.stdin.take().unwrap().write_all(raw.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+async fn level(s: &Server, a: &Agent) -> Value {
+    s.get(&format!("/api/agents/{}", a.handle), None).await.json["agent"]["trust"]["level"].clone()
+}
+
+#[tokio::test]
+async fn a_verified_mailbox_lets_the_agent_send_contact_requests() {
+    let s = server().await;
+    let a = s.register("mailer").await;
+    let to = s.verified("recipient").await;
+    let offering = s.offering(&to).await;
+    let ask = json!({"offering_id": offering, "purpose": "p", "deliverable": "d", "compensation": "none"});
+    let ask_path = format!("/api/agents/{}/requests", to.handle);
+    s.post(&ask_path, Some(&a.key), ask.clone()).await.expect_error(403, "trust_too_low");
+
+    let r = s.post_empty("/api/me/verify", Some(&a.key)).await;
+    r.expect(200);
+    let i = &r.json;
+    assert_eq!(i["send_to"], format!("verify@{MAIL_DOMAIN}"));
+    assert_eq!(i["from"], a.mailbox);
+    assert!(i["expires_at"].as_str().unwrap().ends_with('Z'));
+    assert!(i["how_en"].as_str().unwrap().contains(i["subject"].as_str().unwrap()));
+    assert!(i["how_zh"].as_str().unwrap().contains(i["subject"].as_str().unwrap()));
+    let subject = i["subject"].as_str().unwrap().to_owned();
+
+    let raw = message(&a.mailbox, &subject, &dkim_pass(&a.mailbox));
+    let (code, err) = deliver(&s, &raw);
+    assert_eq!(code, 0, "{err}");
+    // The server shows the new level at once: no stale cache anywhere.
+    assert_eq!(level(&s, &a).await, 1);
+    let card = s.get(&format!("/api/agents/{}", a.handle), None).await;
+    assert_eq!(card.json["agent"]["verified"], true);
+    assert!(card.json["agent"]["verified_at"].is_string());
+    let listed = s.get("/api/agents?verified=true&min_level=1", None).await;
+    assert!(listed.text.contains(&a.handle), "search follows the level: {}", listed.text);
+    s.post(&ask_path, Some(&a.key), ask).await.expect(201);
+
+    // The code is single-use: replaying the same message verifies nothing.
+    let (code, err) = deliver(&s, &raw);
+    assert_ne!(code, 0);
+    assert!(!err.trim().is_empty() && err.trim().lines().count() == 1, "one-line reason: {err}");
+}
+
+#[tokio::test]
+async fn forged_or_mismatched_mail_is_rejected() {
+    let s = server().await;
+    let a = s.register("forged").await;
+    let subject =
+        s.post_empty("/api/me/verify", Some(&a.key)).await.json["subject"].as_str().unwrap().to_owned();
+    let domain = a.mailbox.rsplit('@').next().unwrap().to_owned();
+    let cases = [
+        (
+            "wrong authserv-id",
+            message(&a.mailbox, &subject, &format!("mx.elsewhere.example; dkim=pass header.d={domain}")),
+        ),
+        ("dkim fail", message(&a.mailbox, &subject, &format!("{AUTHSERV}; dkim=fail header.d={domain}"))),
+        (
+            "spf fail",
+            message(&a.mailbox, &subject, &format!("{AUTHSERV}; spf=fail smtp.mailfrom={}", a.mailbox)),
+        ),
+        (
+            "dkim of another domain",
+            message(&a.mailbox, &subject, &format!("{AUTHSERV}; dkim=pass header.d=evil.example")),
+        ),
+        ("From mismatch", message("intruder@example.org", &subject, &dkim_pass("intruder@example.org"))),
+        (
+            "wrong code",
+            message(&a.mailbox, "agentdir verify aaaaaaaaaaaaaaaaaaaaaaaa", &dkim_pass(&a.mailbox)),
+        ),
+        ("no code", message(&a.mailbox, "hello", &dkim_pass(&a.mailbox))),
+        ("not a message", "garbage without headers".to_owned()),
+    ];
+    for (what, raw) in cases {
+        let (code, err) = deliver(&s, &raw);
+        assert_ne!(code, 0, "{what} was accepted");
+        assert_eq!(err.trim().lines().count(), 1, "{what}: {err}");
+        assert_eq!(level(&s, &a).await, 0, "{what} changed the level");
+    }
+
+    // spf=pass alone is enough, when its domain is the From domain.
+    let spf = message(&a.mailbox, &subject, &format!("{AUTHSERV}; spf=pass smtp.mailfrom={}", a.mailbox));
+    let (code, err) = deliver(&s, &spf);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(level(&s, &a).await, 1);
+}
+
+#[tokio::test]
+async fn folded_and_encoded_subjects_and_lf_endings_parse() {
+    let s = server().await;
+    let a = s.register("encoded").await;
+    let subject =
+        s.post_empty("/api/me/verify", Some(&a.key)).await.json["subject"].as_str().unwrap().to_owned();
+    let code = subject.rsplit(' ').next().unwrap().to_owned();
+    // "agentdir verify <code>" as a base64 encoded-word, folded over two lines, LF only.
+    let encoded = {
+        use std::fmt::Write as _;
+        let b64 = base64_encode(subject.as_bytes());
+        let mut out = String::new();
+        write!(out, "=?UTF-8?B?{b64}?=").unwrap();
+        out
+    };
+    let raw = format!(
+        "Authentication-Results: {AUTHSERV};\n\tdkim=pass (good signature) header.d={}\nFrom: <{}>\nSubject:\n {encoded}\nTo: verify@{MAIL_DOMAIN}\n\nbody\n",
+        a.mailbox.rsplit('@').next().unwrap(),
+        a.mailbox
+    );
+    let (exit, err) = deliver(&s, &raw);
+    assert_eq!(exit, 0, "{err} (code {code})");
+    assert_eq!(level(&s, &a).await, 1);
+}
+
+fn base64_encode(bytes: &[u8]) -> String {
+    const T: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let n = (b[0] as u32) << 16 | (b[1] as u32) << 8 | b[2] as u32;
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_new_code_replaces_the_old_and_expired_codes_fail() {
+    let s = server().await;
+    let a = s.register("recode").await;
+    let old = s.post_empty("/api/me/verify", Some(&a.key)).await.json["subject"].as_str().unwrap().to_owned();
+    let new = s.post_empty("/api/me/verify", Some(&a.key)).await.json["subject"].as_str().unwrap().to_owned();
+    assert_ne!(old, new);
+    let (code, _) = deliver(&s, &message(&a.mailbox, &old, &dkim_pass(&a.mailbox)));
+    assert_ne!(code, 0, "the replaced code still worked");
+
+    // Age the live code past its 7 days.
+    let db = rusqlite::Connection::open(s.data_dir.join("agentdir.sqlite3")).unwrap();
+    db.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
+    db.execute("UPDATE verification_codes SET expires_at = expires_at - 8 * 86400000", []).unwrap();
+    let (code, err) = deliver(&s, &message(&a.mailbox, &new, &dkim_pass(&a.mailbox)));
+    assert_ne!(code, 0);
+    assert!(err.contains("expired"), "{err}");
+    assert_eq!(level(&s, &a).await, 0);
+
+    // Changing the mailbox voids a pending code too.
+    let subject =
+        s.post_empty("/api/me/verify", Some(&a.key)).await.json["subject"].as_str().unwrap().to_owned();
+    s.patch("/api/me", Some(&a.key), json!({"mailbox": "new-home@example.org"})).await.expect(200);
+    let (code, _) = deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox)));
+    assert_ne!(code, 0);
+    assert_eq!(level(&s, &a).await, 0);
+}
+
+#[tokio::test]
+async fn owner_claim_by_mail_reaches_level_two() {
+    let s = server().await;
+    let a = s.register("owned").await;
+    let claim = |email: &str| json!({"owner_email": email});
+    s.post("/api/me/owner-claim", Some(&a.key), claim("boss@owners.example"))
+        .await
+        .expect_error(409, "mailbox_not_verified");
+    s.post("/api/me/owner-claim", Some(&a.key), claim("not an email"))
+        .await
+        .expect_error(400, "validation_failed");
+    s.post("/api/me/owner-claim", None, claim("boss@owners.example")).await.expect_error(401, "unauthorized");
+
+    let subject =
+        s.post_empty("/api/me/verify", Some(&a.key)).await.json["subject"].as_str().unwrap().to_owned();
+    assert_eq!(deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox))).0, 0);
+
+    let r = s.post("/api/me/owner-claim", Some(&a.key), claim("boss@owners.example")).await;
+    r.expect(200);
+    assert_eq!(r.json["from"], "boss@owners.example");
+    let subject = r.json["subject"].as_str().unwrap().to_owned();
+    // The agent's own mailbox cannot answer for the owner.
+    assert_ne!(deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox))).0, 0);
+    let (code, err) =
+        deliver(&s, &message("Boss@Owners.example", &subject, &dkim_pass("boss@owners.example")));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(level(&s, &a).await, 2);
+    assert_eq!(s.get("/api/me", Some(&a.key)).await.json["owner_email"], "boss@owners.example");
+    s.post("/api/me/owner-claim", Some(&a.key), claim("other@owners.example"))
+        .await
+        .expect_error(409, "already_claimed");
+    assert!(s.get("/api/agents?min_level=2", None).await.text.contains(&a.handle));
+}
+
+/// A tiny site: a page with the proof, one without, a 404, redirects.
+async fn site(handle: &str) -> String {
+    let proof = format!("<html><body><p>agentdir-proof:{handle}</p></body></html>");
+    let app = Router::new()
+        .route("/proof", get(move || async move { proof }))
+        .route("/plain", get(|| async { "nothing to see" }))
+        .route("/to-proof", get(|| async { Redirect::temporary("/proof") }))
+        .route(
+            "/to-metadata",
+            get(|| async { Redirect::temporary("http://169.254.169.254/latest/meta-data/") }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://127.0.0.1:{}", addr.port())
+}
+
+#[tokio::test]
+async fn link_proofs_are_fetched_recorded_and_removed() {
+    let mut env = RELAXED_LIMITS.to_vec();
+    env.push(("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "127.0.0.0/8"));
+    let s = Server::start_with(&env).await;
+    let a = s.register("linker").await;
+    let base = site(&a.handle).await;
+    let link = |url: String| json!({"url": url});
+
+    let r = s.post("/api/me/links", Some(&a.key), link(format!("{base}/proof"))).await;
+    r.expect(200);
+    let entry = &r.json["links"][0];
+    assert_eq!(entry["url"], format!("{base}/proof"));
+    assert_eq!(entry["host"], "127.0.0.1");
+    assert_eq!(entry["status"], "verified");
+    let verified = chrono_ms(entry["verified_at"].as_str().unwrap());
+    let expires = chrono_ms(entry["expires_at"].as_str().unwrap());
+    assert_eq!(expires - verified, 180 * 86_400_000);
+    let card = s.get(&format!("/api/agents/{}", a.handle), None).await;
+    assert_eq!(card.json["agent"]["trust"]["links"][0]["url"], format!("{base}/proof"));
+
+    s.post("/api/me/links", Some(&a.key), link(format!("{base}/to-proof"))).await.expect(200);
+    s.post("/api/me/links", Some(&a.key), link(format!("{base}/plain")))
+        .await
+        .expect_error(422, "proof_not_found");
+    s.post("/api/me/links", Some(&a.key), link(format!("{base}/missing")))
+        .await
+        .expect_error(422, "link_fetch_failed");
+    // With only loopback let through, a redirect to the metadata address is still refused.
+    s.post("/api/me/links", Some(&a.key), link(format!("{base}/to-metadata")))
+        .await
+        .expect_error(422, "link_fetch_failed");
+    for bad in ["ftp://example.org/x", "not a url", "http://user:pw@example.org/"] {
+        s.post("/api/me/links", Some(&a.key), link(bad.into())).await.expect_error(400, "validation_failed");
+    }
+
+    let r =
+        s.post("/api/me/links", Some(&a.key), json!({"url": format!("{base}/proof"), "remove": true})).await;
+    r.expect(200);
+    assert_eq!(r.json["links"].as_array().unwrap().len(), 1);
+    s.post("/api/me/links", None, link(format!("{base}/proof"))).await.expect_error(401, "unauthorized");
+}
+
+#[tokio::test]
+async fn link_proofs_refuse_internal_targets() {
+    let s = Server::start().await;
+    let a = s.register("ssrf").await;
+    let base = site(&a.handle).await;
+    let port = base.rsplit(':').next().unwrap().to_owned();
+    for target in [
+        format!("{base}/proof"),
+        format!("http://localhost:{port}/proof"),
+        format!("http://[::1]:{port}/proof"),
+        format!("http://[::ffff:127.0.0.1]:{port}/proof"),
+        format!("http://2130706433:{port}/proof"),
+        format!("http://0.0.0.0:{port}/proof"),
+        "http://169.254.169.254/latest/meta-data/".into(),
+        "http://10.0.0.1/".into(),
+        "http://192.168.1.1/".into(),
+        "http://100.64.0.1/".into(),
+        "http://[fd00::1]/".into(),
+    ] {
+        let r = s.post("/api/me/links", Some(&a.key), json!({"url": target})).await;
+        r.expect_error(422, "link_fetch_failed");
+        assert!(
+            r.json["error"]["message_en"].as_str().unwrap().contains("non-public"),
+            "{target}: {}",
+            r.text
+        );
+    }
+    assert_eq!(
+        s.get(&format!("/api/agents/{}", a.handle), None).await.json["agent"]["trust"]["links"],
+        json!([])
+    );
+}
+
+#[tokio::test]
+async fn link_proofs_are_rate_limited() {
+    let mut env = vec![("AGENTDIR_RATE_LIMIT_LINKS", "2/h")];
+    env.push(("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "1"));
+    let s = Server::start_with(&env).await;
+    let a = s.register("ratelinks").await;
+    let base = site(&a.handle).await;
+    for _ in 0..2 {
+        s.post("/api/me/links", Some(&a.key), json!({"url": format!("{base}/proof")})).await.expect(200);
+    }
+    let r = s.post("/api/me/links", Some(&a.key), json!({"url": format!("{base}/proof")})).await;
+    r.expect_error(429, "rate_limited");
+    assert!(r.header("retry-after").unwrap().parse::<u64>().unwrap() >= 1);
+}
+
+fn chrono_ms(ts: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(ts).unwrap().timestamp_millis()
+}
