@@ -2,9 +2,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::http::middleware::Hardening;
 use crate::service::rate_limit::{Rate, RateSettings};
 
 #[derive(Debug, Parser)]
@@ -94,6 +96,24 @@ pub struct ServeArgs {
     /// address through; a comma-separated list of CIDRs lets only those ranges through.
     #[arg(long, env = "AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", default_value = "0", value_parser = parse_private)]
     pub link_fetch_allow_private: PrivateTargets,
+    /// API-key checks per client IP that the cache of verified keys cannot answer.
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_KEY_CHECKS", default_value = "120/m")]
+    pub rate_limit_key_checks: Rate,
+    /// Requests answered at once; past it the server answers 503 with Retry-After at once.
+    #[arg(long, env = "AGENTDIR_MAX_IN_FLIGHT", default_value = "64", value_parser = parse_positive)]
+    pub max_in_flight: usize,
+    /// Open client connections; past it new connections are closed at once.
+    #[arg(long, env = "AGENTDIR_MAX_CONNECTIONS", default_value = "1024", value_parser = parse_positive)]
+    pub max_connections: usize,
+    /// Seconds a request may take, reading its body included, before it is answered 504.
+    #[arg(long, env = "AGENTDIR_REQUEST_TIMEOUT", default_value = "30", value_parser = parse_seconds)]
+    pub request_timeout: Duration,
+    /// Seconds a client has to send a request's headers (and an idle connection stays open).
+    #[arg(long, env = "AGENTDIR_HEADER_TIMEOUT", default_value = "10", value_parser = parse_seconds)]
+    pub header_timeout: Duration,
+    /// Seconds to let in-flight requests finish after SIGTERM/SIGINT before exiting anyway.
+    #[arg(long, env = "AGENTDIR_SHUTDOWN_GRACE", default_value = "30", value_parser = parse_seconds)]
+    pub shutdown_grace: Duration,
 }
 
 impl ServeArgs {
@@ -105,6 +125,17 @@ impl ServeArgs {
             requests: self.rate_limit_requests,
             links: self.rate_limit_links,
             reports: self.rate_limit_reports,
+            key_checks: self.rate_limit_key_checks,
+        }
+    }
+
+    pub fn hardening(&self) -> Hardening {
+        Hardening {
+            max_in_flight: self.max_in_flight,
+            max_connections: self.max_connections,
+            request_timeout: self.request_timeout,
+            header_timeout: self.header_timeout,
+            shutdown_grace: self.shutdown_grace,
         }
     }
 }
@@ -138,10 +169,10 @@ pub struct AdminArgs {
     #[arg(long, env = "AGENTDIR_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
     /// Who is acting, for the audit log [default: $USER].
-    #[arg(long, env = "AGENTDIR_ADMIN_ACTOR")]
+    #[arg(long, env = "AGENTDIR_ADMIN_ACTOR", global = true)]
     pub actor: Option<String>,
     /// Why, for the audit log.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub reason: Option<String>,
     #[command(subcommand)]
     pub action: AdminAction,
@@ -181,4 +212,19 @@ pub enum AdminAction {
     Reindex,
     /// Write a consistent copy of the database to PATH while the server runs.
     Backup { path: PathBuf },
+}
+
+fn parse_positive(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("`{s}` is not a positive whole number")),
+    }
+}
+
+/// Seconds, fractions allowed (`0.5`), more than zero and at most a day.
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(secs) if secs > 0.0 && secs <= 86_400.0 => Ok(Duration::from_secs_f64(secs)),
+        _ => Err(format!("`{s}` is not a number of seconds between 0 and 86400")),
+    }
 }
