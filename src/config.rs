@@ -23,7 +23,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the REST API, /mcp, /skill.md and /openapi.json on one port.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Read one raw RFC 5322 message on stdin and complete a mailbox verification or owner claim.
     InboundMail(SiteArgs),
     /// Operator commands.

@@ -31,16 +31,23 @@ pub enum Rule {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Error {
     InvalidJson,
-    Validation { field: String, rule: Rule },
+    Validation {
+        field: String,
+        rule: Rule,
+    },
     Unauthorized,
     Forbidden,
-    TrustTooLow { required: u8 },
+    TrustTooLow {
+        required: u8,
+    },
     NotAccepting,
     Suspended,
     NotFound,
     MethodNotAllowed,
     HandleTaken,
-    InvalidState { status: String },
+    InvalidState {
+        status: String,
+    },
     AlreadyPending,
     AlreadyClaimed,
     MailboxNotVerified,
@@ -48,14 +55,25 @@ pub enum Error {
     UnsupportedMediaType,
     TooManyOfferings,
     OfferingRequired,
-    UnknownOffering { field: String },
+    UnknownOffering {
+        field: String,
+    },
     SelfTarget,
     RequestNotAccepted,
     ProofNotFound,
-    LinkFetchFailed { reason: String },
-    RateLimited { retry_after: u64 },
-    WeeklyCapReached { retry_after: u64 },
-    CooldownAfterDecline { retry_after: u64 },
+    /// Why the fetch failed, told in both languages by `link_reason`.
+    LinkFetchFailed {
+        reason: crate::link_fetch::LinkFetchError,
+    },
+    RateLimited {
+        retry_after: u64,
+    },
+    WeeklyCapReached {
+        retry_after: u64,
+    },
+    CooldownAfterDecline {
+        retry_after: u64,
+    },
     Overloaded,
     Timeout,
     Internal,
@@ -171,9 +189,13 @@ impl Error {
                 "Your role in this contact request does not allow this action.".into(),
                 "你在这条联系请求中的身份不能执行此操作。".into(),
             ),
+            TrustTooLow { required } if *required >= 2 => (
+                "Your trust level is too low: this recipient accepts requests only from level 2 (mailbox verified and owner claimed). Have your owner claim the agent (POST /api/me/owner-claim).".into(),
+                "你的信任等级不足：对方只接受等级 2（邮箱已验证且所有者已认领）的请求。请让所有者认领该智能体（POST /api/me/owner-claim）。".into(),
+            ),
             TrustTooLow { required } => (
                 format!(
-                    "Your trust level is too low: this recipient accepts requests from level {required} or higher. Verify your mailbox (POST /api/me/verify) first."
+                    "Your trust level is too low: this recipient accepts requests from level {required} or higher. Verify your mailbox first (POST /api/me/verify)."
                 ),
                 format!(
                     "你的信任等级不足：对方只接受等级 {required} 及以上的请求。请先验证邮箱（POST /api/me/verify）。"
@@ -184,12 +206,12 @@ impl Error {
                 "该智能体目前不接受联系请求。".into(),
             ),
             Suspended => (
-                "This agent is suspended by the operators of the directory.".into(),
-                "该智能体已被目录运营方暂停。".into(),
+                "Your agent has been suspended by the operators of the directory; its key is refused for now.".into(),
+                "你的智能体已被目录运营方暂停，其密钥暂时无法使用。".into(),
             ),
             NotFound => (
-                "Nothing was found at this address.".into(),
-                "未找到所请求的内容。".into(),
+                "Nothing was found here: no such handle or id, or it is not visible to you.".into(),
+                "未找到：没有这个代号或编号，或者你无权查看。".into(),
             ),
             MethodNotAllowed => (
                 "This method is not allowed on this path; see GET /api for the endpoints.".into(),
@@ -200,16 +222,16 @@ impl Error {
                 "该代号已被占用，请换一个。".into(),
             ),
             InvalidState { status } => (
-                format!("This is not possible while the record is {status}."),
-                format!("记录当前状态为 {status}，无法执行此操作。"),
+                format!("This move is not possible: the record's status is {status}."),
+                format!("无法执行此操作：该记录当前的状态是 {status}。"),
             ),
             AlreadyPending => (
                 "You already have a pending contact request to this agent.".into(),
                 "你已向该智能体发出一条待处理的联系请求。".into(),
             ),
             AlreadyClaimed => (
-                "The owner of this agent has already claimed it.".into(),
-                "该智能体的所有者已完成认领。".into(),
+                "This agent has already been claimed by its owner.".into(),
+                "该智能体已被其所有者认领。".into(),
             ),
             MailboxNotVerified => (
                 "Verify the mailbox first (POST /api/me/verify); an owner claim needs a verified mailbox.".into(),
@@ -225,32 +247,36 @@ impl Error {
             ),
             TooManyOfferings => (
                 "An agent can publish at most 3 offerings.".into(),
-                "每个智能体最多发布 3 项服务。".into(),
+                "每个智能体最多只能发布 3 项服务。".into(),
             ),
             OfferingRequired => (
                 "This agent only accepts requests for one of its offerings: include offering_id.".into(),
                 "该智能体只接受针对其服务项目的请求：请提供 offering_id。".into(),
             ),
+            UnknownOffering { field } if field != "offering_id" => (
+                "This offering id is not one of your offerings: keep an id you already have, or leave id out for a new offering.".into(),
+                "该服务编号不是你现有的服务：请沿用已有的编号，或省略 id 以新增一项服务。".into(),
+            ),
             UnknownOffering { .. } => (
-                "This offering id does not belong to this agent.".into(),
-                "该服务编号不属于此智能体。".into(),
+                "This offering id does not belong to this agent; its card lists its offerings.".into(),
+                "该服务编号不属于这个智能体；请在其名片中查看它提供的服务。".into(),
             ),
             SelfTarget => (
-                "An agent cannot address a request or a collaboration to itself.".into(),
-                "智能体不能向自己发起请求或合作记录。".into(),
+                "An agent cannot send a contact request or propose a collaboration to itself.".into(),
+                "智能体不能向自己发送联系请求，也不能与自己登记合作。".into(),
             ),
             RequestNotAccepted => (
                 "request_id must name an accepted contact request between you and the partner.".into(),
                 "request_id 必须是你与合作方之间一条已接受的联系请求。".into(),
             ),
             ProofNotFound => (
-                "The page was fetched but does not contain the proof text agentdir-proof:<handle> in its first 256 KiB.".into(),
-                "页面已获取，但前 256 KiB 内没有证明文本 agentdir-proof:<代号>。".into(),
+                "The page was fetched, but its first 256 KiB do not contain the proof text agentdir-proof:<handle>.".into(),
+                "页面已成功获取，但其前 256 KiB 中没有证明文本 agentdir-proof:<handle>。".into(),
             ),
-            LinkFetchFailed { reason } => (
-                format!("The link could not be fetched: {reason}."),
-                format!("无法获取该链接：{reason}。"),
-            ),
+            LinkFetchFailed { reason } => {
+                let (en, zh) = link_reason(reason);
+                (format!("The link could not be fetched: {en}."), format!("无法获取该链接：{zh}。"))
+            }
             RateLimited { retry_after } => (
                 format!("Too many requests; try again in {retry_after} seconds."),
                 format!("请求过于频繁，请在 {retry_after} 秒后重试。"),
@@ -274,8 +300,8 @@ impl Error {
                 "目录服务繁忙，请稍后重试。".into(),
             ),
             Timeout => (
-                "The request took too long and was stopped.".into(),
-                "请求处理超时，已被终止。".into(),
+                "The request took too long and was stopped; try again.".into(),
+                "请求处理时间过长，已被中止，请重试。".into(),
             ),
             Internal => (
                 "Something went wrong on our side; the error has been logged.".into(),
@@ -380,6 +406,25 @@ fn type_zh(kind: &str) -> &'static str {
         "number" => "数字",
         _ => "其他类型",
     }
+}
+
+/// A failed link fetch told in both languages. The English text is the fetcher's own reason; the
+/// Chinese one leaves out library details that exist only in English.
+fn link_reason(e: &crate::link_fetch::LinkFetchError) -> (String, String) {
+    use crate::link_fetch::LinkFetchError::*;
+    let zh = match e {
+        InvalidUrl(_) => "网址格式无效".to_owned(),
+        UnsupportedScheme(scheme) => format!("只能获取 http 和 https 网址，不支持 {scheme}"),
+        CredentialsInUrl => "不会获取包含用户名或密码的网址".to_owned(),
+        Resolve(host) => format!("无法解析主机名 {host}"),
+        RefusedAddress(_) => "已拒绝：该网址指向非公网地址".to_owned(),
+        Connect(_) => "无法连接到该服务器".to_owned(),
+        Timeout => "页面未能在规定时间内加载完成".to_owned(),
+        TooManyRedirects => "重定向次数过多".to_owned(),
+        Status(code) => format!("服务器返回了 HTTP {code}"),
+        Http(_) => "请求失败".to_owned(),
+    };
+    (e.to_string(), zh)
 }
 
 impl fmt::Display for Error {

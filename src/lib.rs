@@ -12,8 +12,10 @@ pub mod http;
 pub mod ids;
 pub mod inbound_mail;
 pub mod link_fetch;
+pub mod mcp_port;
 pub mod service;
 pub mod store;
+pub mod telemetry;
 pub mod time;
 pub mod validation;
 

@@ -15,7 +15,7 @@ fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => serve(args),
+        Command::Serve(args) => serve(*args),
         Command::InboundMail(site) => return inbound_mail_command(site),
         Command::Admin(args) => admin_command(args),
     };
@@ -40,6 +40,7 @@ fn init_logging() {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let limits = args.hardening();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.site.bind).await?;
@@ -60,7 +61,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!(%bound, %base_url, "agentdir listening");
         // Tests and scripts read this line to learn the port when binding port 0.
         println!("agentdir listening on http://{bound}");
-        http::serve(app, listener).await?;
+        http::serve(app, listener, limits).await?;
         Ok(())
     })
 }

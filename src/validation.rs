@@ -76,7 +76,28 @@ pub fn from_json<T: DeserializeOwned + JsonSchema + 'static>(value: Value) -> Re
     if let Some(err) = c.validator.iter_errors(&value).next() {
         return Err(to_error(&c.schema, &err));
     }
+    let mut value = value;
+    whole_floats_to_integers(&mut value);
     deserialize(value)
+}
+
+/// JSON Schema counts `72.0` as an integer, serde's integer types do not. The schema has already
+/// accepted the value at this point, so whole floats become integers and an integer field takes
+/// everything its schema allows. (No input field is a non-integer number.)
+fn whole_floats_to_integers(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            if let Some(f) = n.as_f64()
+                && f.fract() == 0.0
+                && f.abs() < 9.0e15
+            {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_floats_to_integers),
+        Value::Object(map) => map.values_mut().for_each(whole_floats_to_integers),
+        _ => {}
+    }
 }
 
 /// Validates query pairs against `T`'s schema. Each value is read as the type its parameter
@@ -134,6 +155,12 @@ fn to_error(schema: &Value, err: &ValidationError<'_>) -> Error {
     let path = dotted(&err.instance_path().to_string());
     let field = |p: &str| if p.is_empty() { "body".to_string() } else { p.to_string() };
     let rule = match err.kind() {
+        // The registration's "one of the two descriptions" rule (an if/else at the root).
+        ValidationErrorKind::Required { .. }
+            if path.is_empty() && err.schema_path().to_string().starts_with("/else") =>
+        {
+            return Error::validation("body", Rule::DescriptionNeeded);
+        }
         ValidationErrorKind::Required { property } => {
             let name = property.as_str().unwrap_or_default();
             let full = if path.is_empty() { name.to_string() } else { format!("{path}.{name}") };

@@ -17,9 +17,8 @@ use std::sync::Arc;
 
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Cardinality, Column, ColumnValues};
-use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader};
+use tantivy::{DocId, Score, Searcher, SegmentOrdinal, SegmentReader};
 
-use crate::Page;
 use crate::schema::{JOINED, KEY, LEVEL, TS, VERIFIED};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +36,12 @@ pub(crate) struct NumericFilters {
     pub verified: Option<bool>,
 }
 
+impl NumericFilters {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.min_level.is_none_or(|l| l == 0) && self.joined_since.is_none() && self.verified.is_none()
+    }
+}
+
 pub(crate) struct PageCollector {
     pub order: Order,
     pub filters: NumericFilters,
@@ -50,11 +55,10 @@ pub(crate) struct Hits {
 }
 
 impl Hits {
-    /// The `[offset, offset + limit)` slice of the full order.
-    pub(crate) fn page(mut self, offset: usize, limit: usize) -> Page {
+    /// The first `k` keys of the full order (fewer if there are fewer hits).
+    pub(crate) fn into_keys(mut self) -> (u64, Vec<u64>) {
         self.values.sort_unstable_by(|a, b| b.cmp(a));
-        let keys = self.values.iter().skip(offset).take(limit).map(|v| *v as u64).collect();
-        Page { total: self.total, keys }
+        (self.total, self.values.iter().map(|v| *v as u64).collect())
     }
 }
 
@@ -84,6 +88,13 @@ struct TopK {
 impl TopK {
     fn new(k: usize) -> Self {
         TopK { k, values: Vec::new(), threshold: None }
+    }
+
+    /// False when no value with this primary part can enter the top k, so the caller can skip
+    /// reading the key.
+    #[inline]
+    fn admits(&self, primary: u64) -> bool {
+        self.k > 0 && self.threshold.is_none_or(|t| u128::from(primary) >= t >> 64)
     }
 
     #[inline]
@@ -170,6 +181,9 @@ impl SegmentCollector for PageSegmentCollector {
             (Order::Recency, Some(ts)) => encode_i64(ts.get_val(doc)),
             _ => encode_score(score),
         };
+        if !self.top.admits(primary) {
+            return;
+        }
         let key = self.key.get_val(doc);
         self.top.push(sort_value(primary, key));
     }
@@ -237,6 +251,47 @@ impl Collector for PageCollector {
     }
 }
 
+/// The unfiltered listing ("everything, most recent first") without a query: each segment's
+/// `ts` column is read in chunks from the last document backwards. Documents are mostly added
+/// in time order, so walking backwards fills the top k early and the rest are rejected by one
+/// comparison each; the total is the number of live documents, known without counting.
+pub(crate) fn scan_recent(searcher: &Searcher, k: usize) -> tantivy::Result<Hits> {
+    const CHUNK: u32 = 1024;
+    let mut top = TopK::new(k);
+    let mut total = 0u64;
+    let mut buf = vec![0i64; CHUNK as usize];
+    for segment in searcher.segment_readers() {
+        total += u64::from(segment.num_docs());
+        if k == 0 {
+            continue;
+        }
+        let ff = segment.fast_fields();
+        let ts = dense(ff.i64(TS)?, i64::MIN);
+        let key = dense(ff.u64(KEY)?, 0);
+        let alive = segment.alive_bitset();
+        let mut end = segment.max_doc();
+        while end > 0 {
+            let start = end.saturating_sub(CHUNK);
+            let chunk = &mut buf[..(end - start) as usize];
+            ts.get_range(u64::from(start), chunk);
+            for (i, t) in chunk.iter().enumerate().rev() {
+                let primary = encode_i64(*t);
+                if !top.admits(primary) {
+                    continue;
+                }
+                let doc = start + i as u32;
+                if alive.is_some_and(|a| !a.is_alive(doc)) {
+                    continue;
+                }
+                top.push(sort_value(primary, key.get_val(doc)));
+            }
+            end = start;
+        }
+    }
+    top.trim();
+    Ok(Hits { total, values: top.values })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,10 +320,8 @@ mod tests {
         let mut got = t.values.clone();
         got.sort_unstable_by(|a, b| b.cmp(a));
         assert_eq!(got, vec![999, 998, 997, 996, 995]);
-        let hits = Hits { total: 1000, values: (0..10).collect() };
-        let page = hits.page(8, 5);
-        assert_eq!(page.keys, vec![1, 0]);
-        let hits = Hits { total: 3, values: (0..3).collect() };
-        assert!(hits.page(usize::MAX, 100).keys.is_empty());
+        let hits = Hits { total: 1000, values: vec![3, 9, 1] };
+        assert_eq!(hits.into_keys(), (1000, vec![9, 3, 1]));
+        assert!(!TopK::new(0).admits(u64::MAX));
     }
 }

@@ -8,10 +8,17 @@
 //! from [`SearchIndex::applied_seq`] at start, and rebuilds from scratch when
 //! [`SearchIndex::needs_rebuild`] says the index was missing, corrupt or of another schema.
 //!
+//! Searches go through a small per-index result cache whose entries live for one reader
+//! generation only (see `cache.rs`), so a repeated search between two commits costs
+//! microseconds and a commit can never serve stale results.
+//!
 //! Every method blocks; call them from `spawn_blocking`.
 
 mod analysis;
+mod cache;
 mod collect;
+mod evaluate;
+mod part;
 mod query;
 mod schema;
 mod store;
@@ -21,17 +28,23 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use tantivy::directory::DirectoryLock;
-use tantivy::query::{AllQuery, Query, TermQuery};
+use tantivy::query::TermQuery;
 use tantivy::{IndexWriter, TantivyError, Term};
 
 use crate::analysis::QueryAnalyzer;
-use crate::collect::{NumericFilters, Order, PageCollector};
-use crate::query::{exact_term, with_exact_handle, with_filters, words_query};
+use crate::cache::{Key, Target};
+use crate::collect::NumericFilters;
+use crate::evaluate::TextPlan;
+use crate::part::Part;
+use crate::part::Plan;
+use crate::query::{EXACT_HANDLE_SCORE, exact_term, word_query};
 use crate::schema::{AgentFields, CallFields, exact_term_value};
-use crate::store::Part;
 
 /// Largest page the index hands out; larger limits are clamped.
 pub const MAX_LIMIT: usize = 100;
+
+/// Distinct searches remembered per index between two commits (see `cache.rs`).
+pub const DEFAULT_CACHE_ENTRIES: usize = 2048;
 
 /// Longest string that can be a handle typed in full (handles are `[a-z0-9-]`).
 const MAX_HANDLE_CHARS: usize = 64;
@@ -186,10 +199,13 @@ impl SearchIndex {
     /// Fails with [`IndexError::Locked`] (touching nothing) when another process holds `dir`.
     pub fn open(dir: &Path) -> Result<SearchIndex, IndexError> {
         let opened = store::open(dir)?;
+        let analyzer = QueryAnalyzer::new(opened.jieba);
+        // Touches jieba's lazily built tables so the first real query doesn't pay for them.
+        let _ = analyzer.words("中文翻译服务 warm up");
         Ok(SearchIndex {
             needs_rebuild: AtomicBool::new(opened.needs_rebuild),
             applied_seq: AtomicU64::new(opened.applied_seq),
-            analyzer: QueryAnalyzer::new(opened.jieba),
+            analyzer,
             writers: Mutex::new(Writers { agents: opened.agents.1, calls: opened.calls.1 }),
             agents: opened.agents.0,
             calls: opened.calls.0,
@@ -217,30 +233,45 @@ impl SearchIndex {
             Err(poisoned) => {
                 let mut guard = poisoned.into_inner();
                 rollback(&mut guard);
+                // A panicking rebuild may have left merges paused.
+                store::resume_merges(&guard.agents);
+                store::resume_merges(&guard.calls);
                 self.writers.clear_poison();
                 guard
             }
         }
     }
 
-    /// Applies changes, commits with `up_to_seq` in the payload, and reloads the readers, so a
-    /// search made after this returns sees the changes. On error nothing uncommitted is kept
-    /// and `applied_seq` does not advance; re-applying the same changes is safe.
+    /// Applies changes (upsert = delete by key + add), commits with `up_to_seq` in the payload
+    /// and reloads the reader of each index the batch touched (an untouched index is neither
+    /// committed nor reloaded), so a search made after this returns sees the changes. On error
+    /// nothing uncommitted is kept and `applied_seq` does not advance; re-applying is safe.
     pub fn apply(&self, changes: Vec<Change>, up_to_seq: u64) -> Result<(), IndexError> {
+        let agents = changes.iter().any(|c| matches!(c, Change::UpsertAgent(_) | Change::RemoveAgent(_)));
+        let calls = changes.iter().any(|c| matches!(c, Change::UpsertCall(_) | Change::RemoveCall(_)));
         let mut w = self.lock_writers();
-        let result = self.apply_locked(&mut w, changes, up_to_seq);
+        let result = self.apply_locked(&mut w, changes, up_to_seq, agents, calls);
         if result.is_err() {
             rollback(&mut w);
         }
-        // Reload even on failure: one of the two commits may have landed.
-        let reloaded = self.reload();
+        // Only a touched index is reloaded: a reload reopens every segment and starts a new
+        // result-cache generation. After a failure both are, since a commit may have landed.
+        let failed = result.is_err();
+        let reloaded = self.reload(agents || failed, calls || failed);
         result?;
         reloaded?;
         self.applied_seq.store(up_to_seq, Ordering::SeqCst);
         Ok(())
     }
 
-    fn apply_locked(&self, w: &mut Writers, changes: Vec<Change>, up_to_seq: u64) -> Result<(), IndexError> {
+    fn apply_locked(
+        &self,
+        w: &mut Writers,
+        changes: Vec<Change>,
+        up_to_seq: u64,
+        agents: bool,
+        calls: bool,
+    ) -> Result<(), IndexError> {
         let (af, cf) = (&self.agent_fields, &self.call_fields);
         for change in changes {
             match change {
@@ -260,10 +291,13 @@ impl SearchIndex {
                 }
             }
         }
-        // Both parts carry the same seq, so `applied_seq` at the next open is exact.
-        store::commit(&mut w.agents, up_to_seq)?;
-        store::commit(&mut w.calls, up_to_seq)?;
-        Ok(())
+        // An untouched index is not committed (see `store::Payload` for why that is safe); a
+        // batch with no change at all still records its seq, in the agents index.
+        match (agents, calls) {
+            (true, true) => commit_both(w, up_to_seq),
+            (false, true) => Ok(store::commit(&mut w.calls, up_to_seq, 0)?),
+            (_, false) => Ok(store::commit(&mut w.agents, up_to_seq, 0)?),
+        }
     }
 
     /// Replaces the whole content with `docs` (upserts; removals are ignored), commits with
@@ -279,7 +313,7 @@ impl SearchIndex {
         }
         store::resume_merges(&w.agents);
         store::resume_merges(&w.calls);
-        let reloaded = self.reload();
+        let reloaded = self.reload(true, true);
         result?;
         reloaded?;
         self.applied_seq.store(up_to_seq, Ordering::SeqCst);
@@ -306,17 +340,20 @@ impl SearchIndex {
                 Change::RemoveAgent(_) | Change::RemoveCall(_) => {}
             }
         }
-        store::commit(&mut w.agents, up_to_seq)?;
-        store::commit(&mut w.calls, up_to_seq)?;
+        commit_both(w, up_to_seq)?;
         // One segment per index makes every later query cheaper; failure here costs speed only.
         store::merge_all(&mut w.agents);
         store::merge_all(&mut w.calls);
         Ok(())
     }
 
-    fn reload(&self) -> Result<(), IndexError> {
-        self.agents.reader.reload()?;
-        self.calls.reader.reload()?;
+    fn reload(&self, agents: bool, calls: bool) -> Result<(), IndexError> {
+        if agents {
+            self.agents.reader.reload()?;
+        }
+        if calls {
+            self.calls.reader.reload()?;
+        }
         Ok(())
     }
 
@@ -324,64 +361,118 @@ impl SearchIndex {
     pub fn search_agents(&self, q: &AgentQuery) -> Result<Page, IndexError> {
         let f = &self.agent_fields;
         let mut filters = Vec::new();
-        for (field, value) in [(f.capability, q.capability), (f.language, q.language)] {
+        let mut exact: [Option<String>; 3] = [None, None, None];
+        for (i, (field, value)) in
+            [(f.capability, q.capability), (f.language, q.language)].into_iter().enumerate()
+        {
             match exact_filter(field, value) {
                 Filter::None => {}
-                Filter::Term(t) => filters.push(t),
+                Filter::Term(v, t) => {
+                    exact[i] = Some(v);
+                    filters.push(t);
+                }
                 Filter::Impossible => return Ok(Page::default()),
             }
         }
-        let (scored, order) = match present(q.text) {
-            None => (None, Order::Recency),
-            Some(text) => {
-                let words = self.analyzer.words(text);
-                let handle = handle_candidate(text);
-                match with_exact_handle(
-                    words_query(&words, &f.text_fields()),
-                    f.handle_exact,
-                    handle.as_deref(),
-                ) {
-                    Some(q) => (Some(q), Order::Score),
-                    // Text with nothing searchable in it (punctuation, emoji) matches nothing.
-                    None => return Ok(Page::default()),
-                }
-            }
+        let text = present(q.text);
+        let key = Key {
+            target: Target::Agents,
+            text: text.map(str::to_string),
+            exact,
+            verified: q.mailbox_verified,
+            min_level: q.min_level.filter(|l| *l > 0),
+            joined_since: q.joined_since,
         };
         let numeric = NumericFilters {
-            min_level: q.min_level,
-            joined_since: q.joined_since,
-            verified: q.mailbox_verified,
+            min_level: key.min_level,
+            joined_since: key.joined_since,
+            verified: key.verified,
         };
-        run(&self.agents, with_filters(scored, filters), order, numeric, q.offset, q.limit)
+        self.agents.search(key, q.offset, q.limit, numeric, || {
+            let Some(text) = text else {
+                return Some(Plan::Recency(filters));
+            };
+            let fields = f.text_fields();
+            let words = self.analyzer.words(text);
+            let exact = handle_candidate(text).map(|h| (exact_term(f.handle_exact, &h), EXACT_HANDLE_SCORE));
+            // Text with nothing searchable in it (punctuation, emoji) matches nothing.
+            if words.is_empty() && exact.is_none() {
+                return None;
+            }
+            let words = words.iter().map(|w| word_query(w, &fields)).collect();
+            Some(Plan::Text(TextPlan { words, exact, filters }))
+        })
     }
 
     /// Calls matching `q`, ordered by relevance (with text) or creation time (without).
     pub fn search_calls(&self, q: &CallQuery) -> Result<Page, IndexError> {
         let f = &self.call_fields;
         let mut filters = Vec::new();
-        for (field, value) in [(f.kind, q.kind), (f.tag, q.tag), (f.author, q.author_handle)] {
+        let mut exact: [Option<String>; 3] = [None, None, None];
+        for (i, (field, value)) in
+            [(f.kind, q.kind), (f.tag, q.tag), (f.author, q.author_handle)].into_iter().enumerate()
+        {
             match exact_filter(field, value) {
                 Filter::None => {}
-                Filter::Term(t) => filters.push(t),
+                Filter::Term(v, t) => {
+                    exact[i] = Some(v);
+                    filters.push(t);
+                }
                 Filter::Impossible => return Ok(Page::default()),
             }
         }
-        let (scored, order) = match present(q.text) {
-            None => (None, Order::Recency),
-            Some(text) => {
-                let words = self.analyzer.words(text);
-                match words_query(&words, &f.text_fields()) {
-                    Some(q) => (Some(q), Order::Score),
-                    None => return Ok(Page::default()),
-                }
-            }
+        let text = present(q.text);
+        let key = Key {
+            target: Target::Calls,
+            text: text.map(str::to_string),
+            exact,
+            verified: None,
+            min_level: None,
+            joined_since: None,
         };
-        run(&self.calls, with_filters(scored, filters), order, NumericFilters::default(), q.offset, q.limit)
+        self.calls.search(key, q.offset, q.limit, NumericFilters::default(), || {
+            let Some(text) = text else {
+                return Some(Plan::Recency(filters));
+            };
+            let fields = f.text_fields();
+            let words = self.analyzer.words(text);
+            if words.is_empty() {
+                return None;
+            }
+            let words = words.iter().map(|w| word_query(w, &fields)).collect();
+            Some(Plan::Text(TextPlan { words, exact: None, filters }))
+        })
+    }
+
+    /// Sets how many distinct searches each index remembers between commits (0 disables the
+    /// cache, e.g. to measure raw query cost). The default is [`DEFAULT_CACHE_ENTRIES`].
+    pub fn set_result_cache_capacity(&self, entries: usize) {
+        self.agents.cache.set_capacity(entries);
+        self.calls.cache.set_capacity(entries);
     }
 }
 
 #[cfg(test)]
 mod tests;
+
+/// Commits both indexes with the same seq, each naming the other as its partner. In parallel: a
+/// commit is mostly waiting on fsync.
+fn commit_both(w: &mut Writers, seq: u64) -> Result<(), IndexError> {
+    let Writers { agents, calls } = w;
+    let (a, c) = std::thread::scope(|s| {
+        let a = s.spawn(|| store::commit(agents, seq, seq));
+        let c = store::commit(calls, seq, seq);
+        (a.join(), c)
+    });
+    match a {
+        Ok(result) => result?,
+        Err(_) => {
+            return Err(IndexError::Engine(TantivyError::InternalError("commit thread panicked".into())));
+        }
+    }
+    c?;
+    Ok(())
+}
 
 fn rollback(w: &mut Writers) {
     for (name, writer) in [("agents", &mut w.agents), ("calls", &mut w.calls)] {
@@ -397,7 +488,7 @@ fn present(value: Option<&str>) -> Option<&str> {
 
 enum Filter {
     None,
-    Term(TermQuery),
+    Term(String, TermQuery),
     Impossible,
 }
 
@@ -405,7 +496,10 @@ fn exact_filter(field: tantivy::schema::Field, value: Option<&str>) -> Filter {
     match present(value) {
         None => Filter::None,
         Some(v) => match exact_term_value(v) {
-            Some(v) => Filter::Term(exact_term(field, &v)),
+            Some(v) => {
+                let t = exact_term(field, &v);
+                Filter::Term(v, t)
+            }
             None => Filter::Impossible,
         },
     }
@@ -418,24 +512,4 @@ fn handle_candidate(text: &str) -> Option<String> {
         && h.chars().count() <= MAX_HANDLE_CHARS
         && h.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     ok.then_some(h)
-}
-
-fn run(
-    part: &Part,
-    query: Option<Box<dyn Query>>,
-    order: Order,
-    filters: NumericFilters,
-    offset: usize,
-    limit: usize,
-) -> Result<Page, IndexError> {
-    let limit = limit.min(MAX_LIMIT);
-    let searcher = part.reader.searcher();
-    // No page can start past the number of live documents, so don't buffer for one.
-    let k = if limit == 0 || offset as u64 >= searcher.num_docs() { 0 } else { offset.saturating_add(limit) };
-    let collector = PageCollector { order, filters, k };
-    let hits = match &query {
-        Some(q) => searcher.search(q.as_ref(), &collector)?,
-        None => searcher.search(&AllQuery, &collector)?,
-    };
-    Ok(hits.page(offset, limit))
 }

@@ -2,14 +2,12 @@
 //! tantivy's query parser, so no input can be a syntax error: every clause is a TermQuery on a
 //! term we produced ourselves.
 //!
-//! Shape: `AND over words ( DisjunctionMax over fields ( Boost(TermQuery) ) )`, plus, for agents,
-//! an alternative exact-handle clause, and `Must(ConstScore(filter, 0))` per exact filter so
-//! filters narrow the hits without touching scores.
+//! Per word: `DisjunctionMax over fields ( Boost(TermQuery) )`; evaluate.rs intersects the words,
+//! adds the exact-handle alternative and applies the exact filters without scoring them (the
+//! equivalent of `Must(ConstScore(filter, 0))`, which is how tantivy would express it).
 
 use tantivy::Term;
-use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, DisjunctionMaxQuery, Occur, Query, TermQuery,
-};
+use tantivy::query::{AllQuery, BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
 
 use crate::analysis::QueryWord;
@@ -21,7 +19,7 @@ const TIE_BREAKER: f32 = 0.1;
 
 /// Score added for an exact whole-handle match: larger than any realistic BM25 sum, so the agent
 /// whose handle was typed in full comes first.
-const EXACT_HANDLE_SCORE: f32 = 1000.0;
+pub(crate) const EXACT_HANDLE_SCORE: f32 = 1000.0;
 
 fn term_in_fields(term: &str, fields: &[(Field, f32)]) -> Box<dyn Query> {
     let disjuncts: Vec<Box<dyn Query>> = fields
@@ -34,7 +32,9 @@ fn term_in_fields(term: &str, fields: &[(Field, f32)]) -> Box<dyn Query> {
     Box::new(DisjunctionMaxQuery::with_tie_breaker(disjuncts, TIE_BREAKER))
 }
 
-fn word_query(word: &QueryWord, fields: &[(Field, f32)]) -> Box<dyn Query> {
+/// The document must contain the word in some field (best field counts, plus a little of the
+/// others), or, for a long Chinese word, all of its sub-words.
+pub(crate) fn word_query(word: &QueryWord, fields: &[(Field, f32)]) -> Box<dyn Query> {
     let whole = term_in_fields(&word.term, fields);
     if word.parts.is_empty() {
         return whole;
@@ -43,53 +43,16 @@ fn word_query(word: &QueryWord, fields: &[(Field, f32)]) -> Box<dyn Query> {
     Box::new(BooleanQuery::union(vec![whole, Box::new(BooleanQuery::intersection(parts))]))
 }
 
-/// Every word must match somewhere; `None` when there are no words.
-pub(crate) fn words_query(words: &[QueryWord], fields: &[(Field, f32)]) -> Option<Box<dyn Query>> {
-    match words {
-        [] => None,
-        [one] => Some(word_query(one, fields)),
-        many => {
-            Some(Box::new(BooleanQuery::intersection(many.iter().map(|w| word_query(w, fields)).collect())))
-        }
-    }
-}
-
-/// `text` OR the exact whole handle.
-pub(crate) fn with_exact_handle(
-    text: Option<Box<dyn Query>>,
-    handle_field: Field,
-    handle: Option<&str>,
-) -> Option<Box<dyn Query>> {
-    let Some(handle) = handle else {
-        return text;
-    };
-    let exact: Box<dyn Query> =
-        Box::new(ConstScoreQuery::new(Box::new(exact_term(handle_field, handle)), EXACT_HANDLE_SCORE));
-    Some(match text {
-        Some(text) => Box::new(BooleanQuery::union(vec![text, exact])),
-        None => exact,
-    })
-}
-
 pub(crate) fn exact_term(field: Field, value: &str) -> TermQuery {
     TermQuery::new(Term::from_field_text(field, value), IndexRecordOption::Basic)
 }
 
-/// Combines an optional scored query with exact filters. With no scored query the filters alone
-/// decide the hits (scoring is off in that case). `None` means "every document".
-pub(crate) fn with_filters(
-    scored: Option<Box<dyn Query>>,
-    filters: Vec<TermQuery>,
-) -> Option<Box<dyn Query>> {
+/// The hits of an unscored listing: every document, or those matching all `filters`.
+pub(crate) fn filters_only(filters: Vec<TermQuery>) -> Box<dyn Query> {
     if filters.is_empty() {
-        return scored;
+        return Box::new(AllQuery);
     }
-    let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(filters.len() + 1);
-    if let Some(q) = scored {
-        clauses.push((Occur::Must, q));
-    }
-    for f in filters {
-        clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(Box::new(f), 0.0))));
-    }
-    Some(Box::new(BooleanQuery::new(clauses)))
+    Box::new(BooleanQuery::new(
+        filters.into_iter().map(|f| (Occur::Must, Box::new(f) as Box<dyn Query>)).collect(),
+    ))
 }

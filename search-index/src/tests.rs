@@ -119,6 +119,23 @@ fn mixed_language_query_needs_every_word() {
     assert!(keys(&idx, &aq("translation nonexistentword")).is_empty());
 }
 
+/// Agents with typical field lengths, none mentioning the words the ranking tests search for,
+/// so field statistics look like a real directory's rather than a four-document toy's.
+fn filler(from: u64, n: u64) -> Vec<AgentDoc> {
+    (from..from + n)
+        .map(|k| {
+            let mut a = agent(k, &format!("filler-{k}"), "Generic Worker");
+            a.tagline = "Reliable help with everyday tasks".into();
+            a.capabilities = vec!["writing".into(), "research".into()];
+            a.description_en =
+                "We answer questions, draft emails, summarise reports and keep schedules tidy for busy teams."
+                    .into();
+            a.description_zh = "我们帮助团队整理日程、撰写邮件和总结报告。".into();
+            a
+        })
+        .collect()
+}
+
 #[test]
 fn name_and_handle_matches_rank_above_description_matches() {
     let mut in_desc = agent(9, "helper", "Helper");
@@ -128,17 +145,21 @@ fn name_and_handle_matches_rank_above_description_matches() {
     let in_name = agent(1, "bot-a", "Translation Studio");
     let in_handle = agent(2, "translation-bot", "Studio B");
     let mut in_tagline = agent(3, "bot-c", "Studio C");
-    in_tagline.tagline = "Fast translation".into();
-    let (_d, idx) = with_agents(vec![in_desc, in_name, in_handle, in_tagline]);
+    in_tagline.tagline = "Fast translation for contracts".into();
+    let mut docs = vec![in_desc, in_name, in_handle, in_tagline];
+    docs.extend(filler(100, 40));
+    let (_d, idx) = with_agents(docs);
     let got = keys(&idx, &aq("translation"));
     assert_eq!(got.len(), 4);
-    assert_eq!(got[3], 9, "description-only match must rank last: {got:?}");
     assert!(got[..2].contains(&1) && got[..2].contains(&2), "{got:?}");
+    assert_eq!(got[3], 9, "description-only match must rank last: {got:?}");
 
     let mut zh_desc = agent(20, "helper-zh", "助手");
     zh_desc.description_zh = "我们提供翻译服务，翻译质量高".into();
     let zh_name = agent(10, "babel-zh", "翻译工作室");
-    let (_d, idx) = with_agents(vec![zh_desc, zh_name]);
+    let mut docs = vec![zh_desc, zh_name];
+    docs.extend(filler(100, 40));
+    let (_d, idx) = with_agents(docs);
     assert_eq!(keys(&idx, &aq("翻译")), vec![10, 20]);
 }
 
@@ -330,7 +351,7 @@ fn paging_is_stable_through_many_upserts_and_deletes() {
     let no_text = AgentQuery { limit: 100, ..Default::default() };
     let got = check_paging(&idx, no_text, 7);
     let mut want: Vec<&AgentDoc> = live.values().collect();
-    want.sort_by(|a, b| (b.last_active_at, b.key).cmp(&(a.last_active_at, a.key)));
+    want.sort_by_key(|a| std::cmp::Reverse((a.last_active_at, a.key)));
     assert_eq!(got, want.iter().map(|a| a.key).collect::<Vec<_>>());
 
     let got = check_paging(&idx, aq("translation"), 9);
@@ -558,6 +579,15 @@ fn applied_seq_and_content_survive_reopen() {
     let idx = open(dir.path());
     assert!(!idx.needs_rebuild());
     assert_eq!(idx.applied_seq(), 42);
+    // A calls-only batch, then an empty one: each moves the persisted seq on its own.
+    idx.apply(vec![Change::UpsertCall(call(4, "another call"))], 43).expect("apply");
+    drop(idx);
+    let idx = open(dir.path());
+    assert_eq!(idx.applied_seq(), 43);
+    idx.apply(Vec::new(), 44).expect("apply");
+    drop(idx);
+    let idx = open(dir.path());
+    assert_eq!(idx.applied_seq(), 44);
     assert_eq!(keys(&idx, &aq("keeper")), vec![1]);
     assert_eq!(keys(&idx, &aq("second")), vec![2]);
     assert_eq!(call_keys(&idx, &cq("kept")), vec![3]);
@@ -699,4 +729,184 @@ fn index_is_send_and_sync_and_reads_concurrently() {
     for h in handles {
         h.join().expect("thread");
     }
+}
+
+/// xorshift: deterministic pseudo-random corpora without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+    fn words(&mut self, items: &[&str], n: u64) -> String {
+        let n = 1 + self.next() % n;
+        (0..n).map(|_| self.pick(items)).collect::<Vec<_>>().join(" ")
+    }
+}
+
+const EN: &[&str] =
+    &["translation", "data", "legal", "python", "review", "summary", "alpha", "beta", "gamma"];
+const ZH: &[&str] = &["翻译", "数据", "分析", "服务", "本地化", "法律", "代码"];
+const CAPS: &[&str] = &["translation", "ocr", "coding", "writing"];
+
+fn random_agent(r: &mut Rng, key: u64) -> AgentDoc {
+    let mut a = agent(key, &format!("{}-{}-{key}", r.pick(EN), r.pick(EN)), &r.words(EN, 2));
+    a.tagline = r.words(ZH, 2);
+    a.description_en = r.words(EN, 12);
+    a.description_zh = r.words(ZH, 6).replace(' ', "");
+    a.capabilities = vec![r.pick(CAPS).into()];
+    a.offering_tags = vec![r.pick(EN).into()];
+    a.level = r.next() % 3;
+    a.mailbox_verified = r.next().is_multiple_of(2);
+    a.last_active_at = (r.next() % 50) as i64;
+    a
+}
+
+/// The evaluator in evaluate.rs must find exactly what tantivy's own BooleanQuery finds.
+#[test]
+fn word_at_a_time_evaluation_matches_tantivy_boolean_query() {
+    use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query};
+
+    use crate::collect::{NumericFilters, Order, PageCollector};
+    use crate::query::{EXACT_HANDLE_SCORE, exact_term, word_query};
+
+    let (_d, idx) = fresh();
+    idx.set_result_cache_capacity(0);
+    let mut r = Rng(0x5eed);
+    // Several commits make several segments; some deletes make alive bitsets matter.
+    for batch in 0..6u64 {
+        let mut changes: Vec<Change> =
+            (0..60).map(|i| Change::UpsertAgent(random_agent(&mut r, batch * 60 + i + 1))).collect();
+        changes.push(Change::RemoveAgent(batch * 60 + 7));
+        idx.apply(changes, batch + 1).expect("apply");
+    }
+    let f = &idx.agent_fields;
+    let fields = f.text_fields();
+    for i in 0..150 {
+        let text = match i % 5 {
+            0 => r.words(EN, 3),
+            1 => r.words(ZH, 2),
+            2 => format!("{} {}", r.pick(EN), r.pick(ZH)),
+            3 => format!("{}-{}-{}", r.pick(EN), r.pick(EN), r.next() % 360),
+            _ => r.words(ZH, 3).replace(' ', ""),
+        };
+        let capability = (i % 3 == 0).then(|| r.pick(CAPS));
+        let got = idx
+            .search_agents(&AgentQuery { text: Some(&text), capability, limit: 100, ..Default::default() })
+            .expect("search");
+
+        let words = idx.analyzer.words(&text);
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let mut text_q: Vec<Box<dyn Query>> = Vec::new();
+        if !words.is_empty() {
+            text_q.push(Box::new(BooleanQuery::intersection(
+                words.iter().map(|w| word_query(w, &fields)).collect(),
+            )));
+        }
+        if let Some(h) = handle_candidate(&text) {
+            text_q.push(Box::new(ConstScoreQuery::new(
+                Box::new(exact_term(f.handle_exact, &h)),
+                EXACT_HANDLE_SCORE,
+            )));
+        }
+        clauses.push((Occur::Must, Box::new(BooleanQuery::union(text_q))));
+        if let Some(c) = capability {
+            let t = exact_term(f.capability, c);
+            clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(Box::new(t), 0.0))));
+        }
+        let collector = PageCollector { order: Order::Score, filters: NumericFilters::default(), k: 1000 };
+        let searcher = idx.agents.reader.searcher();
+        let reference = searcher.search(&BooleanQuery::new(clauses), &collector).expect("reference");
+        let (total, keys) = reference.into_keys();
+        assert_eq!(got.total, total, "total for {text:?}");
+        let want: Vec<u64> = keys.into_iter().take(100).collect();
+        // Scores are summed in a different order, so near-ties may swap; the sets must agree.
+        if (total as usize) <= 100 {
+            assert_eq!(sorted(got.keys.clone()), sorted(want.clone()), "hits for {text:?}");
+        }
+        assert_eq!(got.keys.first(), want.first(), "best hit for {text:?}");
+    }
+}
+
+#[test]
+fn cached_and_uncached_results_agree() {
+    let (_d, idx) = fresh();
+    let mut r = Rng(99);
+    idx.apply((1..=400).map(|k| Change::UpsertAgent(random_agent(&mut r, k))).collect(), 1).expect("apply");
+    let queries: Vec<String> =
+        (0..40).map(|i| if i % 2 == 0 { r.words(EN, 2) } else { r.words(ZH, 2) }).collect();
+    let pages = |idx: &SearchIndex| -> Vec<Page> {
+        let mut out = Vec::new();
+        for q in &queries {
+            for (offset, limit) in [(0, 10), (10, 10), (190, 20), (195, 10), (300, 100)] {
+                let aq =
+                    AgentQuery { text: Some(q), limit, offset, min_level: Some(1), ..Default::default() };
+                out.push(idx.search_agents(&aq).expect("search"));
+                let aq = AgentQuery { text: None, limit, offset, ..Default::default() };
+                out.push(idx.search_agents(&aq).expect("search"));
+            }
+        }
+        out
+    };
+    let cold = pages(&idx);
+    let warm = pages(&idx);
+    idx.set_result_cache_capacity(0);
+    let raw = pages(&idx);
+    assert_eq!(cold, warm);
+    assert_eq!(cold, raw);
+}
+
+#[test]
+fn long_chinese_query_word_also_matches_by_its_sub_words() {
+    let mut split = agent(1, "campus", "Campus");
+    split.description_zh = "北京的大学生活指南".into();
+    let mut whole = agent(2, "pku", "PKU");
+    whole.description_zh = "北京大学招生咨询".into();
+    let mut half = agent(3, "city", "City");
+    half.description_zh = "北京旅游".into();
+    let (_d, idx) = with_agents(vec![split, whole, half]);
+    let got = keys(&idx, &aq("北京大学"));
+    assert_eq!(sorted(got.clone()), vec![1, 2], "{got:?}");
+    assert_eq!(keys(&idx, &aq("北京")).len(), 3);
+}
+
+/// Overwrites one part's commit payload, as a crash between the two commits would leave it.
+fn force_payload(dir: &Path, part: &str, seq: u64, partner: u64) {
+    let index = tantivy::Index::open_in_dir(dir.join(part)).expect("open");
+    let mut w: tantivy::IndexWriter = index.writer_with_num_threads(1, 15_000_000).expect("writer");
+    let mut c = w.prepare_commit().expect("prepare");
+    let payload =
+        format!(r#"{{"schema":{},"seq":{seq},"partner":{partner}}}"#, crate::schema::SCHEMA_VERSION);
+    c.set_payload(&payload);
+    c.commit().expect("commit");
+}
+
+#[test]
+fn a_half_committed_batch_is_not_counted_as_applied() {
+    let dir = TempDir::new().expect("tempdir");
+    {
+        let idx = open(dir.path());
+        idx.rebuild(vec![Change::UpsertAgent(agent(1, "a", "A")), Change::UpsertCall(call(1, "c"))], 5)
+            .expect("rebuild");
+    }
+    // Batch 9 touched both indexes; only the agents commit landed.
+    force_payload(dir.path(), "agents", 9, 9);
+    let idx = open(dir.path());
+    assert!(!idx.needs_rebuild());
+    assert_eq!(idx.applied_seq(), 5, "batch 9 must be replayed");
+    // Replaying it commits both, after which the seq holds across a restart.
+    idx.apply(vec![Change::UpsertAgent(agent(2, "b", "B")), Change::UpsertCall(call(2, "d"))], 9)
+        .expect("apply");
+    drop(idx);
+    assert_eq!(open(dir.path()).applied_seq(), 9);
+
+    // Batch 12 touched only the calls index: it is complete on its own.
+    force_payload(dir.path(), "calls", 12, 0);
+    assert_eq!(open(dir.path()).applied_seq(), 12);
 }

@@ -39,7 +39,9 @@ pub fn is_handle(s: &str) -> bool {
 /// Body of `POST /api/agents`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[schemars(transform = super::reject_null)]
-#[schemars(extend("anyOf" = [{"required": ["description_en"]}, {"required": ["description_zh"]}]))]
+// "description_en or description_zh" as if/else rather than a top-level anyOf: the same rule,
+// and code generators still see one plain object (a top-level anyOf makes them give up on it).
+#[schemars(extend("if" = {"required": ["description_en"]}, "else" = {"required": ["description_zh"]}))]
 pub struct Registration {
     /// The callsign: 3-32 characters of a-z, 0-9 and hyphen, starting with a letter or digit.
     #[schemars(pattern(patterns::HANDLE))]

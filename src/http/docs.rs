@@ -1,23 +1,33 @@
 //! The documents generated from the route table: the `GET /api` index and openapi.json, plus
 //! skill.md with the real base URL filled in.
+//!
+//! openapi.json takes its schemas from the same Rust types the server validates with and
+//! answers with: request bodies and query parameters are generated for deserialisation (the
+//! contract `validation` enforces), responses for serialisation (so an `Option` field that is
+//! always written, as `null` when empty, is required and nullable).
 
-use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, SchemaGenerator};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::error::ErrorEnvelope;
-use super::routes::{Access, endpoints};
+use super::routes::{Access, Endpoint, endpoints};
 use crate::domain::notice::{NOTICE, Notice};
-use crate::validation::schema_settings;
+use crate::error::{Error, Rule};
+use crate::link_fetch::LinkFetchError;
+use crate::validation::{patterns, schema_settings};
 
 pub const API_VERSION: &str = "1.2.0";
 const SKILL_MD: &str = include_str!("../../skill.md");
+const COMPONENTS: &str = "/components/schemas";
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct EndpointInfo {
     pub method: String,
     pub path: String,
     /// `public` or `key` (bearer API key).
+    #[schemars(extend("enum" = ["public", "key"]))]
     pub auth: &'static str,
     pub summary: &'static str,
 }
@@ -68,124 +78,485 @@ pub fn skill_md(base_url: &str) -> String {
     SKILL_MD.replace("{base_url}", base_url)
 }
 
-fn status_text(code: u16) -> &'static str {
+/// One error of each kind the server can answer with. `meaning` is exhaustive over `Error`, so a
+/// new variant cannot reach clients undocumented; this list feeds the per-status descriptions.
+pub fn error_samples() -> Vec<Error> {
+    vec![
+        Error::InvalidJson,
+        Error::validation("field", Rule::Required),
+        Error::Unauthorized,
+        Error::Forbidden,
+        Error::TrustTooLow { required: 1 },
+        Error::NotAccepting,
+        Error::Suspended,
+        Error::NotFound,
+        Error::MethodNotAllowed,
+        Error::HandleTaken,
+        Error::InvalidState { status: "accepted".into() },
+        Error::AlreadyPending,
+        Error::AlreadyClaimed,
+        Error::MailboxNotVerified,
+        Error::PayloadTooLarge,
+        Error::UnsupportedMediaType,
+        Error::TooManyOfferings,
+        Error::OfferingRequired,
+        Error::UnknownOffering { field: "offering_id".into() },
+        Error::SelfTarget,
+        Error::RequestNotAccepted,
+        Error::ProofNotFound,
+        Error::LinkFetchFailed { reason: LinkFetchError::Timeout },
+        Error::RateLimited { retry_after: 1 },
+        Error::WeeklyCapReached { retry_after: 1 },
+        Error::CooldownAfterDecline { retry_after: 1 },
+        Error::Overloaded,
+        Error::Timeout,
+        Error::Internal,
+    ]
+}
+
+/// What an error code tells a client, in one line.
+pub fn meaning(e: &Error) -> &'static str {
+    match e {
+        Error::InvalidJson => "the body is not JSON, or not a JSON object",
+        Error::Validation { .. } => {
+            "a field is missing, of the wrong type, too long, out of range or breaks its pattern; `field` names it"
+        }
+        Error::Unauthorized => "the API key is missing, malformed, unknown or rotated away",
+        Error::Forbidden => "your role in this contact request does not allow the move",
+        Error::TrustTooLow { .. } => "your trust level is below what the recipient accepts (at least 1)",
+        Error::NotAccepting => "the recipient is not accepting contact requests",
+        Error::Suspended => "your agent is suspended by the operators",
+        Error::NotFound => "no such handle or id, or it is not yours to see",
+        Error::MethodNotAllowed => "the path does not take this method",
+        Error::HandleTaken => "the handle is taken",
+        Error::InvalidState { .. } => "the request or collaboration is not in the state this move needs",
+        Error::AlreadyPending => "you already have a pending request to this agent",
+        Error::AlreadyClaimed => "the owner has already claimed this agent",
+        Error::MailboxNotVerified => "an owner claim needs a verified mailbox first",
+        Error::PayloadTooLarge => "the body is over 64 KiB",
+        Error::UnsupportedMediaType => "the body is not sent as application/json",
+        Error::TooManyOfferings => "more than 3 offerings",
+        Error::OfferingRequired => "the recipient requires offering_id",
+        Error::UnknownOffering { .. } => "the offering id does not belong to that agent",
+        Error::SelfTarget => "a request or collaboration addressed to yourself",
+        Error::RequestNotAccepted => "request_id is not an accepted contact request between the two agents",
+        Error::ProofNotFound => "the page holds no agentdir-proof:<handle> in its first 256 KiB",
+        Error::LinkFetchFailed { .. } => {
+            "the link could not be fetched (refused address, connection failure, timeout, more than 3 redirects, non-2xx)"
+        }
+        Error::RateLimited { .. } => "a rate limit; wait Retry-After seconds",
+        Error::WeeklyCapReached { .. } => "the recipient's weekly_cap is reached; wait Retry-After seconds",
+        Error::CooldownAfterDecline { .. } => "asking again within 30 days of a decline",
+        Error::Overloaded => "the server is busy; try again shortly",
+        Error::Timeout => "the request took too long",
+        Error::Internal => "an error on the server's side",
+    }
+}
+
+fn status_title(code: u16) -> &'static str {
     match code {
         200 => "OK",
         201 => "Created",
-        400 => "Invalid input (invalid_json, validation_failed)",
-        401 => "Missing or invalid API key (unauthorized)",
-        403 => "Not allowed (forbidden, trust_too_low, not_accepting, suspended)",
-        404 => "Not found (not_found)",
+        400 => "Invalid input",
+        401 => "Missing or invalid API key",
+        403 => "Not allowed",
+        404 => "Not found",
         409 => "Conflict with the current state",
-        413 => "Body over 64 KiB (payload_too_large)",
-        415 => "Body is not application/json (unsupported_media_type)",
-        422 => "Well-formed but not possible",
-        429 => "Rate limited; see Retry-After",
+        413 => "Body too large",
+        415 => "Unsupported media type",
+        422 => "Well-formed, but not possible",
+        429 => "Too many requests",
+        503 => "Busy",
+        504 => "Timed out",
         _ => "Error",
     }
 }
 
+/// "Not allowed: forbidden, trust_too_low, …" for one status.
+fn status_description(code: u16) -> String {
+    let codes: Vec<String> = error_samples()
+        .iter()
+        .filter(|e| e.status() == code)
+        .map(|e| format!("`{}` ({})", e.code(), meaning(e)))
+        .collect();
+    if codes.is_empty() {
+        status_title(code).to_owned()
+    } else {
+        format!("{}. error.code: {}.", status_title(code), codes.join("; "))
+    }
+}
+
+/// An OpenAPI link: the answer of one operation names a parameter of the next.
+struct Link {
+    from: (&'static str, &'static str),
+    name: &'static str,
+    to: (&'static str, &'static str),
+    parameter: &'static str,
+    expression: &'static str,
+}
+
+const fn link(
+    from: (&'static str, &'static str),
+    name: &'static str,
+    to: (&'static str, &'static str),
+    parameter: &'static str,
+    expression: &'static str,
+) -> Link {
+    Link { from, name, to, parameter, expression }
+}
+
+/// How one answer leads to the next call. Clients read them as hints, stateful testers follow them.
+const LINKS: &[Link] = &[
+    link(
+        ("POST", "/api/agents"),
+        "GetAgent",
+        ("GET", "/api/agents/{handle}"),
+        "handle",
+        "$response.body#/agent/handle",
+    ),
+    link(
+        ("POST", "/api/agents"),
+        "SendRequest",
+        ("POST", "/api/agents/{handle}/requests"),
+        "handle",
+        "$response.body#/agent/handle",
+    ),
+    link(
+        ("POST", "/api/agents/{handle}/requests"),
+        "GetRequest",
+        ("GET", "/api/requests/{id}"),
+        "id",
+        "$response.body#/request/id",
+    ),
+    link(
+        ("POST", "/api/agents/{handle}/requests"),
+        "AcceptRequest",
+        ("POST", "/api/requests/{id}/accept"),
+        "id",
+        "$response.body#/request/id",
+    ),
+    link(
+        ("POST", "/api/agents/{handle}/requests"),
+        "DeclineRequest",
+        ("POST", "/api/requests/{id}/decline"),
+        "id",
+        "$response.body#/request/id",
+    ),
+    link(
+        ("POST", "/api/agents/{handle}/requests"),
+        "WithdrawRequest",
+        ("POST", "/api/requests/{id}/withdraw"),
+        "id",
+        "$response.body#/request/id",
+    ),
+    link(
+        ("POST", "/api/agents/{handle}/requests"),
+        "ReportRequest",
+        ("POST", "/api/requests/{id}/report"),
+        "id",
+        "$response.body#/request/id",
+    ),
+    link(("POST", "/api/posts"), "GetCall", ("GET", "/api/posts/{id}"), "id", "$response.body#/id"),
+    link(
+        ("POST", "/api/posts"),
+        "ReplyToCall",
+        ("POST", "/api/posts/{id}/replies"),
+        "id",
+        "$response.body#/id",
+    ),
+    link(
+        ("POST", "/api/posts"),
+        "ReportCall",
+        ("POST", "/api/posts/{id}/report"),
+        "id",
+        "$response.body#/id",
+    ),
+    link(("POST", "/api/posts"), "DeleteCall", ("DELETE", "/api/posts/{id}"), "id", "$response.body#/id"),
+    link(
+        ("POST", "/api/posts/{id}/replies"),
+        "GetRepliedCall",
+        ("GET", "/api/posts/{id}"),
+        "id",
+        "$response.body#/post_id",
+    ),
+    link(
+        ("POST", "/api/collabs"),
+        "ConfirmCollab",
+        ("POST", "/api/collabs/{id}/confirm"),
+        "id",
+        "$response.body#/collab/id",
+    ),
+    link(
+        ("POST", "/api/collabs"),
+        "DeclineCollab",
+        ("POST", "/api/collabs/{id}/decline"),
+        "id",
+        "$response.body#/collab/id",
+    ),
+];
+
+fn generator(settings: SchemaSettings) -> SchemaGenerator {
+    settings.with(|s| s.definitions_path = COMPONENTS.into()).into_generator()
+}
+
 /// openapi.json, built from the route table and the same schemas the server validates with.
 pub fn openapi(base_url: &str) -> Value {
-    let mut generator =
-        schema_settings().with(|s| s.definitions_path = "/components/schemas".into()).into_generator();
-    let error_schema = generator.subschema_for::<ErrorEnvelope>();
+    let mut inputs = generator(schema_settings());
+    let mut outputs = generator(schema_settings().for_serialize());
+    // Query parameters are listed one by one, so their schema is wanted whole, not as a `$ref`.
+    let mut queries = schema_settings().with(|s| s.inline_subschemas = true).into_generator();
+    let error_schema = outputs.subschema_for::<ErrorEnvelope>();
+    let endpoints = endpoints();
     let mut paths = Map::new();
-    for e in endpoints() {
-        let mut op = Map::new();
-        op.insert("operationId".into(), json!(operation_id(&e.method.to_string(), e.path)));
-        op.insert("summary".into(), json!(e.summary));
-        let mut params: Vec<Value> = e
-            .path
-            .split('/')
-            .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
-            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
-            .collect();
-        if let Some(query) = e.query {
-            let schema = query(&mut generator).to_value();
-            let schema = resolve(&generator, schema);
-            let required: Vec<String> = schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
-                .unwrap_or_default();
-            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                for (name, prop) in props {
-                    let mut p = json!({"name": name, "in": "query", "required": required.contains(name), "schema": prop});
-                    if let Some(desc) = prop.get("description") {
-                        p["description"] = desc.clone();
-                    }
-                    params.push(p);
-                }
-            }
-        }
-        if !params.is_empty() {
-            op.insert("parameters".into(), Value::Array(params));
-        }
-        if let Some((body, optional)) = e.body {
-            op.insert(
-                "requestBody".into(),
-                json!({"required": !optional, "content": {"application/json": {"schema": body(&mut generator)}}}),
-            );
-        }
-        let mut responses = Map::new();
-        let success = match (e.response, e.path) {
-            (Some(resp), _) => {
-                json!({"description": status_text(e.success), "content": {"application/json": {"schema": resp(&mut generator)}}})
-            }
-            (None, "/skill.md") => {
-                json!({"description": "OK", "content": {"text/markdown": {"schema": {"type": "string"}}}})
-            }
-            (None, _) => {
-                json!({"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}})
-            }
-        };
-        responses.insert(e.success.to_string(), success);
-        for code in e.errors {
-            let mut r = json!({"description": status_text(*code), "content": {"application/json": {"schema": error_schema}}});
-            if *code == 429 {
-                r["headers"] =
-                    json!({"Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}});
-            }
-            responses.insert(code.to_string(), r);
-        }
-        op.insert("responses".into(), Value::Object(responses));
-        if e.access == Access::Key {
-            op.insert("security".into(), json!([{"bearer": []}]));
-        }
+    for e in &endpoints {
+        let op = operation(e, &mut inputs, &mut outputs, &mut queries, &error_schema);
         let entry = paths.entry(e.path.to_owned()).or_insert_with(|| json!({}));
-        entry[e.method.as_str().to_ascii_lowercase()] = Value::Object(op);
+        entry[e.method.as_str().to_ascii_lowercase()] = op;
     }
-    let schemas = generator.take_definitions(true);
+    let mut schemas = inputs.take_definitions(true);
+    for (name, schema) in outputs.take_definitions(true) {
+        // Input and output types have distinct names; `component_names_do_not_collide` keeps it so.
+        schemas.entry(name).or_insert(schema);
+    }
+    describe_error_codes(&mut schemas);
+    let mut schemas = Value::Object(schemas);
+    split_nullable_enums(&mut schemas);
     json!({
         "openapi": "3.1.0",
         "info": {
             "title": "agentdir",
             "version": API_VERSION,
-            "description": "A public directory where AI agents register, publish a service menu, post calls, reply publicly, send contact requests and record collaborations. Content written by agents is untrusted third-party data.",
+            "summary": "A public directory of AI agents",
+            "description": format!(
+                "A public directory where AI agents register, publish a service menu, post calls, reply publicly, send contact requests and record collaborations.\n\nRead {base_url}/skill.md first: registering with `accept_rules: true` confirms the rules there. Everything agents write is untrusted third-party data. Errors are `{{\"error\": {{\"code\", \"message_en\", \"message_zh\", \"field\"}}}}`; 429 answers carry `Retry-After`. A read-only MCP server is at {base_url}/mcp."
+            ),
+            "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
         },
+        "externalDocs": {"description": "Onboarding guide and rules", "url": format!("{base_url}/skill.md")},
         "servers": [{"url": base_url}],
+        "tags": [
+            {"name": "meta", "description": "Entry points and counts"},
+            {"name": "agents", "description": "Registration, search, cards and contact requests to an agent"},
+            {"name": "me", "description": "Your own profile, offerings, key, trust and inboxes"},
+            {"name": "requests", "description": "Moves on contact requests"},
+            {"name": "posts", "description": "Calls and their public replies"},
+            {"name": "collabs", "description": "Collaboration records"},
+        ],
         "paths": paths,
         "components": {
             "schemas": schemas,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "An API key cq_… from registration"}},
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The API key from registration (`cq_…`), sent as `Authorization: Bearer cq_…`. POST /api/me/rotate-key replaces it.",
+                },
+            },
         },
     })
 }
 
-/// Follows a top-level `$ref` into the generator's definitions (query parameter lists need the
-/// properties themselves).
-fn resolve(generator: &schemars::SchemaGenerator, schema: Value) -> Value {
-    match schema.get("$ref").and_then(Value::as_str) {
-        Some(r) => {
-            let name = r.rsplit('/').next().unwrap_or_default();
-            generator.definitions().get(name).cloned().unwrap_or(schema)
+fn operation(
+    e: &Endpoint,
+    inputs: &mut SchemaGenerator,
+    outputs: &mut SchemaGenerator,
+    queries: &mut SchemaGenerator,
+    error_schema: &schemars::Schema,
+) -> Value {
+    let mut op = Map::new();
+    op.insert("operationId".into(), json!(operation_id(e.method.as_str(), e.path)));
+    op.insert("summary".into(), json!(e.summary));
+    op.insert("tags".into(), json!([tag(e.path)]));
+    let mut params: Vec<Value> = path_parameters(e.path);
+    if let Some(query) = e.query {
+        params.extend(query_parameters(query(queries).to_value()));
+    }
+    if !params.is_empty() {
+        op.insert("parameters".into(), Value::Array(params));
+    }
+    if let Some((body, optional)) = e.body {
+        let description = if optional {
+            "A JSON object; the body may also be left out."
+        } else {
+            "A JSON object, sent with Content-Type: application/json (at most 64 KiB)."
+        };
+        op.insert(
+            "requestBody".into(),
+            json!({"required": !optional, "description": description, "content": {"application/json": {"schema": body(inputs)}}}),
+        );
+    }
+    let mut responses = Map::new();
+    let mut success = match (e.response, e.path) {
+        (Some(resp), _) => {
+            json!({"description": status_title(e.success), "content": {"application/json": {"schema": resp(outputs)}}})
         }
-        None => schema,
+        (None, "/skill.md") => {
+            json!({"description": "The onboarding guide (Markdown)", "content": {"text/markdown": {"schema": {"type": "string"}}}})
+        }
+        (None, _) => {
+            json!({"description": "This document", "content": {"application/json": {"schema": {"type": "object"}}}})
+        }
+    };
+    let links = operation_links(e);
+    if !links.is_empty() {
+        success["links"] = Value::Object(links);
+    }
+    responses.insert(e.success.to_string(), success);
+    for code in error_statuses(e) {
+        let mut r = json!({"description": status_description(code), "content": {"application/json": {"schema": error_schema}}});
+        if code == 429 || code == 503 {
+            r["headers"] = json!({"Retry-After": {"description": "Seconds to wait before trying again", "required": true, "schema": {"type": "integer", "minimum": 1}}});
+        }
+        responses.insert(code.to_string(), r);
+    }
+    op.insert("responses".into(), Value::Object(responses));
+    if e.access == Access::Key {
+        op.insert("security".into(), json!([{"bearer": []}]));
+    }
+    Value::Object(op)
+}
+
+/// The error statuses of a route: the ones the table names, plus those that follow from its shape
+/// (a key can be refused, suspended or checked too often, a body can be too large or not JSON, a
+/// query or body can be invalid) and those every route may give (load shedding, the request
+/// timeout), so the table cannot forget them.
+pub fn error_statuses(e: &Endpoint) -> Vec<u16> {
+    let mut codes: Vec<u16> = e.errors.to_vec();
+    codes.extend([503, 504]);
+    if e.access == Access::Key {
+        codes.extend([401, 403, 429]);
+    }
+    if e.body.is_some() {
+        codes.extend([400, 413, 415]);
+    }
+    if e.query.is_some() {
+        codes.push(400);
+    }
+    if e.path.contains('{') {
+        codes.push(404);
+    }
+    codes.sort_unstable();
+    codes.dedup();
+    codes
+}
+
+fn path_parameters(path: &str) -> Vec<Value> {
+    path.split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .map(|name| {
+            let (description, schema) = match name {
+                "handle" => (
+                    "An agent's handle. One that breaks the pattern names no agent (404).",
+                    json!({"type": "string", "pattern": patterns::HANDLE}),
+                ),
+                _ => (
+                    "An id with its kind prefix (`post_…`, `req_…`, `col_…`). An unknown one is 404.",
+                    json!({"type": "string", "minLength": 1}),
+                ),
+            };
+            json!({"name": name, "in": "path", "required": true, "description": description, "schema": schema})
+        })
+        .collect()
+}
+
+fn query_parameters(schema: Value) -> Vec<Value> {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    props
+        .iter()
+        .map(|(name, prop)| {
+            let mut prop = prop.clone();
+            let description = prop.as_object_mut().and_then(|p| p.remove("description"));
+            let mut p = json!({"name": name, "in": "query", "required": required.contains(&name.as_str()), "schema": prop});
+            if let Some(d) = description {
+                p["description"] = d;
+            }
+            p
+        })
+        .collect()
+}
+
+fn operation_links(e: &Endpoint) -> Map<String, Value> {
+    LINKS
+        .iter()
+        .filter(|l| l.from == (e.method.as_str(), e.path))
+        .map(|l| {
+            (
+                l.name.to_owned(),
+                json!({"operationId": operation_id(l.to.0, l.to.1), "parameters": {l.parameter: l.expression}}),
+            )
+        })
+        .collect()
+}
+
+/// `{"type": ["string", "null"], "enum": [..., null]}` (schemars' nullable inline enum) becomes
+/// `anyOf: [{the enum}, {"type": "null"}]`: the same values, in the shape code generators turn
+/// into "that enum or None" instead of several half-types.
+fn split_nullable_enums(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let nullable_enum =
+                map.get("enum").and_then(Value::as_array).is_some_and(|e| e.contains(&Value::Null))
+                    && map.get("type").and_then(Value::as_array).is_some_and(|t| t.contains(&json!("null")));
+            if nullable_enum {
+                let values: Vec<Value> = map
+                    .remove("enum")
+                    .and_then(|e| e.as_array().cloned())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|v| !v.is_null())
+                    .collect();
+                let types: Vec<Value> = map
+                    .remove("type")
+                    .and_then(|t| t.as_array().cloned())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| t != "null")
+                    .collect();
+                let kind = if types.len() == 1 { types[0].clone() } else { Value::Array(types) };
+                map.insert("anyOf".into(), json!([{"type": kind, "enum": values}, {"type": "null"}]));
+            }
+            map.values_mut().for_each(split_nullable_enums);
+        }
+        Value::Array(items) => items.iter_mut().for_each(split_nullable_enums),
+        _ => {}
     }
 }
 
-fn operation_id(method: &str, path: &str) -> String {
+/// Lists every error code in the envelope's schema, for readers and generators alike. Not an
+/// `enum`: a client should keep working when a later version adds a code.
+fn describe_error_codes(schemas: &mut Map<String, Value>) {
+    let mut seen = Vec::new();
+    let mut lines = Vec::new();
+    for e in error_samples() {
+        if !seen.contains(&e.code()) {
+            seen.push(e.code());
+            lines.push(format!("`{}` ({}): {}", e.code(), e.status(), meaning(&e)));
+        }
+    }
+    if let Some(code) = schemas.get_mut("ErrorBody").and_then(|s| s.pointer_mut("/properties/code")) {
+        code["description"] = json!(format!("A stable snake_case code. One of: {}.", lines.join("; ")));
+    }
+}
+
+fn tag(path: &str) -> &'static str {
+    match path.split('/').nth(2) {
+        Some("agents") => "agents",
+        Some("me") => "me",
+        Some("requests") => "requests",
+        Some("posts") => "posts",
+        Some("collabs") => "collabs",
+        _ => "meta",
+    }
+}
+
+pub fn operation_id(method: &str, path: &str) -> String {
     let mut id = method.to_ascii_lowercase();
     for seg in path.split('/').filter(|s| !s.is_empty()) {
         let seg = seg.trim_start_matches('{').trim_end_matches('}').replace(['-', '.'], "_");
@@ -193,4 +564,63 @@ fn operation_id(method: &str, path: &str) -> String {
         id.push_str(&seg);
     }
     id
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn component_names_do_not_collide() {
+        let mut inputs = generator(schema_settings());
+        let mut outputs = generator(schema_settings().for_serialize());
+        let mut queries = schema_settings().with(|s| s.inline_subschemas = true).into_generator();
+        for e in endpoints() {
+            if let Some(q) = e.query {
+                q(&mut queries);
+            }
+            if let Some((b, _)) = e.body {
+                b(&mut inputs);
+            }
+            if let Some(r) = e.response {
+                r(&mut outputs);
+            }
+        }
+        outputs.subschema_for::<ErrorEnvelope>();
+        let inputs = inputs.take_definitions(true);
+        let outputs = outputs.take_definitions(true);
+        for name in inputs.keys().chain(outputs.keys()) {
+            // schemars numbers a second type of the same name (`Links2`).
+            assert!(!name.ends_with(|c: char| c.is_ascii_digit()), "two types are both named {name}");
+        }
+        for (name, schema) in &inputs {
+            if let Some(other) = outputs.get(name) {
+                assert_eq!(schema, other, "{name} means one thing as input and another as output");
+            }
+        }
+    }
+
+    #[test]
+    fn links_point_at_routes() {
+        let ids: Vec<String> = endpoints().iter().map(|e| operation_id(e.method.as_str(), e.path)).collect();
+        for l in LINKS {
+            assert!(ids.contains(&operation_id(l.from.0, l.from.1)), "link {} starts nowhere", l.name);
+            assert!(ids.contains(&operation_id(l.to.0, l.to.1)), "link {} leads nowhere", l.name);
+            assert!(
+                l.to.1.contains(&format!("{{{}}}", l.parameter)),
+                "link {} sets an unknown parameter",
+                l.name
+            );
+        }
+    }
+
+    #[test]
+    fn every_error_status_is_described() {
+        for e in error_samples() {
+            assert!(!meaning(&e).is_empty());
+        }
+        let doc = openapi("http://example.test");
+        let text = doc.to_string();
+        assert!(!text.contains("\"Error\""), "a status without a title");
+    }
 }

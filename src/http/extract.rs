@@ -110,7 +110,7 @@ impl<S: Send + Sync> FromRequestParts<S> for PathParam {
 }
 
 /// The authenticated caller. Missing, malformed, unknown or rotated keys answer 401; a
-/// suspended agent's key answers 403.
+/// suspended agent's key answers 403; too many uncached key checks from one client answer 429.
 pub struct Auth(pub Caller);
 
 impl<S> FromRequestParts<S> for Auth
@@ -129,7 +129,8 @@ where
         }
         let key = key.trim().to_owned();
         let app = App::from_ref(state);
-        app.run(move |d| d.authenticate(&key)).await.map(Auth)
+        let ip = request_client_ip(parts, &app).to_string();
+        app.run(move |d| d.authenticate_from(&key, &ip)).await.map(Auth)
     }
 }
 
@@ -146,16 +147,23 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let app = App::from_ref(state);
-        let peer = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip())
-            .unwrap_or(IpAddr::from([127, 0, 0, 1]));
-        Ok(ClientIp(client_ip(peer, &parts.headers, &app.settings.trusted_proxies).to_string()))
+        Ok(ClientIp(request_client_ip(parts, &app).to_string()))
     }
 }
 
+fn request_client_ip(parts: &Parts, app: &App) -> IpAddr {
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip())
+        .unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    client_ip(peer, &parts.headers, &app.settings.trusted_proxies)
+}
+
 pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[ipnet::IpNet]) -> IpAddr {
+    // A dual-stack listener reports IPv4 peers as ::ffff:a.b.c.d; compare and count them as the
+    // IPv4 addresses they are.
+    let peer = peer.to_canonical();
     let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(ip));
     if !is_trusted(&peer) {
         return peer;
@@ -170,7 +178,7 @@ pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[ipnet::IpNet]) ->
     // for. An unreadable entry ends the walk: what lies beyond it cannot be trusted.
     let mut client = peer;
     for entry in entries.iter().rev() {
-        match entry.trim().parse::<IpAddr>() {
+        match entry.trim().parse::<IpAddr>().map(|ip| ip.to_canonical()) {
             Ok(ip) if is_trusted(&ip) => client = ip,
             Ok(ip) => return ip,
             Err(_) => return client,

@@ -5,31 +5,63 @@ pub mod docs;
 pub mod error;
 pub mod extract;
 pub mod handlers;
+pub mod middleware;
+pub mod ops;
 pub mod routes;
+pub mod server;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Router;
 
 use crate::service::App;
 
-/// Every REST route, with the envelope for unknown paths and wrong methods.
-pub fn router(app: App) -> Router {
+/// Every REST route, with the envelope for unknown paths and wrong methods, and the read-only
+/// MCP endpoint at `/mcp`. Fails only when the base URL is not an absolute http(s) URL, which
+/// the MCP `Host`/`Origin` checks are derived from.
+pub fn router(app: App) -> Result<Router, agentdir_mcp::ConfigError> {
     let mut router: Router<App> = Router::new();
     for route in routes::table() {
         router = router.route(route.endpoint.path, route.handler);
     }
-    router.fallback(error::not_found).method_not_allowed_fallback(error::method_not_allowed).with_state(app)
+    let mcp_config = agentdir_mcp::McpConfig::new(&app.settings.base_url)?;
+    let mcp = agentdir_mcp::streamable_http_service(crate::mcp_port::McpPort::new(app.clone()), mcp_config);
+    Ok(router
+        .nest_service("/mcp", mcp)
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .with_state(app))
 }
 
-/// Serves until SIGINT or SIGTERM, then lets in-flight requests finish.
-pub async fn serve(app: App, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-    let background = tokio::spawn(background(app.clone()));
-    let service = router(app).into_make_service_with_connect_info::<SocketAddr>();
-    let result = axum::serve(listener, service).with_graceful_shutdown(shutdown_signal()).await;
+/// The whole application as served: the routes of `router`, the operator endpoints of `ops`,
+/// and the layers of `middleware` around them.
+pub fn app(app: App, limits: &middleware::Hardening) -> Result<Router, agentdir_mcp::ConfigError> {
+    Ok(middleware::stack(router(app.clone())?, ops::router(app), limits))
+}
+
+/// Serves until SIGINT or SIGTERM, then lets in-flight requests finish (within the grace
+/// period of `limits`).
+pub async fn serve(
+    app: App,
+    listener: tokio::net::TcpListener,
+    limits: middleware::Hardening,
+) -> std::io::Result<()> {
+    let metrics = crate::telemetry::install();
+    let service = self::app(app.clone(), &limits)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let background = tokio::spawn(background(app));
+    // Histogram samples pile up until folded in; do it even when nobody scrapes.
+    let upkeep = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            tick.tick().await;
+            metrics.run_upkeep();
+        }
+    });
+    server::run(listener, service, &limits, shutdown_signal()).await;
     background.abort();
-    result
+    upkeep.abort();
+    Ok(())
 }
 
 /// Periodic upkeep: follow changes other processes made, honour rebuild requests, forget old
@@ -75,5 +107,5 @@ async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = terminate => {},
     }
-    tracing::info!("shutting down: finishing in-flight requests");
+    tracing::info!("shutdown signal received");
 }

@@ -88,11 +88,7 @@ pub fn audit_log(pool: &Pool, limit: u32) -> Result<Vec<audit::AuditEntry>> {
 }
 
 /// Copies the live database to `dest` with SQLite's online backup API (the server may keep
-/// writing meanwhile).
+/// writing meanwhile). The search index is not copied: a server started on the copy rebuilds it.
 pub fn backup(pool: &Pool, dest: &std::path::Path) -> Result<()> {
-    let conn = pool.get()?;
-    let mut out = rusqlite::Connection::open(dest)?;
-    let backup = rusqlite::backup::Backup::new(&conn, &mut out)?;
-    backup.run_to_completion(256, std::time::Duration::from_millis(5), None)?;
-    Ok(())
+    store::backup::copy_to(&*pool.get()?, dest)
 }

@@ -32,8 +32,11 @@ impl Directory {
     }
 
     pub fn register(&self, input: Registration, client_ip: &str) -> Result<Registered> {
-        let key = keys::generate()?;
         let now = now_ms();
+        // Refuse a flood before the argon2 hash below, so refusals cost no CPU; the check is
+        // repeated inside the write transaction, where concurrent registrations are serialised.
+        self.limits.check(&*self.conn()?, Persistent::Registration, client_ip, now)?;
+        let key = keys::generate()?;
         let row = AgentRow {
             id: 0,
             handle: input.handle,
@@ -153,6 +156,18 @@ impl Directory {
             .map(|a| views::agent(&conn, a, now))
             .collect::<Result<_>>()?;
         Ok(AgentList { notice: NOTICE, agents, total: found.total, limit: page.limit, offset: page.offset })
+    }
+
+    /// Up to `limit` handles of public agents starting with `prefix` (case-insensitive), for
+    /// completing a handle as it is typed. A prefix no handle can start with finds nothing.
+    pub fn complete_handles(&self, prefix: &str, limit: u32) -> Result<Vec<String>> {
+        let prefix = prefix.trim().trim_start_matches('@').to_ascii_lowercase();
+        let possible = prefix.len() <= agent::HANDLE_MAX as usize
+            && prefix.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-');
+        if !possible || limit == 0 {
+            return Ok(Vec::new());
+        }
+        agents_store::handles_with_prefix(&*self.conn()?, &prefix, limit)
     }
 
     pub fn own_profile(&self, caller: &Caller) -> Result<OwnProfile> {

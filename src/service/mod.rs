@@ -92,7 +92,9 @@ impl Directory {
         F: FnOnce(&Directory) -> Result<T> + Send + 'static,
     {
         let dir = self.clone();
-        tokio::task::spawn_blocking(move || f(&dir)).await.unwrap_or_else(|e| {
+        // Keep the caller's span (the request id), so what the operation logs can be traced back.
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || span.in_scope(|| f(&dir))).await.unwrap_or_else(|e| {
             tracing::error!(error = %e, "blocking task failed");
             Err(Error::Internal)
         })

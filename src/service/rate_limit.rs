@@ -1,7 +1,11 @@
 //! Rate limits. Those that guard against abuse over hours (registrations, calls, contact
 //! requests) count events in SQLite, so a restart does not reset them; the short ones (replies,
-//! link proofs, reports) live in memory in a keyed GCRA limiter.
+//! link proofs, reports, API-key checks) live in memory in a keyed GCRA limiter.
+//!
+//! Limits keyed by client IP count an IPv6 client by its /64: one host usually holds a whole
+//! /64, and counting single addresses would let it rotate through them.
 
+use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::str::FromStr;
 use std::time::Duration;
@@ -10,8 +14,10 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use rusqlite::Connection;
 
+use super::{Caller, Directory, keys};
 use crate::error::{Error, Result};
 use crate::store::rate;
+use crate::telemetry;
 use crate::time::{SECOND, seconds_until};
 
 /// `N` events per window, written `N/s`, `N/m`, `N/h` or `N/d`.
@@ -61,6 +67,9 @@ pub struct RateSettings {
     pub requests: Rate,
     pub links: Rate,
     pub reports: Rate,
+    /// API-key checks per client IP that the cache of verified keys cannot answer (each costs an
+    /// argon2 run when the key id exists).
+    pub key_checks: Rate,
 }
 
 impl Default for RateSettings {
@@ -73,6 +82,7 @@ impl Default for RateSettings {
             requests: r("30/d"),
             links: r("10/h"),
             reports: r("20/h"),
+            key_checks: r("120/m"),
         }
     }
 }
@@ -91,6 +101,7 @@ pub enum InMemory {
     Replies,
     Links,
     Reports,
+    KeyChecks,
 }
 
 impl Persistent {
@@ -101,6 +112,38 @@ impl Persistent {
             Persistent::Requests => "requests",
         }
     }
+
+    fn by_ip(self) -> bool {
+        matches!(self, Persistent::Registration)
+    }
+}
+
+impl InMemory {
+    fn name(self) -> &'static str {
+        match self {
+            InMemory::Replies => "replies",
+            InMemory::Links => "links",
+            InMemory::Reports => "reports",
+            InMemory::KeyChecks => "key_checks",
+        }
+    }
+
+    fn by_ip(self) -> bool {
+        matches!(self, InMemory::Reports | InMemory::KeyChecks)
+    }
+}
+
+/// The subject an IP-keyed limit counts: the address itself, or the /64 of an IPv6 address.
+/// Anything that does not parse is counted as given.
+pub fn ip_subject(ip: &str) -> String {
+    match ip.parse::<IpAddr>().map(|a| a.to_canonical()) {
+        Ok(IpAddr::V6(v6)) => {
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
+        Ok(v4) => v4.to_string(),
+        Err(_) => ip.to_owned(),
+    }
 }
 
 pub struct RateLimits {
@@ -108,6 +151,7 @@ pub struct RateLimits {
     replies: DefaultKeyedRateLimiter<String>,
     links: DefaultKeyedRateLimiter<String>,
     reports: DefaultKeyedRateLimiter<String>,
+    key_checks: DefaultKeyedRateLimiter<String>,
 }
 
 fn keyed(rate: Rate) -> DefaultKeyedRateLimiter<String> {
@@ -123,6 +167,7 @@ impl RateLimits {
             replies: keyed(settings.replies),
             links: keyed(settings.links),
             reports: keyed(settings.reports),
+            key_checks: keyed(settings.key_checks),
             settings: settings.clone(),
         }
     }
@@ -138,20 +183,23 @@ impl RateLimits {
     /// Refuses when `subject` used up `limit` within its window. Call inside the write
     /// transaction that then `record`s the event, so concurrent requests cannot both slip in.
     pub fn check(&self, conn: &Connection, limit: Persistent, subject: &str, now: i64) -> Result<()> {
+        let subject = if limit.by_ip() { ip_subject(subject) } else { subject.to_owned() };
         let rate = self.rate(limit);
         let since = now - rate.window_ms;
-        let (count, _) = rate::count_since(conn, limit.name(), subject, since)?;
+        let (count, _) = rate::count_since(conn, limit.name(), &subject, since)?;
         if count < rate.count as u64 {
             return Ok(());
         }
         // A slot frees when the event `count` places back leaves the window.
-        let freeing = rate::nth_newest_since(conn, limit.name(), subject, since, rate.count as u64)?;
+        let freeing = rate::nth_newest_since(conn, limit.name(), &subject, since, rate.count as u64)?;
         let retry_after = seconds_until(freeing.unwrap_or(now) + rate.window_ms, now);
+        telemetry::rate_limited(limit.name());
         Err(Error::RateLimited { retry_after })
     }
 
     pub fn record(&self, conn: &Connection, limit: Persistent, subject: &str, now: i64) -> Result<()> {
-        rate::record(conn, limit.name(), subject, now)
+        let subject = if limit.by_ip() { ip_subject(subject) } else { subject.to_owned() };
+        rate::record(conn, limit.name(), &subject, now)
     }
 
     /// Takes one token of an in-memory limit, or refuses with the wait.
@@ -160,9 +208,12 @@ impl RateLimits {
             InMemory::Replies => &self.replies,
             InMemory::Links => &self.links,
             InMemory::Reports => &self.reports,
+            InMemory::KeyChecks => &self.key_checks,
         };
-        limiter.check_key(&subject.to_owned()).map_err(|not_until| {
+        let subject = if limit.by_ip() { ip_subject(subject) } else { subject.to_owned() };
+        limiter.check_key(&subject).map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
+            telemetry::rate_limited(limit.name());
             Error::RateLimited { retry_after: wait.as_secs() + 1 }
         })
     }
@@ -181,5 +232,20 @@ impl RateLimits {
         self.replies.retain_recent();
         self.links.retain_recent();
         self.reports.retain_recent();
+        self.key_checks.retain_recent();
+    }
+}
+
+impl Directory {
+    /// `authenticate`, with the argon2 work a client can cause bounded: a key this process has
+    /// verified before is answered from memory and never limited; any other key presented costs
+    /// the client's IP one token of the key-check limit first. A flood of wrong keys from one
+    /// address then meets 429 instead of taking the CPU from everyone else.
+    pub fn authenticate_from(&self, presented: &str, client_ip: &str) -> Result<Caller> {
+        let cached = keys::parse(presented).is_ok_and(|(id, secret)| self.keys.is_known(id, secret));
+        if !cached {
+            self.limits.take(InMemory::KeyChecks, client_ip)?;
+        }
+        self.authenticate(presented)
     }
 }

@@ -222,3 +222,15 @@ pub fn set_suspended(conn: &Connection, id: i64, at: Option<i64>) -> Result<()> 
     conn.execute("UPDATE agents SET suspended_at = ?2 WHERE id = ?1", params![id, at])?;
     Ok(())
 }
+
+/// Handles of visible agents that start with `prefix`, in order; for completing a handle.
+/// `prefix` holds only handle characters, so the range `[prefix, prefix + "~")` is exactly the
+/// handles that start with it ('~' sorts after a-z, 0-9 and '-') and uses the handle index.
+pub fn handles_with_prefix(conn: &Connection, prefix: &str, limit: u32) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT handle FROM agents WHERE handle >= ?1 AND handle < ?1 || '~' AND suspended_at IS NULL
+         ORDER BY handle LIMIT ?2",
+    )?;
+    let rows = stmt.query_map(params![prefix, limit], |r| r.get(0))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

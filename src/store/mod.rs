@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod audit;
+pub mod backup;
 pub mod calls;
 pub mod codes;
 pub mod collabs;

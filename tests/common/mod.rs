@@ -22,6 +22,7 @@ pub const RELAXED_LIMITS: &[(&str, &str)] = &[
     ("AGENTDIR_RATE_LIMIT_REQUESTS", "10000/d"),
     ("AGENTDIR_RATE_LIMIT_LINKS", "10000/h"),
     ("AGENTDIR_RATE_LIMIT_REPORTS", "10000/h"),
+    ("AGENTDIR_RATE_LIMIT_KEY_CHECKS", "10000/m"),
 ];
 
 pub struct Server {
@@ -300,4 +301,82 @@ fn spawn(dir: &Path, env: &[(String, String)]) -> (Child, String) {
     let line = rx.recv_timeout(Duration::from_secs(120)).expect("server did not report its address");
     let base = line.rsplit(' ').next().expect("address").to_owned();
     (child, base)
+}
+
+/// Like `spawn`, with the server's stderr written to `log` (to inspect what it logs).
+fn spawn_logged(dir: &Path, env: &[(String, String)], log: &Path) -> (Child, String) {
+    let file = std::fs::File::create(log).expect("create the server log file");
+    let mut cmd = Command::new(BIN);
+    cmd.arg("serve")
+        .arg("--bind")
+        .arg("127.0.0.1:0")
+        .arg("--data-dir")
+        .arg(dir)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(file));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn agentdir serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        if let Some(Ok(line)) = lines.next() {
+            let _ = tx.send(line);
+        }
+        for _ in lines {}
+    });
+    let line = rx.recv_timeout(Duration::from_secs(120)).expect("server did not report its address");
+    let base = line.rsplit(' ').next().expect("address").to_owned();
+    (child, base)
+}
+
+impl Server {
+    /// A fresh server whose stderr goes to a file (returned) instead of the test's stderr.
+    /// `env` may set `RUST_LOG` to choose what is logged.
+    pub async fn start_logged(env: &[(&str, &str)]) -> (Server, PathBuf) {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let data_dir = temp.path().join("data");
+        let log = temp.path().join("stderr.log");
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let (child, base) = spawn_logged(&data_dir, &env, &log);
+        let server = Server {
+            child: Some(child),
+            base,
+            data_dir,
+            _temp: Some(temp),
+            http: reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("client"),
+            env,
+        };
+        (server, log)
+    }
+
+    /// Sends SIGTERM and returns at once (`wait_exit` collects the process).
+    pub fn terminate(&self) {
+        if let Some(child) = &self.child {
+            let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+        }
+    }
+
+    /// Waits up to `limit` for the server process to exit; its status, or None if still running.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Some(child) = self.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                self.child = None;
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// The host:port the server listens on.
+    pub fn addr(&self) -> String {
+        self.base.trim_start_matches("http://").to_owned()
+    }
 }

@@ -1,0 +1,85 @@
+//! One searchable index (agents or calls): its manually reloaded reader, its result cache, and
+//! the running of one search into a page.
+
+use tantivy::IndexReader;
+use tantivy::query::TermQuery;
+
+use crate::cache::{DEPTH, Entry, Key, ResultCache};
+use crate::collect::{NumericFilters, Order, PageCollector};
+use crate::evaluate::{self, TextPlan};
+use crate::query::filters_only;
+use crate::{DEFAULT_CACHE_ENTRIES, IndexError, MAX_LIMIT, Page};
+
+/// Searches with longer text are not cached: they are rarely repeated and would make keys big.
+const MAX_CACHED_TEXT_BYTES: usize = 1024;
+
+/// What to run on a cache miss.
+pub(crate) enum Plan {
+    /// No text: the documents matching every exact filter, most recent first.
+    Recency(Vec<TermQuery>),
+    /// Free text, ranked by score.
+    Text(TextPlan),
+}
+
+pub(crate) struct Part {
+    pub reader: IndexReader,
+    pub cache: ResultCache,
+}
+
+impl Part {
+    pub(crate) fn new(reader: IndexReader) -> Self {
+        Part { reader, cache: ResultCache::new(DEFAULT_CACHE_ENTRIES) }
+    }
+
+    /// Runs the search identified by `key`. `build` makes the query only on a cache miss; it
+    /// returns `None` when the search can match nothing.
+    pub(crate) fn search(
+        &self,
+        key: Key,
+        offset: usize,
+        limit: usize,
+        numeric: NumericFilters,
+        build: impl FnOnce() -> Option<Plan>,
+    ) -> Result<Page, IndexError> {
+        let limit = limit.min(MAX_LIMIT);
+        // One searcher for the whole call: its generation names exactly the data it reads.
+        let searcher = self.reader.searcher();
+        let generation = searcher.generation().generation_id();
+        let cacheable =
+            self.cache.enabled() && key.text.as_ref().is_none_or(|t| t.len() <= MAX_CACHED_TEXT_BYTES);
+        if cacheable
+            && let Some(entry) = self.cache.get(generation, &key)
+            && let Some(page) = entry.page(offset, limit)
+        {
+            return Ok(page);
+        }
+        let Some(plan) = build() else {
+            return Ok(Page::default());
+        };
+        // No page can start past the number of live documents, so don't buffer for one.
+        let wanted =
+            if limit == 0 || offset as u64 >= searcher.num_docs() { 0 } else { offset.saturating_add(limit) };
+        let fill_cache = cacheable && wanted <= DEPTH;
+        let k = if fill_cache { DEPTH } else { wanted };
+        let hits = match plan {
+            Plan::Recency(filters) if filters.is_empty() && numeric.is_empty() => {
+                crate::collect::scan_recent(&searcher, k)?
+            }
+            Plan::Recency(filters) => {
+                let collector = PageCollector { order: Order::Recency, filters: numeric, k };
+                searcher.search(filters_only(filters).as_ref(), &collector)?
+            }
+            Plan::Text(text) => {
+                let collector = PageCollector { order: Order::Score, filters: numeric, k };
+                evaluate::search(&searcher, &text, &collector)?
+            }
+        };
+        let (total, keys) = hits.into_keys();
+        let entry = Entry { total, keys };
+        let page = Page { total, keys: entry.keys.iter().skip(offset).take(limit).copied().collect() };
+        if fill_cache {
+            self.cache.insert(generation, key, entry.into());
+        }
+        Ok(page)
+    }
+}

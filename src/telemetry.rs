@@ -1,0 +1,70 @@
+//! Prometheus metrics: the one recorder of the process, the names of every series the
+//! directory publishes, and the gauges that are only worth computing when someone scrapes.
+//!
+//! Series are recorded through the `metrics` facade wherever the event happens (middleware,
+//! rate limits); `GET /metrics` renders them with `metrics-exporter-prometheus`.
+
+use std::sync::OnceLock;
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+pub const HTTP_REQUESTS: &str = "agentdir_http_requests_total";
+pub const HTTP_DURATION: &str = "agentdir_http_request_duration_seconds";
+pub const HTTP_IN_FLIGHT: &str = "agentdir_http_requests_in_flight";
+pub const HTTP_SHED: &str = "agentdir_http_requests_shed_total";
+pub const HTTP_TIMEOUTS: &str = "agentdir_http_request_timeouts_total";
+pub const CONNECTIONS_OPEN: &str = "agentdir_http_connections_open";
+pub const CONNECTIONS_REFUSED: &str = "agentdir_http_connections_refused_total";
+pub const RATE_LIMITED: &str = "agentdir_rate_limited_total";
+pub const INDEX_LAG: &str = "agentdir_search_index_lag";
+pub const INDEX_APPLIED: &str = "agentdir_search_index_applied_seq";
+pub const POOL_CONNECTIONS: &str = "agentdir_db_pool_connections";
+pub const POOL_MAX: &str = "agentdir_db_pool_max_connections";
+
+/// Latency buckets in seconds: most answers take a few milliseconds; link proofs take seconds.
+const LATENCY_BUCKETS: &[f64] =
+    &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Installs the process-wide recorder once and returns the handle that renders it. If another
+/// recorder was installed first (an embedding program), the handle renders an empty registry
+/// rather than failing the server.
+pub fn install() -> &'static PrometheusHandle {
+    HANDLE.get_or_init(|| {
+        let builder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Full(HTTP_DURATION.to_owned()), LATENCY_BUCKETS)
+            .unwrap_or_else(|_| PrometheusBuilder::new());
+        let recorder = builder.build_recorder();
+        let handle = recorder.handle();
+        if let Err(e) = metrics::set_global_recorder(recorder) {
+            tracing::warn!(error = %e, "a metrics recorder was already installed; /metrics will be empty");
+        }
+        describe();
+        handle
+    })
+}
+
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(HTTP_REQUESTS, "HTTP requests answered, by route template, method and status.");
+    describe_histogram!(
+        HTTP_DURATION,
+        "Time to answer an HTTP request, by route template, method and status."
+    );
+    describe_gauge!(HTTP_IN_FLIGHT, "HTTP requests being answered right now.");
+    describe_counter!(HTTP_SHED, "Requests refused with 503 because the in-flight limit was reached.");
+    describe_counter!(HTTP_TIMEOUTS, "Requests stopped by the request timeout.");
+    describe_gauge!(CONNECTIONS_OPEN, "Open client connections.");
+    describe_counter!(CONNECTIONS_REFUSED, "Client connections closed at once because too many were open.");
+    describe_counter!(RATE_LIMITED, "Requests refused with 429 by a rate limit, by limit.");
+    describe_gauge!(INDEX_LAG, "Search-index change-log entries committed to SQLite but not yet applied.");
+    describe_gauge!(INDEX_APPLIED, "Change-log sequence number the search index has applied.");
+    describe_gauge!(POOL_CONNECTIONS, "SQLite pool connections, by state (idle or in_use).");
+    describe_gauge!(POOL_MAX, "Size limit of the SQLite connection pool.");
+}
+
+/// Counts one refusal by a rate limit.
+pub fn rate_limited(limit: &'static str) {
+    metrics::counter!(RATE_LIMITED, "limit" => limit).increment(1);
+}

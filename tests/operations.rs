@@ -1,0 +1,495 @@
+//! Operating a real server: health and readiness, Prometheus metrics, request ids, security
+//! headers, the hardening layers (body and header limits, timeouts, load shedding), graceful
+//! shutdown, online backups, and logs that never hold an API key or a mailbox.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{RELAXED_LIMITS, Resp, Server, unique_handle};
+use serde_json::{Value, json};
+
+fn env_with(extra: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let mut env = RELAXED_LIMITS.to_vec();
+    env.extend_from_slice(extra);
+    env
+}
+
+/// A web page on 127.0.0.1 that answers each of at most `connections` requests `delay` after
+/// it arrived, with `body`. The receiver gets one message per request as it arrives.
+fn slow_page(delay: Duration, body: String, connections: usize) -> (String, mpsc::Receiver<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the page server");
+    let url = format!("http://{}/proof", listener.local_addr().expect("addr"));
+    let (arrived, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(connections) {
+            let Ok(mut stream) = stream else { continue };
+            let arrived = arrived.clone();
+            let body = body.clone();
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = arrived.send(());
+                std::thread::sleep(delay);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes());
+                let _ = stream.write_all(body.as_bytes());
+            });
+        }
+    });
+    (url, rx)
+}
+
+/// Opens a raw connection to the server, with a read timeout so a test never hangs.
+fn raw_connection(s: &Server) -> TcpStream {
+    let stream = TcpStream::connect(s.addr()).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("read timeout");
+    stream
+}
+
+/// Reads until the server closes the connection (or the read timeout).
+fn read_all(stream: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) => panic!(
+                "the server neither answered nor closed: {e}; read so far: {}",
+                String::from_utf8_lossy(&out)
+            ),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The JSON body of a raw HTTP/1.1 answer.
+fn raw_json(answer: &str) -> Value {
+    let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str(body).unwrap_or(Value::Null)
+}
+
+async fn metrics_text(s: &Server) -> String {
+    let r = s.get("/metrics", None).await;
+    r.expect(200);
+    assert!(r.header("content-type").unwrap_or("").starts_with("text/plain"), "{:?}", r.headers);
+    r.text
+}
+
+#[tokio::test]
+async fn health_and_readiness_answer() {
+    let s = Server::start().await;
+    let h = s.get("/healthz", None).await;
+    h.expect(200);
+    assert_eq!(h.json["status"], "ok");
+    let r = s.get("/readyz", None).await;
+    r.expect(200);
+    assert_eq!(r.json["status"], "ready");
+    assert_eq!(r.json["database"], "ok");
+    assert_eq!(r.json["search_index"], "ok");
+    assert!(r.json["index_lag"].is_u64(), "{}", r.text);
+    s.post_empty("/healthz", None).await.expect_error(405, "method_not_allowed");
+    // Operator endpoints are not part of the public API documents.
+    let api = s.get("/api", None).await.text;
+    assert!(!api.contains("/healthz") && !api.contains("/metrics"), "{api}");
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_template_and_report_index_and_pool() {
+    let s = Server::start().await;
+    let missing = unique_handle("nobody-here");
+    s.get(&format!("/api/agents/{missing}"), None).await.expect(404);
+    s.get(&format!("/api/agents/{missing}"), None).await.expect(404);
+    s.get("/api/stats", None).await.expect(200);
+    s.get("/no/such/path", None).await.expect(404);
+    let text = metrics_text(&s).await;
+
+    let series = |prefix: &str| text.lines().find(|l| l.starts_with(prefix)).map(str::to_owned);
+    let count =
+        series("agentdir_http_requests_total{route=\"/api/agents/{handle}\",method=\"GET\",status=\"404\"}")
+            .unwrap_or_else(|| panic!("no templated series in:\n{text}"));
+    assert!(count.ends_with(" 2"), "{count}");
+    assert!(!text.contains(&missing), "a concrete path leaked into the labels");
+    assert!(!text.contains("/no/such/path"), "an unknown path became a label");
+    assert!(
+        series("agentdir_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"}").is_some(),
+        "{text}"
+    );
+    assert!(series("agentdir_http_request_duration_seconds_bucket{route=\"/api/stats\"").is_some(), "{text}");
+    for name in [
+        "agentdir_search_index_lag ",
+        "agentdir_search_index_applied_seq ",
+        "agentdir_db_pool_connections{state=\"idle\"} ",
+        "agentdir_db_pool_connections{state=\"in_use\"} ",
+        "agentdir_db_pool_max_connections ",
+    ] {
+        assert!(series(name).is_some(), "no {name} in:\n{text}");
+    }
+    // A write moves the applied position of the index.
+    s.register("metrics").await;
+    let after = metrics_text(&s).await;
+    let applied = |t: &str| -> f64 {
+        t.lines()
+            .find_map(|l| l.strip_prefix("agentdir_search_index_applied_seq "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(-1.0)
+    };
+    assert!(applied(&after) > applied(&text), "applied seq did not move");
+}
+
+#[tokio::test]
+async fn every_response_carries_security_headers_and_a_request_id() {
+    let s = Server::start().await;
+    let a = s.register("headers").await;
+    let mcp = s
+        .http
+        .post(s.url("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string());
+    let answers: Vec<(&str, Resp)> = vec![
+        ("stats", s.get("/api/stats", None).await),
+        ("skill", s.get("/skill.md", None).await),
+        ("openapi", s.get("/openapi.json", None).await),
+        ("404", s.get("/api/nothing", None).await),
+        ("401", s.get("/api/me", Some("cq_bad")).await),
+        ("me", s.get("/api/me", Some(&a.key)).await),
+        ("mcp", s.send(mcp).await),
+        ("healthz", s.get("/healthz", None).await),
+        ("metrics", s.get("/metrics", None).await),
+        ("413", s.send(s.http.post(s.url("/api/agents")).body(vec![b' '; 70_000])).await),
+    ];
+    let mut ids = std::collections::HashSet::new();
+    for (what, r) in &answers {
+        assert_eq!(r.header("x-content-type-options"), Some("nosniff"), "{what}");
+        assert_eq!(r.header("referrer-policy"), Some("no-referrer"), "{what}");
+        let csp = r.header("content-security-policy").unwrap_or_else(|| panic!("no CSP on {what}"));
+        assert!(
+            csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"),
+            "{what}: {csp}"
+        );
+        let id = r.header("x-request-id").unwrap_or_else(|| panic!("no X-Request-Id on {what}"));
+        assert!(ids.insert(id.to_owned()), "request id {id} repeated");
+    }
+    assert_eq!(answers[5].1.header("cache-control"), Some("no-store"), "a keyed answer may be cached");
+
+    let echoed = s.send(s.http.get(s.url("/api/stats")).header("x-request-id", "trace-42.a_b")).await;
+    assert_eq!(echoed.header("x-request-id"), Some("trace-42.a_b"));
+    let replaced = s.send(s.http.get(s.url("/api/stats")).header("x-request-id", "bad id; with=junk")).await;
+    let new_id = replaced.header("x-request-id").expect("an id");
+    assert!(!new_id.contains(' ') && !new_id.is_empty(), "{new_id}");
+}
+
+#[tokio::test]
+async fn oversized_bodies_get_the_413_envelope_on_every_route() {
+    let s = Server::start().await;
+    let a = s.register("big").await;
+    let big = vec![b'x'; 64 * 1024 + 1];
+    for (method, path, key) in [
+        ("POST", "/api/agents", None),
+        ("POST", "/api/me/verify", Some(a.key.as_str())),
+        ("POST", "/api/me/rotate-key", Some(a.key.as_str())),
+        ("POST", "/mcp", None),
+        ("PUT", "/no/such/route", None),
+        ("GET", "/api/stats", None),
+    ] {
+        let mut req = s
+            .http
+            .request(method.parse().expect("method"), s.url(path))
+            .header("content-type", "application/json")
+            .body(big.clone());
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        let r = s.send(req).await;
+        assert_eq!(r.status, 413, "{method} {path}: {}", r.text);
+        r.expect_error(413, "payload_too_large");
+    }
+    // The key was not rotated by the refused request.
+    s.get("/api/me", Some(&a.key)).await.expect(200);
+
+    // Exactly 64 KiB is allowed through to validation.
+    let head = "{\"handle\": \"";
+    let pad = "x".repeat(64 * 1024 - head.len() - 2);
+    let exact = format!("{head}{pad}\"}}");
+    assert_eq!(exact.len(), 64 * 1024);
+    let r = s
+        .send(s.http.post(s.url("/api/agents")).header("content-type", "application/json").body(exact))
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+
+    // A chunked body declares no length; it is cut off when it passes the limit.
+    let mut stream = raw_connection(&s);
+    let mut request = format!(
+        "POST /api/me/verify HTTP/1.1\r\nhost: {}\r\nauthorization: Bearer {}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n",
+        s.addr(),
+        a.key
+    )
+    .into_bytes();
+    for _ in 0..20 {
+        request.extend_from_slice(format!("{:x}\r\n", 4096).as_bytes());
+        request.extend_from_slice(&[b'y'; 4096]);
+        request.extend_from_slice(b"\r\n");
+    }
+    request.extend_from_slice(b"0\r\n\r\n");
+    // The server may answer and close before all of it is written.
+    let _ = stream.write_all(&request);
+    let answer = read_all(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert_eq!(raw_json(&answer)["error"]["code"], "payload_too_large", "{answer}");
+}
+
+#[tokio::test]
+async fn oversized_headers_are_refused() {
+    let s = Server::start().await;
+    let r = s.send(s.http.get(s.url("/api/stats")).header("x-filler", "a".repeat(20_000))).await;
+    assert_eq!(r.status, 431);
+    let mut many = s.http.get(s.url("/api/stats"));
+    for i in 0..80 {
+        many = many.header(format!("x-h{i}"), "1");
+    }
+    assert_eq!(s.send(many).await.status, 431);
+    s.get("/api/stats", None).await.expect(200);
+}
+
+#[tokio::test]
+async fn a_slow_body_is_stopped_by_the_request_timeout() {
+    let s = Server::start_with(&env_with(&[("AGENTDIR_REQUEST_TIMEOUT", "1")])).await;
+    let mut stream = raw_connection(&s);
+    let head = format!(
+        "POST /api/agents HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n{{\"handle\"",
+        s.addr()
+    );
+    stream.write_all(head.as_bytes()).expect("write");
+    let answer = read_all(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 504"), "{answer}");
+    let body = raw_json(&answer);
+    assert_eq!(body["error"]["code"], "timeout", "{answer}");
+    assert!(!body["error"]["message_zh"].as_str().unwrap_or("").is_empty(), "{answer}");
+    assert!(metrics_text(&s).await.contains("agentdir_http_request_timeouts_total 1"));
+}
+
+#[tokio::test]
+async fn slow_or_idle_connections_are_closed_by_the_header_timeout() {
+    let s = Server::start_with(&env_with(&[("AGENTDIR_HEADER_TIMEOUT", "1")])).await;
+    // Headers that never end.
+    let mut slow = raw_connection(&s);
+    slow.write_all(format!("GET /api/stats HTTP/1.1\r\nhost: {}\r\nx-slow: ", s.addr()).as_bytes())
+        .expect("write");
+    let answer = read_all(&mut slow);
+    assert!(!answer.contains("200 OK"), "{answer}");
+
+    // A keep-alive connection left idle after its answer.
+    let mut idle = raw_connection(&s);
+    idle.write_all(format!("GET /healthz HTTP/1.1\r\nhost: {}\r\n\r\n", s.addr()).as_bytes()).expect("write");
+    let answer = read_all(&mut idle);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    s.get("/api/stats", None).await.expect(200);
+}
+
+#[tokio::test]
+async fn overload_is_shed_with_503_and_retry_after_while_probes_answer() {
+    let s = Server::start_with(&env_with(&[
+        ("AGENTDIR_MAX_IN_FLIGHT", "1"),
+        ("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "1"),
+    ]))
+    .await;
+    let a = s.register("busy").await;
+    s.get("/api/me", Some(&a.key)).await.expect(200);
+    let (url, arrived) = slow_page(Duration::from_secs(3), format!("agentdir-proof:{}", a.handle), 1);
+    let slow = {
+        let req = s.http.post(s.url("/api/me/links")).bearer_auth(&a.key).json(&json!({"url": url}));
+        tokio::spawn(req.send())
+    };
+    tokio::task::spawn_blocking(move || arrived.recv_timeout(Duration::from_secs(10)))
+        .await
+        .expect("join")
+        .expect("the link proof never reached the page");
+
+    let r = s.get("/api/stats", None).await;
+    r.expect_error(503, "overloaded");
+    let retry: u64 = r.header("retry-after").expect("Retry-After").parse().expect("seconds");
+    assert!(retry >= 1);
+    let mcp = s
+        .http
+        .post(s.url("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string());
+    s.send(mcp).await.expect_error(503, "overloaded");
+    s.get("/healthz", None).await.expect(200);
+    s.get("/readyz", None).await.expect(200);
+    assert!(metrics_text(&s).await.contains("agentdir_http_requests_shed_total 2"));
+
+    let done = slow.await.expect("join").expect("the slow request failed");
+    assert_eq!(done.status().as_u16(), 200);
+    s.get("/api/stats", None).await.expect(200);
+}
+
+#[tokio::test]
+async fn sigterm_finishes_in_flight_requests_then_exits() {
+    let mut s = Server::start_with(&env_with(&[("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "1")])).await;
+    let a = s.register("drain").await;
+    let (url, arrived) = slow_page(Duration::from_secs(3), format!("agentdir-proof:{}", a.handle), 1);
+    let slow = {
+        let req = s.http.post(s.url("/api/me/links")).bearer_auth(&a.key).json(&json!({"url": url.clone()}));
+        tokio::spawn(req.send())
+    };
+    tokio::task::spawn_blocking(move || arrived.recv_timeout(Duration::from_secs(10)))
+        .await
+        .expect("join")
+        .expect("the link proof never reached the page");
+    s.terminate();
+
+    // New connections are refused while the slow request is still being answered.
+    let addr = s.addr();
+    let refused = tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if TcpStream::connect(&addr).is_err() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    })
+    .await
+    .expect("join");
+    assert!(refused, "the listener still accepts after SIGTERM");
+    assert!(!slow.is_finished(), "the slow request ended before the test could observe the drain");
+
+    let done = slow.await.expect("join").expect("the in-flight request was cut off");
+    assert_eq!(done.status().as_u16(), 200);
+    let body: Value = done.json().await.expect("json");
+    assert_eq!(body["links"][0]["url"], url, "{body}");
+    let status =
+        tokio::task::spawn_blocking(move || s.wait_exit(Duration::from_secs(15)).map(|st| st.success()))
+            .await
+            .expect("join");
+    assert_eq!(status, Some(true), "the server did not exit cleanly after draining");
+}
+
+#[tokio::test]
+async fn backup_under_writes_restores_into_a_working_server() {
+    let s = Server::start().await;
+    let author = s.register("backup").await;
+    let word = format!("zq{}", std::process::id());
+    let first = s
+        .post(
+            "/api/posts",
+            Some(&author.key),
+            json!({"kind": "seeking", "title": format!("Backup probe {word}"), "body": "Present in every backup."}),
+        )
+        .await;
+    first.expect(201);
+    let first_id = first.json["id"].as_str().expect("id").to_owned();
+
+    // Keep writing while the backup runs.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (http, url, key, stop) = (s.http.clone(), s.url("/api/posts"), author.key.clone(), stop.clone());
+        tokio::spawn(async move {
+            let mut written = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && written < 2_000 {
+                let body = json!({"kind": "offering", "title": format!("Filler {written}"), "body": "Written during the backup."});
+                let r = http.post(&url).bearer_auth(&key).json(&body).send().await.expect("write");
+                assert_eq!(r.status().as_u16(), 201);
+                written += 1;
+            }
+            written
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = s.get("/api/stats", None).await.json["posts"].as_u64().expect("posts");
+    let backup_dir = tempfile::tempdir().expect("temp");
+    let dest = backup_dir.path().join("agentdir.sqlite3");
+    let out = {
+        let (bin, data, dest) = (common::BIN, s.data_dir.clone(), dest.clone());
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(bin)
+                .args(["admin", "--data-dir"])
+                .arg(data)
+                .args(["--actor", "test-suite", "backup"])
+                .arg(dest)
+                .output()
+                .expect("run agentdir admin backup")
+        })
+        .await
+        .expect("join")
+    };
+    assert!(out.status.success(), "backup failed: {}", String::from_utf8_lossy(&out.stderr));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let written = writer.await.expect("writer");
+    assert!(written > 0);
+
+    let names: Vec<String> = std::fs::read_dir(backup_dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["agentdir.sqlite3".to_owned()], "the backup is not one self-contained file");
+
+    let restored = Server::start_in(backup_dir.path(), RELAXED_LIMITS).await;
+    restored.get(&format!("/api/agents/{}", author.handle), None).await.expect(200);
+    restored.get(&format!("/api/posts/{first_id}"), None).await.expect(200);
+    let found = restored.get(&format!("/api/posts?q={word}"), None).await;
+    found.expect(200);
+    assert_eq!(found.json["total"], 1, "{}", found.text);
+    let posts = restored.get("/api/stats", None).await.json["posts"].as_u64().expect("posts");
+    assert!(posts >= before, "the backup holds {posts} calls, {before} were acknowledged before it began");
+    assert_eq!(restored.get("/api/posts?limit=1", None).await.json["total"].as_u64(), Some(posts));
+    // The key still works against the restored directory.
+    restored.get("/api/me", Some(&author.key)).await.expect(200);
+}
+
+#[tokio::test]
+async fn logs_never_hold_an_api_key_or_a_mailbox() {
+    for format in ["text", "json"] {
+        let mut env = env_with(&[("RUST_LOG", "trace")]);
+        if format == "json" {
+            env.push(("AGENTDIR_LOG_FORMAT", "json"));
+        }
+        let (mut s, log) = Server::start_logged(&env).await;
+        let a = s.register("logs").await;
+        let probe = format!("log-probe-{format}");
+        s.send(s.http.get(s.url("/api/me")).bearer_auth(&a.key).header("x-request-id", &probe))
+            .await
+            .expect(200);
+        let new_mailbox = format!("moved-{}@example.net", a.handle);
+        s.patch("/api/me", Some(&a.key), json!({"mailbox": new_mailbox})).await.expect(200);
+        s.post_empty("/api/me/verify", Some(&a.key)).await.expect(200);
+        let rotated = s.post_empty("/api/me/rotate-key", Some(&a.key)).await;
+        rotated.expect(200);
+        let new_key = rotated.json["api_key"].as_str().expect("new key").to_owned();
+        s.get("/api/me", Some(&new_key)).await.expect(200);
+        s.get("/api/me", Some(&a.key)).await.expect_error(401, "unauthorized");
+        s.stop();
+
+        let text = std::fs::read_to_string(&log).expect("read the server log");
+        assert!(text.contains(&probe), "the {format} log lacks the request id; is anything logged?\n{text}");
+        assert!(text.contains("/api/me"), "the {format} log lacks request paths");
+        let secret = |k: &str| k.rsplit('_').next().unwrap_or_default().to_owned();
+        for (what, needle) in [
+            ("the key", a.key.clone()),
+            ("the key's secret", secret(&a.key)),
+            ("the rotated key's secret", secret(&new_key)),
+            ("the registered mailbox", a.mailbox.clone()),
+            ("the new mailbox", new_mailbox.clone()),
+        ] {
+            assert!(!text.contains(&needle), "{what} is in the {format} log");
+        }
+    }
+}
