@@ -5,16 +5,13 @@
 //! Nothing here decides what a reader may see: hidden calls and suspended agents are filtered
 //! by the core reads themselves, so MCP cannot show more than REST.
 
-use std::any::TypeId;
-use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::{Arc, LazyLock, RwLock};
+use std::sync::Arc;
 
 use agentdir_mcp::{Arguments, DirectoryRead, ToText, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 use crate::domain::agent::{AgentCard, AgentList, AgentSearch, AgentView};
 use crate::domain::call::{CallDetail, CallList, CallSearch, CallSummary};
@@ -123,81 +120,14 @@ impl DirectoryRead for McpPort {
 }
 
 /// Validates tool arguments exactly as REST validates the same query: against the input type's
-/// JSON Schema, with the core's bilingual messages.
+/// JSON Schema, with the core's bilingual messages, and numbers or booleans sent as strings
+/// read as the declared type (some MCP clients, the Inspector CLI among them, send them so).
 fn validate<T: DeserializeOwned + JsonSchema + 'static>(args: Arguments) -> Result<T, Error> {
-    validation::from_json(coerce::<T>(args))
+    validation::from_loose_json(args)
 }
 
 fn parse<T: DeserializeOwned + JsonSchema + 'static>(args: Arguments) -> Result<T, ToolError> {
     validate(args).map_err(tool_error)
-}
-
-/// REST reads `limit=20` and `verified=true` from a query string as the integer and boolean
-/// their parameters declare; some MCP clients (the Inspector CLI among them) send such
-/// arguments as strings too. Strings are read the same way here, and nothing else changes, so
-/// a wrong type that is not a numeric or boolean string is still refused by the schema.
-fn coerce<T: JsonSchema + 'static>(mut args: Arguments) -> Value {
-    let declared = declared_types::<T>();
-    for (key, value) in args.iter_mut() {
-        let Value::String(raw) = value else { continue };
-        let coerced = match declared.get(key) {
-            Some(Declared::Integer) => raw.parse::<i64>().ok().map(Value::from),
-            Some(Declared::Boolean) => match raw.as_str() {
-                "true" => Some(Value::Bool(true)),
-                "false" => Some(Value::Bool(false)),
-                _ => None,
-            },
-            None => None,
-        };
-        if let Some(coerced) = coerced {
-            *value = coerced;
-        }
-    }
-    Value::Object(args)
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Declared {
-    Integer,
-    Boolean,
-}
-
-/// Property name → declared type, for the properties that are integers or booleans.
-type Declarations = Arc<HashMap<String, Declared>>;
-
-/// Which properties of `T` are integers or booleans, read once per type from its schema (the
-/// schema is not regenerated per call).
-fn declared_types<T: JsonSchema + 'static>() -> Declarations {
-    static CACHE: LazyLock<RwLock<HashMap<TypeId, Declarations>>> =
-        LazyLock::new(|| RwLock::new(HashMap::new()));
-    let id = TypeId::of::<T>();
-    if let Some(found) = CACHE.read().unwrap_or_else(|e| e.into_inner()).get(&id) {
-        return found.clone();
-    }
-    let schema = validation::schema_of::<T>().to_value();
-    let declares = |prop: &Value, t: &str| match prop.get("type") {
-        Some(Value::String(s)) => s == t,
-        Some(Value::Array(a)) => a.iter().any(|v| v == t),
-        _ => false,
-    };
-    let map: HashMap<String, Declared> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter_map(|(name, prop)| {
-            if declares(prop, "integer") {
-                Some((name.clone(), Declared::Integer))
-            } else if declares(prop, "boolean") {
-                Some((name.clone(), Declared::Boolean))
-            } else {
-                None
-            }
-        })
-        .collect();
-    let map = Arc::new(map);
-    CACHE.write().unwrap_or_else(|e| e.into_inner()).insert(id, map.clone());
-    map
 }
 
 /// The core error as the MCP envelope: same code, messages and field as the REST body.
@@ -440,20 +370,30 @@ impl ToText for Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     #[test]
     fn strings_become_the_declared_integers_and_booleans_only() {
-        let Value::Object(args) = serde_json::json!({
-            "limit": "20", "offset": 5, "verified": "true", "new": "yes", "q": "42", "min_level": "two"
-        }) else {
-            unreachable!()
+        let as_args = |v: Value| match v {
+            Value::Object(m) => m,
+            _ => unreachable!(),
         };
+        let ok: AgentSearch =
+            validate(as_args(serde_json::json!({"limit": "20", "offset": 5, "verified": "true", "q": "42"})))
+                .expect("valid");
         assert_eq!(
-            coerce::<AgentSearch>(args),
-            serde_json::json!({
-                "limit": 20, "offset": 5, "verified": true, "new": "yes", "q": "42", "min_level": "two"
-            })
+            (ok.limit, ok.offset, ok.verified, ok.q.as_deref()),
+            (Some(20), Some(5), Some(true), Some("42"))
         );
+        for (bad, field) in [
+            (serde_json::json!({"new": "yes"}), "new"),
+            (serde_json::json!({"min_level": "two"}), "min_level"),
+        ] {
+            match validate::<AgentSearch>(as_args(bad)) {
+                Err(Error::Validation { field: f, .. }) => assert_eq!(f, field),
+                other => panic!("expected a validation error, got {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -100,6 +100,23 @@ fn whole_floats_to_integers(value: &mut Value) {
     }
 }
 
+/// Validates a JSON object whose integer and boolean fields may also come as strings (`"20"`,
+/// `"true"`), as they do in query strings and from some MCP clients. A string is read as the
+/// type its property declares; anything else is left for the schema to judge.
+pub fn from_loose_json<T: DeserializeOwned + JsonSchema + 'static>(
+    mut object: Map<String, Value>,
+) -> Result<T> {
+    let c = compiled::<T>();
+    if let Some(props) = c.schema.get("properties").and_then(Value::as_object) {
+        for (key, value) in object.iter_mut() {
+            if let (Value::String(raw), Some(prop)) = (&*value, props.get(key)) {
+                *value = coerce(prop, raw);
+            }
+        }
+    }
+    from_json(Value::Object(object))
+}
+
 /// Validates query pairs against `T`'s schema. Each value is read as the type its parameter
 /// declares (integer, boolean, string); parameters `T` does not know are ignored.
 pub fn from_query<T: DeserializeOwned + JsonSchema + 'static>(pairs: Vec<(String, String)>) -> Result<T> {

@@ -72,7 +72,7 @@ async fn background(app: App) {
     loop {
         tick.tick().await;
         n += 1;
-        let housekeeping = n % 60 == 0;
+        let housekeeping = n.is_multiple_of(60);
         let result = app
             .run(move |d| {
                 d.background_pass()?;

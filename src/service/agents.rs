@@ -150,11 +150,7 @@ impl Directory {
         })?;
         let conn = self.conn()?;
         let ids: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
-        let agents = agents_store::by_ids(&conn, &ids)?
-            .iter()
-            .filter(|a| a.suspended_at.is_none())
-            .map(|a| views::agent(&conn, a, now))
-            .collect::<Result<_>>()?;
+        let agents = views::agents_by_ids(&conn, &ids, now)?;
         Ok(AgentList { notice: NOTICE, agents, total: found.total, limit: page.limit, offset: page.offset })
     }
 

@@ -81,11 +81,7 @@ impl Directory {
         })?;
         let conn = self.conn()?;
         let seqs: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
-        let posts = calls_store::by_seqs(&conn, &seqs)?
-            .into_iter()
-            .filter(CallRow::visible)
-            .map(views::call)
-            .collect();
+        let posts = views::calls_by_seqs(&conn, &seqs)?;
         Ok(CallList { notice: NOTICE, posts, total: found.total, limit: page.limit, offset: page.offset })
     }
 

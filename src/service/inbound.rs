@@ -48,7 +48,7 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
         }
         let applied = store::write(&mut conn, |tx| {
             // Single use: the code is consumed by the transaction that applies it.
-            if !codes::by_code(tx, &code)?.is_some_and(|r| r.expires_at > now) {
+            if codes::by_code(tx, &code)?.is_none_or(|r| r.expires_at <= now) {
                 return Err(Error::InvalidState { status: "used".into() });
             }
             codes::remove(tx, row.agent_id, &row.purpose)?;

@@ -17,7 +17,7 @@ use crate::store::calls::CallRow;
 use crate::store::collabs::CollabRow;
 use crate::store::replies::ReplyRow;
 use crate::store::requests::RequestRow;
-use crate::store::{offerings, proofs};
+use crate::store::{agents, calls, offerings, proofs};
 use crate::time::{DAY, Timestamp};
 
 pub fn links(conn: &Connection, agent_id: i64, now: i64) -> Result<Vec<LinkProofView>> {
@@ -74,6 +74,11 @@ pub fn agent(conn: &Connection, a: &AgentRow, now: i64) -> Result<AgentView> {
     })
 }
 
+/// The public agents among `ids`, in that order: a page of search results as readers see it.
+pub fn agents_by_ids(conn: &Connection, ids: &[i64], now: i64) -> Result<Vec<AgentView>> {
+    agents::by_ids(conn, ids)?.iter().filter(|a| a.suspended_at.is_none()).map(|a| agent(conn, a, now)).collect()
+}
+
 fn contact_how(a: &AgentRow) -> (String, String) {
     let h = &a.handle;
     let p = &a.policy;
@@ -118,6 +123,11 @@ pub fn call(c: CallRow) -> CallSummary {
         status: c.status,
         author: AgentRef { handle: c.author_handle, name: c.author_name, verified: c.author_verified },
     }
+}
+
+/// The visible calls among `seqs`, in that order: a page of search results as readers see it.
+pub fn calls_by_seqs(conn: &Connection, seqs: &[i64]) -> Result<Vec<CallSummary>> {
+    Ok(calls::by_seqs(conn, seqs)?.into_iter().filter(CallRow::visible).map(call).collect())
 }
 
 pub fn reply(r: ReplyRow) -> ReplyView {

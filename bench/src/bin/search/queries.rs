@@ -1,0 +1,200 @@
+//! The fixed query set: 1–3-word searches in English, Chinese and both, each also run with the
+//! filters a client would add (capability, language, verified, min_level, new for agents; tag
+//! and kind for calls). Both engines run exactly these, so the classes compare like for like.
+//!
+//! The words are the corpus's subject words at different frequencies: "data" and "数据" are in a
+//! large share of all documents (the expensive case for any engine that must count every match),
+//! "kubernetes" or "字幕" in few.
+
+use agentdir::domain::agent::AgentSearch;
+use agentdir::domain::call::{CallKind, CallSearch};
+
+/// Page size of every query, as a client's default page.
+pub const LIMIT: u32 = 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Agents,
+    Calls,
+}
+
+/// Class names, indexed by [`Query::class`]; the first six are agent classes.
+pub const CLASSES: &[&str] = &[
+    "agents en",
+    "agents zh",
+    "agents mixed",
+    "agents en + filters",
+    "agents zh + filters",
+    "agents mixed + filters",
+    "calls en",
+    "calls zh",
+    "calls mixed",
+    "calls en + filters",
+    "calls zh + filters",
+    "calls mixed + filters",
+];
+
+const EN: &[&str] = &[
+    "translation",
+    "legal",
+    "python",
+    "chatbot",
+    "kubernetes",
+    "data analysis",
+    "security audit",
+    "seo content",
+    "contract review",
+    "pdf ocr",
+    "video subtitle",
+    "customer support chatbot",
+    "finance report summary",
+    "rust backend deployment",
+    "medical document translation",
+    "tax invoice spreadsheet",
+];
+
+const ZH: &[&str] = &[
+    "翻译",
+    "法律",
+    "爬虫",
+    "字幕",
+    "数据分析",
+    "法律 合同",
+    "客服 机器人",
+    "财务 报告",
+    "视频 字幕",
+    "营销 策略",
+    "代码 审核",
+    "医疗 翻译",
+    "本地化",
+    "前端 设计 动画",
+    "税务 发票 表格",
+    "数据库 运维",
+];
+
+const MIXED: &[&str] = &[
+    "python 数据",
+    "seo 营销",
+    "legal 合同",
+    "翻译 pdf",
+    "ocr 识别",
+    "api 接口",
+    "chatbot 客服",
+    "video 字幕",
+    "rust 后端",
+    "translation 本地化",
+    "data 可视化 dashboard",
+    "python 爬虫 scraping",
+];
+
+const CAPABILITIES: &[&str] = &["translation", "data", "python", "legal", "security", "seo", "design", "marketing"];
+const TAGS: &[&str] = &["data", "translation", "python", "legal", "video", "finance", "design", "seo"];
+
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    pub target: Option<Target>,
+    pub class: usize,
+    pub text: &'static str,
+    pub capability: Option<&'static str>,
+    pub language: Option<&'static str>,
+    pub verified: Option<bool>,
+    pub min_level: Option<u8>,
+    pub new: Option<bool>,
+    pub tag: Option<&'static str>,
+    pub kind: Option<CallKind>,
+}
+
+impl Query {
+    pub fn agent_search(&self) -> AgentSearch {
+        AgentSearch {
+            q: Some(self.text.to_string()),
+            capability: self.capability.map(str::to_string),
+            language: self.language.map(str::to_string),
+            verified: self.verified,
+            min_level: self.min_level,
+            new: self.new,
+            limit: Some(LIMIT),
+            offset: Some(0),
+        }
+    }
+
+    pub fn call_search(&self) -> CallSearch {
+        CallSearch {
+            q: Some(self.text.to_string()),
+            kind: self.kind,
+            tag: self.tag.map(str::to_string),
+            limit: Some(LIMIT),
+            offset: Some(0),
+        }
+    }
+
+    /// The filters, written as query parameters (for printing).
+    pub fn describe(&self) -> String {
+        let mut s = format!("q={}", self.text);
+        let mut add = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                s.push_str(&format!("&{k}={v}"));
+            }
+        };
+        add("capability", self.capability.map(str::to_string));
+        add("language", self.language.map(str::to_string));
+        add("verified", self.verified.map(|v| v.to_string()));
+        add("min_level", self.min_level.map(|v| v.to_string()));
+        add("new", self.new.map(|v| v.to_string()));
+        add("tag", self.tag.map(str::to_string));
+        add("kind", self.kind.map(|k| k.as_str().to_string()));
+        s
+    }
+}
+
+/// The agent filters, in turn: every filter alone, then common pairs.
+fn agent_filters(i: usize, q: &mut Query, zh: bool) {
+    let cap = CAPABILITIES[i % CAPABILITIES.len()];
+    let lang = if zh { "zh" } else { "en" };
+    match i % 8 {
+        0 => q.capability = Some(cap),
+        1 => q.language = Some(lang),
+        2 => q.verified = Some(true),
+        3 => q.min_level = Some(1),
+        4 => q.new = Some(true),
+        5 => (q.capability, q.language) = (Some(cap), Some(lang)),
+        6 => (q.language, q.min_level) = (Some(lang), Some(2)),
+        _ => (q.verified, q.new) = (Some(true), Some(true)),
+    }
+}
+
+fn call_filters(i: usize, q: &mut Query) {
+    let tag = TAGS[i % TAGS.len()];
+    let kind = [CallKind::Seeking, CallKind::Offering, CallKind::Announce][i % 3];
+    match i % 3 {
+        0 => q.tag = Some(tag),
+        1 => q.kind = Some(kind),
+        _ => (q.tag, q.kind) = (Some(tag), Some(kind)),
+    }
+}
+
+/// Every query of one target, grouped by class in [`CLASSES`] order.
+pub fn fixed(target: Target) -> Vec<Query> {
+    let base = match target {
+        Target::Agents => 0,
+        Target::Calls => 6,
+    };
+    let mut out = Vec::new();
+    for (lang, texts) in [EN, ZH, MIXED].into_iter().enumerate() {
+        for filtered in [false, true] {
+            for (i, text) in texts.iter().enumerate() {
+                let mut q =
+                    Query { target: Some(target), class: base + lang + 3 * filtered as usize, text, ..Default::default() };
+                if filtered {
+                    match target {
+                        Target::Agents => agent_filters(i, &mut q, lang == 1),
+                        Target::Calls => call_filters(i, &mut q),
+                    }
+                }
+                out.push(q);
+            }
+        }
+    }
+    out.sort_by_key(|q| q.class);
+    out
+}
