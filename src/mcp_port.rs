@@ -69,7 +69,7 @@ impl DirectoryRead for McpPort {
 
     async fn search_agents(&self, args: Arguments) -> Result<AgentList, ToolError> {
         let q: AgentSearch = parse(args)?;
-        self.app.run(move |d| d.search_agents(q)).await.map_err(tool_error)
+        self.app.search(move |d| d.search_agents(q)).await.map_err(tool_error)
     }
 
     async fn get_agent(&self, args: Arguments) -> Result<AgentCard, ToolError> {
@@ -87,7 +87,7 @@ impl DirectoryRead for McpPort {
 
     async fn search_calls(&self, args: Arguments) -> Result<CallList, ToolError> {
         let q: CallSearch = parse(args)?;
-        self.app.run(move |d| d.search_calls(q)).await.map_err(tool_error)
+        self.app.search(move |d| d.search_calls(q)).await.map_err(tool_error)
     }
 
     async fn get_call(&self, args: Arguments) -> Result<CallDetail, ToolError> {

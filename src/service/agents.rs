@@ -19,7 +19,9 @@ use crate::error::{Error, Result, Rule};
 use crate::ids;
 use crate::store::agents::{self as agents_store, AgentRow};
 use crate::store::{self, calls, codes, collabs, offerings};
-use crate::time::{DAY, Timestamp, now_ms};
+use crate::time::{DAY, SECOND, Timestamp, now_ms};
+
+const MINUTE: i64 = 60 * SECOND;
 
 impl Directory {
     /// Called after every committed write: brings the index up to date so the writer's next
@@ -134,13 +136,16 @@ impl Directory {
         self.sync_index()?;
         let page = Page::new(q.limit, q.offset);
         let now = now_ms();
+        // Whole minutes: the same `new=true` search then has the same index cache key for a
+        // minute instead of a millisecond.
+        let joined_since = (now - agent::NEW_WINDOW_DAYS * DAY).div_euclid(MINUTE) * MINUTE;
         let query = AgentQuery {
             text: q.q.as_deref(),
             capability: q.capability.as_deref(),
             language: q.language.as_deref(),
             mailbox_verified: q.verified,
             min_level: q.min_level.map(u64::from),
-            joined_since: (q.new == Some(true)).then(|| now - agent::NEW_WINDOW_DAYS * DAY),
+            joined_since: (q.new == Some(true)).then_some(joined_since),
             limit: page.limit as usize,
             offset: page.offset as usize,
         };

@@ -1,8 +1,10 @@
 //! The `agents` table: profiles, contact policy, trust state, key id and hash.
 
+use std::collections::HashMap;
+
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::{from_json, is_unique_violation, to_json};
+use super::{from_json, id_list, is_unique_violation, to_json};
 use crate::domain::contact_policy::ContactPolicy;
 use crate::error::{Error, Result};
 
@@ -95,16 +97,18 @@ pub fn by_key_id(conn: &Connection, key_id: &str) -> Result<Option<AgentRow>> {
     one(conn, "key_id = ?1", &key_id)
 }
 
-/// Rows for the given ids, in the order of `ids` (ids that no longer exist are skipped).
+/// Rows for the given ids, in the order of `ids` (ids that no longer exist are skipped; a
+/// repeated id is returned once). One statement for the whole list: a search page hydrates up
+/// to 100 agents per request.
 pub fn by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<AgentRow>> {
-    let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM agents WHERE id = ?1"))?;
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        if let Some(row) = stmt.query_row([id], from_row).optional()? {
-            out.push(row);
-        }
-    }
-    Ok(out)
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM agents WHERE id IN (SELECT value FROM json_each(?1))"
+    ))?;
+    let mut found: HashMap<i64, AgentRow> = stmt
+        .query_map([id_list(ids)], from_row)?
+        .map(|r| r.map(|a| (a.id, a)))
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
 }
 
 /// Inserts a new agent; the handle must be free.

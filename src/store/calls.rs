@@ -1,8 +1,10 @@
 //! The `posts` table: calls, their status, and the summaries shown in lists and cards.
 
+use std::collections::HashMap;
+
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::{from_json, to_json};
+use super::{from_json, id_list, to_json};
 use crate::error::Result;
 
 #[derive(Debug, Clone)]
@@ -113,15 +115,16 @@ pub fn by_seq(conn: &Connection, seq: i64) -> Result<Option<CallRow>> {
     Ok(conn.prepare_cached(&format!("{SELECT} WHERE p.seq = ?1"))?.query_row([seq], from_row).optional()?)
 }
 
-/// Rows for the given keys, in the order given (missing ones skipped).
+/// Rows for the given keys, in the order given (missing ones skipped; a repeated key is
+/// returned once), in one statement.
 pub fn by_seqs(conn: &Connection, seqs: &[i64]) -> Result<Vec<CallRow>> {
-    let mut out = Vec::with_capacity(seqs.len());
-    for seq in seqs {
-        if let Some(row) = by_seq(conn, *seq)? {
-            out.push(row);
-        }
-    }
-    Ok(out)
+    let mut stmt =
+        conn.prepare_cached(&format!("{SELECT} WHERE p.seq IN (SELECT value FROM json_each(?1))"))?;
+    let mut found: HashMap<i64, CallRow> = stmt
+        .query_map([id_list(seqs)], from_row)?
+        .map(|r| r.map(|c| (c.seq, c)))
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(seqs.iter().filter_map(|seq| found.remove(seq)).collect())
 }
 
 /// The newest active calls of one agent.

@@ -1,7 +1,10 @@
 //! The `link_proofs` table: pages that proved they belong to an agent.
 
+use std::collections::HashMap;
+
 use rusqlite::{Connection, params};
 
+use super::id_list;
 use crate::error::Result;
 
 #[derive(Debug, Clone)]
@@ -19,6 +22,22 @@ pub fn for_agent(conn: &Connection, agent_id: i64) -> Result<Vec<ProofRow>> {
         Ok(ProofRow { url: r.get(0)?, host: r.get(1)?, verified_at: r.get(2)? })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The proofs of several agents in one statement, each list in its order; agents without
+/// proofs are absent.
+pub fn for_agents(conn: &Connection, agent_ids: &[i64]) -> Result<HashMap<i64, Vec<ProofRow>>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT agent_id, url, host, verified_at FROM link_proofs
+         WHERE agent_id IN (SELECT value FROM json_each(?1)) ORDER BY agent_id, verified_at, url",
+    )?;
+    let mut out: HashMap<i64, Vec<ProofRow>> = HashMap::new();
+    let mut rows = stmt.query([id_list(agent_ids)])?;
+    while let Some(r) = rows.next()? {
+        let proof = ProofRow { url: r.get(1)?, host: r.get(2)?, verified_at: r.get(3)? };
+        out.entry(r.get(0)?).or_default().push(proof);
+    }
+    Ok(out)
 }
 
 /// Records (or renews) a proof.

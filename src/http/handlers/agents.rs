@@ -18,7 +18,7 @@ pub async fn register(
 }
 
 pub async fn search(State(app): State<App>, QueryParams(q): QueryParams<AgentSearch>) -> Reply<AgentList> {
-    Ok(Json(app.run(move |d| d.search_agents(q)).await?))
+    Ok(Json(app.search(move |d| d.search_agents(q)).await?))
 }
 
 pub async fn card(State(app): State<App>, PathParam(handle): PathParam) -> Reply<AgentCard> {

@@ -12,7 +12,7 @@ use crate::http::extract::{Auth, ClientIp, JsonBody, OptionalJsonBody, PathParam
 use crate::service::App;
 
 pub async fn search(State(app): State<App>, QueryParams(q): QueryParams<CallSearch>) -> Reply<CallList> {
-    Ok(Json(app.run(move |d| d.search_calls(q)).await?))
+    Ok(Json(app.search(move |d| d.search_calls(q)).await?))
 }
 
 pub async fn create(

@@ -18,33 +18,178 @@ use agentdir::time::DAY;
 
 /// Rows per write transaction while loading: large enough that commits are rare, small enough
 /// that the WAL stays a few hundred MB at most.
-const BATCH: usize = 20_000;
+pub const BATCH: usize = 20_000;
 
 /// Head words: the directory's subject matter. The first words are the most frequent.
 pub const EN_HEAD: &[&str] = &[
-    "data", "translation", "analysis", "legal", "document", "python", "research", "writing", "design",
-    "marketing", "support", "automation", "scraping", "report", "review", "code", "testing", "security",
-    "audit", "finance", "accounting", "education", "medical", "video", "audio", "image", "summary",
-    "localization", "chinese", "english", "contract", "api", "database", "cloud", "deployment",
-    "monitoring", "chatbot", "customer", "sales", "email", "seo", "content", "social", "media",
-    "strategy", "planning", "schedule", "travel", "recipe", "music", "game", "math", "physics",
-    "chemistry", "biology", "patent", "compliance", "tax", "invoice", "spreadsheet", "dashboard",
-    "visualization", "forecast", "model", "training", "prompt", "agent", "workflow", "integration",
-    "crawler", "pdf", "ocr", "speech", "subtitle", "proofreading", "editing", "copywriting", "branding",
-    "logo", "illustration", "animation", "frontend", "backend", "mobile", "rust", "javascript", "sql",
-    "kubernetes", "devops",
+    "data",
+    "translation",
+    "analysis",
+    "legal",
+    "document",
+    "python",
+    "research",
+    "writing",
+    "design",
+    "marketing",
+    "support",
+    "automation",
+    "scraping",
+    "report",
+    "review",
+    "code",
+    "testing",
+    "security",
+    "audit",
+    "finance",
+    "accounting",
+    "education",
+    "medical",
+    "video",
+    "audio",
+    "image",
+    "summary",
+    "localization",
+    "chinese",
+    "english",
+    "contract",
+    "api",
+    "database",
+    "cloud",
+    "deployment",
+    "monitoring",
+    "chatbot",
+    "customer",
+    "sales",
+    "email",
+    "seo",
+    "content",
+    "social",
+    "media",
+    "strategy",
+    "planning",
+    "schedule",
+    "travel",
+    "recipe",
+    "music",
+    "game",
+    "math",
+    "physics",
+    "chemistry",
+    "biology",
+    "patent",
+    "compliance",
+    "tax",
+    "invoice",
+    "spreadsheet",
+    "dashboard",
+    "visualization",
+    "forecast",
+    "model",
+    "training",
+    "prompt",
+    "agent",
+    "workflow",
+    "integration",
+    "crawler",
+    "pdf",
+    "ocr",
+    "speech",
+    "subtitle",
+    "proofreading",
+    "editing",
+    "copywriting",
+    "branding",
+    "logo",
+    "illustration",
+    "animation",
+    "frontend",
+    "backend",
+    "mobile",
+    "rust",
+    "javascript",
+    "sql",
+    "kubernetes",
+    "devops",
 ];
 
 /// Ordinary English that surrounds the subject words in descriptions and calls.
 const EN_FILLER: &[&str] = &[
-    "help", "team", "fast", "quality", "clients", "projects", "reliable", "experience", "years",
-    "tools", "results", "custom", "simple", "complex", "daily", "weekly", "small", "large", "business",
-    "startup", "open", "source", "native", "speaker", "accurate", "detailed", "clean", "modern",
-    "secure", "scalable", "free", "paid", "quote", "deliver", "within", "hours", "days", "format",
-    "files", "pages", "words", "sample", "need", "looking", "someone", "who", "can", "build", "write",
-    "check", "fix", "improve", "convert", "translate", "summarize", "collect", "analyze", "prepare",
-    "plan", "teach", "explain", "answer", "questions", "users", "market", "product", "service",
-    "platform", "system", "solution", "process", "pipeline", "batch", "realtime", "budget",
+    "help",
+    "team",
+    "fast",
+    "quality",
+    "clients",
+    "projects",
+    "reliable",
+    "experience",
+    "years",
+    "tools",
+    "results",
+    "custom",
+    "simple",
+    "complex",
+    "daily",
+    "weekly",
+    "small",
+    "large",
+    "business",
+    "startup",
+    "open",
+    "source",
+    "native",
+    "speaker",
+    "accurate",
+    "detailed",
+    "clean",
+    "modern",
+    "secure",
+    "scalable",
+    "free",
+    "paid",
+    "quote",
+    "deliver",
+    "within",
+    "hours",
+    "days",
+    "format",
+    "files",
+    "pages",
+    "words",
+    "sample",
+    "need",
+    "looking",
+    "someone",
+    "who",
+    "can",
+    "build",
+    "write",
+    "check",
+    "fix",
+    "improve",
+    "convert",
+    "translate",
+    "summarize",
+    "collect",
+    "analyze",
+    "prepare",
+    "plan",
+    "teach",
+    "explain",
+    "answer",
+    "questions",
+    "users",
+    "market",
+    "product",
+    "service",
+    "platform",
+    "system",
+    "solution",
+    "process",
+    "pipeline",
+    "batch",
+    "realtime",
+    "budget",
 ];
 
 /// Function words: in the text, dropped from queries by the index (and never queried here).
@@ -52,27 +197,97 @@ const EN_STOP: &[&str] =
     &["the", "and", "for", "with", "to", "of", "a", "in", "on", "we", "your", "our", "is", "are"];
 
 pub const ZH_HEAD: &[&str] = &[
-    "数据", "翻译", "分析", "法律", "文档", "研究", "写作", "设计", "营销", "客服", "自动化", "爬虫",
-    "报告", "审核", "代码", "测试", "安全", "审计", "财务", "会计", "教育", "医疗", "视频", "音频",
-    "图像", "摘要", "本地化", "中文", "英文", "合同", "接口", "数据库", "云计算", "部署", "监控",
-    "机器人", "客户", "销售", "邮件", "内容", "社交", "媒体", "策略", "规划", "旅行", "音乐", "游戏",
-    "数学", "物理", "化学", "生物", "专利", "合规", "税务", "发票", "表格", "可视化", "预测", "模型",
-    "训练", "提示词", "工作流", "集成", "识别", "语音", "字幕", "校对", "编辑", "文案", "品牌", "插画",
-    "动画", "前端", "后端", "移动", "运维",
+    "数据",
+    "翻译",
+    "分析",
+    "法律",
+    "文档",
+    "研究",
+    "写作",
+    "设计",
+    "营销",
+    "客服",
+    "自动化",
+    "爬虫",
+    "报告",
+    "审核",
+    "代码",
+    "测试",
+    "安全",
+    "审计",
+    "财务",
+    "会计",
+    "教育",
+    "医疗",
+    "视频",
+    "音频",
+    "图像",
+    "摘要",
+    "本地化",
+    "中文",
+    "英文",
+    "合同",
+    "接口",
+    "数据库",
+    "云计算",
+    "部署",
+    "监控",
+    "机器人",
+    "客户",
+    "销售",
+    "邮件",
+    "内容",
+    "社交",
+    "媒体",
+    "策略",
+    "规划",
+    "旅行",
+    "音乐",
+    "游戏",
+    "数学",
+    "物理",
+    "化学",
+    "生物",
+    "专利",
+    "合规",
+    "税务",
+    "发票",
+    "表格",
+    "可视化",
+    "预测",
+    "模型",
+    "训练",
+    "提示词",
+    "工作流",
+    "集成",
+    "识别",
+    "语音",
+    "字幕",
+    "校对",
+    "编辑",
+    "文案",
+    "品牌",
+    "插画",
+    "动画",
+    "前端",
+    "后端",
+    "移动",
+    "运维",
 ];
 
 const ZH_FILLER: &[&str] = &[
-    "团队", "经验", "项目", "快速", "可靠", "质量", "工具", "结果", "定制", "简单", "复杂", "每天",
-    "企业", "开源", "平台", "系统", "方案", "需求", "用户", "准确", "详细", "交付", "格式", "文件",
-    "页面", "样例", "需要", "寻找", "帮助", "改进", "整理", "准备", "回答", "问题", "市场", "产品",
-    "流程", "预算", "实时", "批量",
+    "团队", "经验", "项目", "快速", "可靠", "质量", "工具", "结果", "定制", "简单", "复杂", "每天", "企业",
+    "开源", "平台", "系统", "方案", "需求", "用户", "准确", "详细", "交付", "格式", "文件", "页面", "样例",
+    "需要", "寻找", "帮助", "改进", "整理", "准备", "回答", "问题", "市场", "产品", "流程", "预算", "实时",
+    "批量",
 ];
 
 /// Glue between Chinese words, as in "我们提供专业的翻译和本地化服务".
 const ZH_GLUE: &[&str] = &["我们", "提供", "专业", "高质量", "快速", "的", "和", "服务", "支持", "擅长"];
 
 const LANGS: &[&str] = &["en", "zh", "pt-BR", "ja", "es", "fr", "de", "ko"];
-const MODELS: &[&str] = &["gpt-4o", "claude-sonnet-4", "qwen-2.5-72b", "llama-3.1-70b", "deepseek-v3", "gemini-2.5"];
+const MODELS: &[&str] =
+    &["gpt-4o", "claude-sonnet-4", "qwen-2.5-72b", "llama-3.1-70b", "deepseek-v3", "gemini-2.5"];
 const HOSTS: &[&str] = &["github.com", "gitlab.com", "huggingface.co", "example.org", "zhihu.com"];
 
 /// xorshift64: fast, and good enough to make text.
@@ -123,7 +338,8 @@ impl Vocab {
     pub fn new() -> Vocab {
         let mut r = Rng::new(7);
         let mut en: Vec<String> = EN_HEAD.iter().chain(EN_FILLER).map(|s| s.to_string()).collect();
-        let syll = ["ka", "lo", "mi", "ten", "vor", "as", "ri", "pel", "dun", "sha", "qua", "zen", "bex", "tor"];
+        let syll =
+            ["ka", "lo", "mi", "ten", "vor", "as", "ri", "pel", "dun", "sha", "qua", "zen", "bex", "tor"];
         while en.len() < 20_000 {
             let n = r.range(2, 4);
             en.push((0..n).map(|_| syll[r.below(syll.len())]).collect());
@@ -402,6 +618,18 @@ pub fn load(pool: &Pool, v: &Vocab, n_agents: u64, n_calls: u64, now: i64) -> ag
             for k in key..=end {
                 let a = agent(v, k, now);
                 let id = store::agents::insert(tx, &a.row)?;
+                // Trust is granted after registration, as the verification flows do.
+                if a.row.mailbox_verified_at.is_some() {
+                    store::agents::set_mailbox_verified(tx, id, a.row.mailbox_verified_at)?;
+                }
+                if a.row.owner_claimed_at.is_some() {
+                    store::agents::set_owner_claim(
+                        tx,
+                        id,
+                        a.row.owner_email.as_deref(),
+                        a.row.owner_claimed_at,
+                    )?;
+                }
                 if !a.offerings.is_empty() {
                     store::offerings::replace(tx, id, &a.offerings)?;
                 }
@@ -431,7 +659,14 @@ pub fn load(pool: &Pool, v: &Vocab, n_agents: u64, n_calls: u64, now: i64) -> ag
                     for i in 0..1 + r.zipf(8, 1.0) {
                         let author = 1 + r.below(n_agents as usize) as i64;
                         let body = v.en_text(&mut r, (5, 20));
-                        store::replies::insert(tx, &format!("rep_{k:020}{i:06}"), seq, author, &body, c.created_at)?;
+                        store::replies::insert(
+                            tx,
+                            &format!("rep_{k:020}{i:06}"),
+                            seq,
+                            author,
+                            &body,
+                            c.created_at,
+                        )?;
                         replies += 1;
                     }
                 }
@@ -445,7 +680,7 @@ pub fn load(pool: &Pool, v: &Vocab, n_agents: u64, n_calls: u64, now: i64) -> ag
 }
 
 fn progress(what: &str, done: u64, of: u64, started: &Instant) {
-    if done == of || done % 200_000 == 0 {
+    if done == of || done.is_multiple_of(200_000) {
         eprintln!("  loaded {done}/{of} {what} ({:.0} s)", started.elapsed().as_secs_f64());
     }
 }

@@ -15,8 +15,9 @@
 //! - Contentless tables (`content=''`): the rows are hydrated from the real tables, so storing the
 //!   text again would only cost space and cache.
 //! - Exact filters (capability, language, tag) are side tables keyed (value, id), the way one
-//!   would index a JSON array for SQL; verified, min_level and new read the `agents` row, and a
-//!   join is added only when a filter needs it.
+//!   would index a JSON array for SQL, tested with `+f.rowid IN (…)`: without the `+` SQLite
+//!   hands FTS5 the rowid list and FTS5 re-runs the MATCH once per listed id (20–60x slower on
+//!   this corpus). verified, min_level and new read the `agents` row, joined only when needed.
 //! - One statement per search returns the page and the exact total (`count(*) OVER ()`), like
 //!   the index's single pass.
 //!
@@ -168,10 +169,12 @@ pub fn build(pool: &Pool) -> Result<Built, Error> {
         return Err(e);
     }
     // Merges each FTS5 index into one b-tree, as the tantivy rebuild merges into one segment.
+    // No ANALYZE: with this SQLite's STAT4, statistics make every statement whose plan they
+    // inform re-prepare on each new parameter value, the core's hydration statements included,
+    // which would slow both engines and is not how the product runs.
     write.execute_batch(
         "INSERT INTO bench_agents_fts (bench_agents_fts) VALUES ('optimize');
-         INSERT INTO bench_calls_fts (bench_calls_fts) VALUES ('optimize');
-         ANALYZE;",
+         INSERT INTO bench_calls_fts (bench_calls_fts) VALUES ('optimize');",
     )?;
     let seconds = started.elapsed().as_secs_f64();
     Ok(Built { seconds, bytes: size(&write)? })
@@ -179,9 +182,11 @@ pub fn build(pool: &Pool) -> Result<Built, Error> {
 
 /// Bytes of the baseline's tables (the FTS5 shadow tables and the filter tables).
 pub fn size(conn: &Connection) -> Result<u64, Error> {
-    Ok(conn.query_row("SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name LIKE 'bench\\_%' ESCAPE '\\'", [], |r| {
-        r.get::<_, i64>(0)
-    })? as u64)
+    Ok(conn.query_row(
+        "SELECT COALESCE(SUM(pgsize), 0) FROM dbstat WHERE name LIKE 'bench\\_%' ESCAPE '\\'",
+        [],
+        |r| r.get::<_, i64>(0),
+    )? as u64)
 }
 
 /// Whether a previous run left the baseline in this database.
@@ -196,12 +201,18 @@ pub fn exists(conn: &Connection) -> Result<bool, Error> {
 fn insert(conn: &mut Connection, batch: &mut Vec<Change>) -> Result<(), Error> {
     let tx = conn.transaction()?;
     {
-        let mut agent = tx.prepare_cached("INSERT INTO bench_agents_fts (rowid, title, summary, body) VALUES (?1, ?2, ?3, ?4)")?;
-        let mut call =
-            tx.prepare_cached("INSERT INTO bench_calls_fts (rowid, title, tags, author, body) VALUES (?1, ?2, ?3, ?4, ?5)")?;
-        let mut cap = tx.prepare_cached("INSERT OR IGNORE INTO bench_agent_caps (cap, agent_id) VALUES (?1, ?2)")?;
-        let mut lang = tx.prepare_cached("INSERT OR IGNORE INTO bench_agent_langs (lang, agent_id) VALUES (?1, ?2)")?;
-        let mut tag = tx.prepare_cached("INSERT OR IGNORE INTO bench_call_tags (tag, seq) VALUES (?1, ?2)")?;
+        let mut agent = tx.prepare_cached(
+            "INSERT INTO bench_agents_fts (rowid, title, summary, body) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        let mut call = tx.prepare_cached(
+            "INSERT INTO bench_calls_fts (rowid, title, tags, author, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?;
+        let mut cap =
+            tx.prepare_cached("INSERT OR IGNORE INTO bench_agent_caps (cap, agent_id) VALUES (?1, ?2)")?;
+        let mut lang =
+            tx.prepare_cached("INSERT OR IGNORE INTO bench_agent_langs (lang, agent_id) VALUES (?1, ?2)")?;
+        let mut tag =
+            tx.prepare_cached("INSERT OR IGNORE INTO bench_call_tags (tag, seq) VALUES (?1, ?2)")?;
         for change in batch.drain(..) {
             match change {
                 Change::UpsertAgent(a) => {
@@ -260,10 +271,11 @@ impl Baseline {
     pub fn search(&self, q: &Query) -> Result<u64, Error> {
         let conn = self.pool.get()?;
         let now = agentdir::time::now_ms();
-        let (total, keys) = match q.target {
-            Some(Target::Calls) => page(&conn, &call_sql(q), call_params(q))?,
-            _ => page(&conn, &agent_sql(q), agent_params(q, now))?,
+        let sql = match q.target {
+            Some(Target::Calls) => call_sql(q),
+            _ => agent_sql(q),
         };
+        let (total, keys) = page(&conn, &sql, params(q, now))?;
         match q.target {
             Some(Target::Calls) => {
                 std::hint::black_box(agentdir::service::views::calls_by_seqs(&conn, &keys)?);
@@ -273,6 +285,35 @@ impl Baseline {
             }
         }
         Ok(total)
+    }
+}
+
+/// SQLite's plan for each distinct statement the queries use, to show the baseline is sound.
+pub fn print_plans(baseline: &Baseline, qs: &[Query]) -> Result<(), Error> {
+    let conn = baseline.pool.get()?;
+    let mut seen = Vec::new();
+    for q in qs {
+        let sql = match q.target {
+            Some(Target::Calls) => call_sql(q),
+            _ => agent_sql(q),
+        };
+        if seen.contains(&sql) {
+            continue;
+        }
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+        let steps: Vec<String> = stmt
+            .query_map(rusqlite::params_from_iter(params(q, 0)), |r| r.get::<_, String>(3))?
+            .collect::<Result<_, _>>()?;
+        println!("{sql}\n    plan: {}", steps.join(" → "));
+        seen.push(sql);
+    }
+    Ok(())
+}
+
+fn params(q: &Query, now: i64) -> Vec<Value> {
+    match q.target {
+        Some(Target::Calls) => call_params(q),
+        _ => agent_params(q, now),
     }
 }
 
@@ -299,10 +340,10 @@ fn agent_sql(q: &Query) -> String {
     }
     sql.push_str(" WHERE bench_agents_fts MATCH ?");
     if q.capability.is_some() {
-        sql.push_str(" AND f.rowid IN (SELECT agent_id FROM bench_agent_caps WHERE cap = ?)");
+        sql.push_str(" AND +f.rowid IN (SELECT agent_id FROM bench_agent_caps WHERE cap = ?)");
     }
     if q.language.is_some() {
-        sql.push_str(" AND f.rowid IN (SELECT agent_id FROM bench_agent_langs WHERE lang = ?)");
+        sql.push_str(" AND +f.rowid IN (SELECT agent_id FROM bench_agent_langs WHERE lang = ?)");
     }
     if q.verified.is_some() {
         sql.push_str(" AND (a.mailbox_verified_at IS NOT NULL) = ?");
@@ -347,7 +388,7 @@ fn call_sql(q: &Query) -> String {
         sql.push_str(" AND p.kind = ?");
     }
     if q.tag.is_some() {
-        sql.push_str(" AND f.rowid IN (SELECT seq FROM bench_call_tags WHERE tag = ?)");
+        sql.push_str(" AND +f.rowid IN (SELECT seq FROM bench_call_tags WHERE tag = ?)");
     }
     sql.push_str(" ORDER BY f.rank LIMIT ?");
     sql
@@ -372,8 +413,14 @@ mod tests {
     fn han_runs_become_bigrams() {
         let mut s = String::new();
         push_bigrammed("我们提供翻译 and 本地化", &mut s);
-        assert_eq!(s.split_whitespace().collect::<Vec<_>>(), ["我们", "们提", "提供", "供翻", "翻译", "and", "本地", "地化"]);
-        assert_eq!(match_expression("Legal 数据分析 翻").as_deref(), Some("\"legal\" \"数据 据分 分析\" \"翻\""));
+        assert_eq!(
+            s.split_whitespace().collect::<Vec<_>>(),
+            ["我们", "们提", "提供", "供翻", "翻译", "and", "本地", "地化"]
+        );
+        assert_eq!(
+            match_expression("Legal 数据分析 翻").as_deref(),
+            Some("\"legal\" \"数据 据分 分析\" \"翻\"")
+        );
         assert_eq!(match_expression("!!"), None);
     }
 }

@@ -87,7 +87,8 @@ const MIXED: &[&str] = &[
     "python 爬虫 scraping",
 ];
 
-const CAPABILITIES: &[&str] = &["translation", "data", "python", "legal", "security", "seo", "design", "marketing"];
+const CAPABILITIES: &[&str] =
+    &["translation", "data", "python", "legal", "security", "seo", "design", "marketing"];
 const TAGS: &[&str] = &["data", "translation", "python", "legal", "video", "finance", "design", "seo"];
 
 #[derive(Debug, Clone, Default)]
@@ -183,8 +184,12 @@ pub fn fixed(target: Target) -> Vec<Query> {
     for (lang, texts) in [EN, ZH, MIXED].into_iter().enumerate() {
         for filtered in [false, true] {
             for (i, text) in texts.iter().enumerate() {
-                let mut q =
-                    Query { target: Some(target), class: base + lang + 3 * filtered as usize, text, ..Default::default() };
+                let mut q = Query {
+                    target: Some(target),
+                    class: base + lang + 3 * filtered as usize,
+                    text,
+                    ..Default::default()
+                };
                 if filtered {
                     match target {
                         Target::Agents => agent_filters(i, &mut q, lang == 1),
