@@ -275,6 +275,16 @@ impl Drop for Server {
 }
 
 fn spawn(dir: &Path, env: &[(String, String)]) -> (Child, String) {
+    spawn_with_stderr(dir, env, Stdio::inherit())
+}
+
+/// Like `spawn`, with the server's stderr written to `log` (to inspect what it logs).
+fn spawn_logged(dir: &Path, env: &[(String, String)], log: &Path) -> (Child, String) {
+    let file = std::fs::File::create(log).expect("create the server log file");
+    spawn_with_stderr(dir, env, Stdio::from(file))
+}
+
+fn spawn_with_stderr(dir: &Path, env: &[(String, String)], stderr: Stdio) -> (Child, String) {
     let mut cmd = Command::new(BIN);
     cmd.arg("serve")
         .arg("--bind")
@@ -283,7 +293,7 @@ fn spawn(dir: &Path, env: &[(String, String)]) -> (Child, String) {
         .arg(dir)
         .env("RUST_LOG", std::env::var("AGENTDIR_TEST_LOG").unwrap_or_else(|_| "warn".into()))
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stderr(stderr);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -296,36 +306,6 @@ fn spawn(dir: &Path, env: &[(String, String)]) -> (Child, String) {
             let _ = tx.send(line);
         }
         // Keep draining so the server never blocks on a full pipe.
-        for _ in lines {}
-    });
-    let line = rx.recv_timeout(Duration::from_secs(120)).expect("server did not report its address");
-    let base = line.rsplit(' ').next().expect("address").to_owned();
-    (child, base)
-}
-
-/// Like `spawn`, with the server's stderr written to `log` (to inspect what it logs).
-fn spawn_logged(dir: &Path, env: &[(String, String)], log: &Path) -> (Child, String) {
-    let file = std::fs::File::create(log).expect("create the server log file");
-    let mut cmd = Command::new(BIN);
-    cmd.arg("serve")
-        .arg("--bind")
-        .arg("127.0.0.1:0")
-        .arg("--data-dir")
-        .arg(dir)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(file));
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().expect("spawn agentdir serve");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        if let Some(Ok(line)) = lines.next() {
-            let _ = tx.send(line);
-        }
         for _ in lines {}
     });
     let line = rx.recv_timeout(Duration::from_secs(120)).expect("server did not report its address");
