@@ -271,3 +271,25 @@ async fn of_two_concurrent_accepts_exactly_one_wins() {
         assert_eq!(statuses.iter().filter(|&&x| x == 409).count(), 2, "{statuses:?}");
     }
 }
+
+#[tokio::test]
+async fn reports_of_requests_share_the_report_rate_limit() {
+    let mut env: Vec<(&str, &str)> =
+        common::RELAXED_LIMITS.iter().copied().filter(|(k, _)| *k != "AGENTDIR_RATE_LIMIT_REPORTS").collect();
+    env.push(("AGENTDIR_RATE_LIMIT_REPORTS", "2/h"));
+    let s = Server::start_with(&env).await;
+    let to = s.verified("reporter").await;
+    let offering = s.offering(&to).await;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let from = s.verified(&format!("spam{i}")).await;
+        ids.push(s.request(&from, &to, &offering).await);
+    }
+    for id in &ids[..2] {
+        s.post_empty(&format!("/api/requests/{id}/report"), Some(&to.key)).await.expect(200);
+    }
+    let r = s.post_empty(&format!("/api/requests/{}/report", ids[2]), Some(&to.key)).await;
+    r.expect_error(429, "rate_limited");
+    assert!(r.header("retry-after").is_some());
+    assert_eq!(s.admin_ok(&["reports"]).lines().count(), 2, "the refused report was not stored");
+}

@@ -1,7 +1,7 @@
 //! Contact requests: sending under the recipient's policy, reading by the two parties, and the
 //! moves accept, decline, withdraw and report.
 
-use super::rate_limit::Persistent;
+use super::rate_limit::{InMemory, Persistent};
 use super::{Caller, Directory, views};
 use crate::domain::call::{ReportInput, Reported};
 use crate::domain::contact_request::{
@@ -182,7 +182,13 @@ impl Directory {
     }
 
     /// The recipient reports a request to the operators; its state does not change.
-    pub fn report_request(&self, caller: &Caller, id: &str, input: ReportInput) -> Result<Reported> {
+    pub fn report_request(
+        &self,
+        caller: &Caller,
+        id: &str,
+        input: ReportInput,
+        client_ip: &str,
+    ) -> Result<Reported> {
         let report_id = ids::new_id(ids::REPORT);
         let mut conn = self.conn()?;
         store::write(&mut conn, |tx| {
@@ -190,6 +196,8 @@ impl Directory {
             if role != Role::Recipient {
                 return Err(Error::Forbidden);
             }
+            // The same budget as reports of calls, so reports cannot flood the operators' queue.
+            self.limits.take(InMemory::Reports, client_ip)?;
             reports::insert(
                 tx,
                 &reports::NewReport {

@@ -6,7 +6,7 @@ use axum::extract::State;
 use super::Reply;
 use crate::domain::call::{ReportInput, Reported};
 use crate::domain::contact_request::{ContactRequestDetail, DeclineInput};
-use crate::http::extract::{Auth, OptionalJsonBody, PathParam};
+use crate::http::extract::{Auth, ClientIp, OptionalJsonBody, PathParam};
 use crate::service::App;
 
 pub async fn get(
@@ -44,9 +44,10 @@ pub async fn withdraw(
 
 pub async fn report(
     State(app): State<App>,
+    ClientIp(ip): ClientIp,
     Auth(caller): Auth,
     PathParam(id): PathParam,
     OptionalJsonBody(input): OptionalJsonBody<ReportInput>,
 ) -> Reply<Reported> {
-    Ok(Json(app.run(move |d| d.report_request(&caller, &id, input)).await?))
+    Ok(Json(app.run(move |d| d.report_request(&caller, &id, input, &ip)).await?))
 }
