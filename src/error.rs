@@ -438,6 +438,15 @@ impl std::error::Error for Error {}
 /// Storage failures are never the client's business: log the cause, answer `internal`.
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
+        // A write that waited out the busy timeout behind other writers is load, not a fault:
+        // the client may retry.
+        if matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        ) {
+            tracing::warn!(error = %e, "database busy");
+            return Error::Overloaded;
+        }
         tracing::error!(error = %e, "database error");
         Error::Internal
     }

@@ -493,3 +493,25 @@ async fn logs_never_hold_an_api_key_or_a_mailbox() {
         }
     }
 }
+
+/// A write that waits out SQLite's busy timeout behind another writer is load, not a fault:
+/// 503 with Retry-After and the envelope, and nothing written.
+#[tokio::test]
+async fn a_write_stuck_behind_the_database_lock_is_overloaded_not_an_error() {
+    let s = Server::start().await;
+    let a = s.register("busy").await;
+    let db = rusqlite::Connection::open(s.data_dir.join("agentdir.sqlite3")).unwrap();
+    db.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let r = s
+        .post("/api/posts", Some(&a.key), serde_json::json!({"kind": "announce", "title": "t", "body": "b"}))
+        .await;
+    db.execute_batch("ROLLBACK").unwrap();
+    r.expect_error(503, "overloaded");
+    assert!(r.header("retry-after").is_some());
+    assert_eq!(s.get("/api/posts", None).await.json["total"], 0);
+    // Once the lock is gone, the same write goes through.
+    let again = s
+        .post("/api/posts", Some(&a.key), serde_json::json!({"kind": "announce", "title": "t", "body": "b"}))
+        .await;
+    again.expect(201);
+}
