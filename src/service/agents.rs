@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use agentdir_search_index::AgentQuery;
 
-use super::rate_limit::Persistent;
+use super::rate_limit::{InMemory, Persistent};
 use super::{Caller, Directory, keys, views};
 use crate::domain::agent::{
     self, AgentCard, AgentList, AgentSearch, Evidence, OwnProfile, ProfilePatch, Registered, Registration,
@@ -84,11 +84,19 @@ impl Directory {
         })
     }
 
-    /// Resolves a presented API key to its agent.
-    pub fn authenticate(&self, presented: &str) -> Result<Caller> {
-        let (key_id, secret) = keys::parse(presented)?;
+    /// Resolves a presented API key to its agent. A key this process verified before is
+    /// answered from memory; any other key (wrong, malformed, or a good one on its first use)
+    /// first costs the client's IP one token of the key-check limit, so a flood of wrong keys
+    /// meets 429 instead of taking argon2 time from everyone else.
+    pub fn authenticate(&self, presented: &str, client_ip: &str) -> Result<Caller> {
+        let parsed = keys::parse(presented);
+        let known = parsed.as_ref().is_ok_and(|(id, secret)| self.keys.is_known(id, secret));
+        if !known {
+            self.limits.take(InMemory::KeyChecks, client_ip)?;
+        }
+        let (key_id, secret) = parsed?;
         let row = agents_store::by_key_id(&*self.conn()?, key_id)?.ok_or(Error::Unauthorized)?;
-        if !self.keys.verify(key_id, secret, &row.key_hash) {
+        if !known && !self.keys.verify(key_id, secret, &row.key_hash) {
             return Err(Error::Unauthorized);
         }
         if row.suspended_at.is_some() {

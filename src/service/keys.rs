@@ -69,19 +69,16 @@ pub struct KeyCache {
 }
 
 impl KeyCache {
-    /// Whether `secret` matches `stored_hash`, from memory when this key was verified before.
+    /// Whether `secret` matches `stored_hash` (one argon2 run); a match is remembered, so
+    /// `is_known` answers for this key from then on.
     pub fn verify(&self, key_id: &str, secret: &str, stored_hash: &str) -> bool {
-        let d = digest(secret);
-        if self.lock().get(key_id) == Some(&d) {
-            return true;
-        }
         let ok = Argon2::default().verify_password(secret.as_bytes(), stored_hash).is_ok();
         if ok {
             let mut map = self.lock();
             if map.len() >= CACHE_MAX {
                 map.clear();
             }
-            map.insert(key_id.to_owned(), d);
+            map.insert(key_id.to_owned(), digest(secret));
         }
         ok
     }

@@ -14,7 +14,6 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use rusqlite::Connection;
 
-use super::{Caller, Directory, keys};
 use crate::error::{Error, Result};
 use crate::store::rate;
 use crate::telemetry;
@@ -233,19 +232,5 @@ impl RateLimits {
         self.links.retain_recent();
         self.reports.retain_recent();
         self.key_checks.retain_recent();
-    }
-}
-
-impl Directory {
-    /// `authenticate`, with the argon2 work a client can cause bounded: a key this process has
-    /// verified before is answered from memory and never limited; any other key presented costs
-    /// the client's IP one token of the key-check limit first. A flood of wrong keys from one
-    /// address then meets 429 instead of taking the CPU from everyone else.
-    pub fn authenticate_from(&self, presented: &str, client_ip: &str) -> Result<Caller> {
-        let cached = keys::parse(presented).is_ok_and(|(id, secret)| self.keys.is_known(id, secret));
-        if !cached {
-            self.limits.take(InMemory::KeyChecks, client_ip)?;
-        }
-        self.authenticate(presented)
     }
 }
