@@ -154,12 +154,7 @@ async fn metrics_count_requests_by_route_template_and_report_index_and_pool() {
 async fn every_response_carries_security_headers_and_a_request_id() {
     let s = Server::start().await;
     let a = s.register("headers").await;
-    let mcp = s
-        .http
-        .post(s.url("/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string());
+    let mcp = mcp_tools_list(&s);
     let answers: Vec<(&str, Resp)> = vec![
         ("stats", s.get("/api/stats", None).await),
         ("skill", s.get("/skill.md", None).await),
@@ -323,12 +318,7 @@ async fn overload_is_shed_with_503_and_retry_after_while_probes_answer() {
     r.expect_error(503, "overloaded");
     let retry: u64 = r.header("retry-after").expect("Retry-After").parse().expect("seconds");
     assert!(retry >= 1);
-    let mcp = s
-        .http
-        .post(s.url("/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string());
+    let mcp = mcp_tools_list(&s);
     s.send(mcp).await.expect_error(503, "overloaded");
     s.get("/healthz", None).await.expect(200);
     s.get("/readyz", None).await.expect(200);
@@ -514,4 +504,13 @@ async fn a_write_stuck_behind_the_database_lock_is_overloaded_not_an_error() {
         .post("/api/posts", Some(&a.key), serde_json::json!({"kind": "announce", "title": "t", "body": "b"}))
         .await;
     again.expect(201);
+}
+
+/// A stateless MCP `tools/list` over plain HTTP, as a client that needs no handshake sends it.
+fn mcp_tools_list(s: &Server) -> reqwest::RequestBuilder {
+    s.http
+        .post(s.url("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string())
 }

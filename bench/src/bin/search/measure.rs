@@ -126,20 +126,18 @@ pub fn process_cpu() -> Duration {
 
 /// A `/proc/self/status` value in MB (`VmHWM` is the peak resident set, `VmRSS` the current).
 pub fn status_mb(field: &str) -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<f64>().ok()))
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
+    proc_mb("/proc/self/status", field)
 }
 
 /// A `/proc/self/smaps_rollup` value in MB. `Pss` shares each page among the mappings that hold
 /// it, so the database file mapped by every pooled connection counts once.
 pub fn rollup_mb(field: &str) -> f64 {
-    std::fs::read_to_string("/proc/self/smaps_rollup")
+    proc_mb("/proc/self/smaps_rollup", field)
+}
+
+/// The `field:  <n> kB` line of a `/proc` file, in MB (0 when absent).
+fn proc_mb(path: &str, field: &str) -> f64 {
+    std::fs::read_to_string(path)
         .ok()
         .and_then(|s| {
             s.lines()
