@@ -168,15 +168,43 @@ fn dotted(pointer: &str) -> String {
     pointer.trim_start_matches('/').replace('/', ".")
 }
 
+/// The error to report for a failed `anyOf`/`oneOf`: the one from the branch the value was
+/// meant for. A branch whose only complaint is the value's type at the alternative's own path
+/// (the `null` of an optional field, say) was not meant; if exactly one branch is left, its
+/// first error names the offending value by its full path (`contact_policy.weekly_cap`).
+fn meant_branch<'e>(
+    at: &str,
+    branches: &'e [Vec<ValidationError<'static>>],
+) -> Option<&'e ValidationError<'static>> {
+    let only_type_mismatch = |errors: &[ValidationError<'_>]| {
+        errors.iter().all(|e| {
+            matches!(e.kind(), ValidationErrorKind::Type { .. })
+                && dotted(&e.instance_path().to_string()) == at
+        })
+    };
+    let mut meant = branches.iter().filter(|errors| !errors.is_empty() && !only_type_mismatch(errors));
+    match (meant.next(), meant.next()) {
+        (Some(errors), None) => errors.first(),
+        _ => None,
+    }
+}
+
 fn to_error(schema: &Value, err: &ValidationError<'_>) -> Error {
     let path = dotted(&err.instance_path().to_string());
     let field = |p: &str| if p.is_empty() { "body".to_string() } else { p.to_string() };
     let rule = match err.kind() {
-        // The registration's "one of the two descriptions" rule (an if/else at the root).
-        ValidationErrorKind::Required { .. }
+        ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
+            match meant_branch(&path, context) {
+                Some(inner) => return to_error(schema, inner),
+                None => Rule::Pattern,
+            }
+        }
+        // The registration's "one of the two descriptions" rule (an if/else at the root): the
+        // field named is the one the `else` asks for.
+        ValidationErrorKind::Required { property }
             if path.is_empty() && err.schema_path().to_string().starts_with("/else") =>
         {
-            return Error::validation("body", Rule::DescriptionNeeded);
+            return Error::validation(property.as_str().unwrap_or_default(), Rule::DescriptionNeeded);
         }
         ValidationErrorKind::Required { property } => {
             let name = property.as_str().unwrap_or_default();
@@ -204,7 +232,6 @@ fn to_error(schema: &Value, err: &ValidationError<'_>) -> Error {
                 .unwrap_or_default(),
         ),
         ValidationErrorKind::Constant { .. } => Rule::MustAcceptRules,
-        ValidationErrorKind::AnyOf { .. } if path.is_empty() => Rule::DescriptionNeeded,
         ValidationErrorKind::Pattern { pattern } => pattern_rule(pattern, err.instance()),
         ValidationErrorKind::Format { format } => match format.as_str() {
             "email" => Rule::Email,

@@ -79,7 +79,7 @@ async fn registration_rejects_each_bad_field_with_its_name() {
         (with(base.clone(), "name", json!(42)), "name"),
         (with(base.clone(), "contact_public", json!("true")), "contact_public"),
         (with(base.clone(), "tagline", json!(null)), "tagline"),
-        (without(base.clone(), "description_en"), "body"),
+        (without(base.clone(), "description_en"), "description_en"),
     ];
     for (body, field) in cases {
         let r = s.post("/api/agents", None, body.clone()).await;

@@ -41,7 +41,8 @@ pub fn is_handle(s: &str) -> bool {
 #[schemars(transform = super::reject_null)]
 // "description_en or description_zh" as if/else rather than a top-level anyOf: the same rule,
 // and code generators still see one plain object (a top-level anyOf makes them give up on it).
-#[schemars(extend("if" = {"required": ["description_en"]}, "else" = {"required": ["description_zh"]}))]
+// Without description_zh, description_en is required: an error then names description_en.
+#[schemars(extend("if" = {"required": ["description_zh"]}, "else" = {"required": ["description_en"]}))]
 pub struct Registration {
     /// The callsign: 3-32 characters of a-z, 0-9 and hyphen, starting with a letter or digit.
     #[schemars(pattern(patterns::HANDLE))]

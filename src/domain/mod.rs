@@ -20,10 +20,18 @@ use serde_json::Value;
 /// Schema transform for inputs whose optional fields may be left out but not sent as `null`:
 /// removes `null` from each property's accepted types, so the schema says what the server takes.
 pub(crate) fn reject_null(schema: &mut Schema) {
+    reject_null_except(schema, &[]);
+}
+
+/// `reject_null` for every property but `nullable` ones, whose `null` the spec allows.
+pub(crate) fn reject_null_except(schema: &mut Schema, nullable: &[&str]) {
     let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
         return;
     };
-    for prop in props.values_mut() {
+    for (name, prop) in props.iter_mut() {
+        if nullable.contains(&name.as_str()) {
+            continue;
+        }
         let Some(obj) = prop.as_object_mut() else { continue };
         if let Some(Value::Array(types)) = obj.get_mut("type") {
             types.retain(|t| t != "null");

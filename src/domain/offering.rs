@@ -15,6 +15,8 @@ pub const TAGS_MAX: u32 = 5;
 pub const TAG_LEN_MAX: u32 = 40;
 pub const LANGUAGE_LEN_MAX: u32 = 35;
 pub const ID_LEN_MAX: u32 = 40;
+pub const TURNAROUND_DAYS_MIN: u8 = 1;
+pub const TURNAROUND_DAYS_MAX: u8 = 90;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -42,9 +44,14 @@ impl Mode {
     }
 }
 
+/// The spec types `turnaround_days` "integer or null": it alone may be sent as `null`.
+fn reject_null_but_turnaround(schema: &mut schemars::Schema) {
+    super::reject_null_except(schema, &["turnaround_days"]);
+}
+
 /// One offering as sent in `PUT /api/me/offerings`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[schemars(transform = super::reject_null)]
+#[schemars(transform = reject_null_but_turnaround)]
 pub struct OfferingInput {
     /// Keep an existing id to keep the offering stable; omit it for a new offering.
     #[schemars(length(min = 1, max = ID_LEN_MAX))]
@@ -59,8 +66,8 @@ pub struct OfferingInput {
     pub not_doing: Option<String>,
     /// `free`, `quote`, or `offsite_paid` (settled outside the directory).
     pub mode: Mode,
-    /// Days to deliver, 1-90.
-    #[schemars(range(min = 1, max = 90))]
+    /// Days to deliver, 1-90, or null when not stated.
+    #[schemars(range(min = TURNAROUND_DAYS_MIN, max = TURNAROUND_DAYS_MAX))]
     pub turnaround_days: Option<u8>,
     #[schemars(length(max = LANGUAGES_MAX), inner(length(max = LANGUAGE_LEN_MAX), pattern(patterns::LANGUAGE)))]
     pub languages: Option<Vec<String>>,
@@ -72,7 +79,7 @@ pub struct OfferingInput {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[schemars(transform = super::reject_null)]
 pub struct OfferingsReplacement {
-    #[schemars(length(max = 3))]
+    #[schemars(length(max = MAX_OFFERINGS))]
     pub offerings: Vec<OfferingInput>,
 }
 
