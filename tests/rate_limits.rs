@@ -239,18 +239,21 @@ async fn public_reports_limit_holds_per_client_ip() {
 #[tokio::test]
 async fn a_flood_of_bad_keys_meets_429_while_known_keys_pass() {
     let s = Server::start_with(&limits(&[("AGENTDIR_RATE_LIMIT_KEY_CHECKS", "5/m")])).await;
-    // Registering does not spend key checks; the first use of the key spends one.
+    // Neither registering nor the first use of the issued key spends key checks.
     let good = s.register("rl-key").await;
     s.get("/api/me", Some(&good.key)).await.expect(200);
 
+    // Wrong secrets for an existing key id do, and then meet 429.
     let (key_id, _) = good.key.trim_start_matches("cq_").split_once('_').expect("key shape");
     let wrong_secret = format!("cq_{key_id}_{}", "0".repeat(40));
-    for _ in 0..4 {
+    for _ in 0..5 {
         s.get("/api/me", Some(&wrong_secret)).await.expect_error(401, "unauthorized");
     }
     let r = s.get("/api/me", Some(&wrong_secret)).await;
     assert_limited(&r, 60);
-    assert_limited(&s.get("/api/me", Some("cq_garbage")).await, 60);
+    assert_limited(&s.get("/api/me", Some(&wrong_secret)).await, 60);
+    // A malformed key costs no check at all.
+    s.get("/api/me", Some("cq_garbage")).await.expect_error(401, "unauthorized");
 
     // The verified key is answered from memory: never counted, never refused.
     for _ in 0..20 {

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use agentdir_search_index::AgentQuery;
 
-use super::rate_limit::{InMemory, Persistent};
+use super::rate_limit::Persistent;
 use super::{Caller, Directory, keys, views};
 use crate::domain::agent::{
     self, AgentCard, AgentList, AgentSearch, Evidence, OwnProfile, ProfilePatch, Registered, Registration,
@@ -57,8 +57,8 @@ impl Directory {
             mailbox_verified_at: None,
             owner_email: None,
             owner_claimed_at: None,
-            key_id: key.key_id,
-            key_hash: key.hash,
+            key_id: key.key_id.clone(),
+            key_hash: key.hash.clone(),
             suspended_at: None,
             created_at: now,
             updated_at: now,
@@ -74,6 +74,7 @@ impl Directory {
             self.limits.record(tx, Persistent::Registration, client_ip, now)?;
             Ok(id)
         })?;
+        self.keys.remember_issued(&key);
         self.after_write();
         let saved = agents_store::by_id(&conn, id)?.ok_or(Error::Internal)?;
         Ok(Registered {
@@ -84,25 +85,25 @@ impl Directory {
         })
     }
 
-    /// Resolves a presented API key to its agent. A key this process verified before is
-    /// answered from memory; any other key (wrong, malformed, or a good one on its first use)
-    /// first costs the client's IP one token of the key-check limit, so a flood of wrong keys
-    /// meets 429 instead of taking argon2 time from everyone else.
+    /// Resolves a presented API key to its agent. A key this process issued or verified before
+    /// is answered from memory. A malformed key, or one whose key id does not exist, is refused
+    /// without hashing and costs nothing. Only a wrong secret for an existing key id (an argon2
+    /// run that failed) costs the client one unit of the key-check budget; once that is used
+    /// up, the client's key checks meet 429 before any hashing.
     pub fn authenticate(&self, presented: &str, client_ip: &str) -> Result<Caller> {
-        let parsed = keys::parse(presented);
-        let known = parsed.as_ref().is_ok_and(|(id, secret)| self.keys.is_known(id, secret));
-        if !known {
-            self.limits.take(InMemory::KeyChecks, client_ip)?;
-        }
-        let (key_id, secret) = parsed?;
+        let (key_id, secret) = keys::parse(presented)?;
         let row = agents_store::by_key_id(&*self.conn()?, key_id)?.ok_or(Error::Unauthorized)?;
-        if !known && !self.keys.verify(key_id, secret, &row.key_hash) {
-            return Err(Error::Unauthorized);
+        if !self.keys.is_known(key_id, secret) {
+            self.limits.key_check_allowed(client_ip)?;
+            if !self.keys.verify(key_id, secret, &row.key_hash) {
+                self.limits.key_check_failed(client_ip)?;
+                return Err(Error::Unauthorized);
+            }
         }
         if row.suspended_at.is_some() {
             return Err(Error::Suspended);
         }
-        Ok(Caller { id: row.id, handle: row.handle })
+        Ok(Caller { id: row.id, handle: row.handle, key_id: row.key_id })
     }
 
     /// A public agent, or 404 (unknown, malformed or suspended handles alike).
@@ -289,13 +290,18 @@ impl Directory {
     pub fn rotate_key(&self, caller: &Caller) -> Result<RotatedKey> {
         let key = keys::generate()?;
         let mut conn = self.conn()?;
-        let old = store::write(&mut conn, |tx| {
+        store::write(&mut conn, |tx| {
             let a = self.caller_row(tx, caller)?;
+            // Of several rotations with one key, the first wins; the others find their key
+            // already rotated away.
+            if a.key_id != caller.key_id {
+                return Err(Error::Unauthorized);
+            }
             agents_store::set_key(tx, a.id, &key.key_id, &key.hash)?;
-            agents_store::touch(tx, a.id, now_ms(), false)?;
-            Ok(a.key_id)
+            agents_store::touch(tx, a.id, now_ms(), false)
         })?;
-        self.keys.forget(&old);
+        self.keys.forget(&caller.key_id);
+        self.keys.remember_issued(&key);
         self.after_write();
         Ok(RotatedKey { api_key: key.key })
     }

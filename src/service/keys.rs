@@ -24,6 +24,7 @@ const CACHE_MAX: usize = 100_000;
 pub struct NewKey {
     pub key: String,
     pub key_id: String,
+    secret: String,
     pub hash: String,
 }
 
@@ -43,7 +44,7 @@ pub fn generate() -> Result<NewKey> {
             Error::Internal
         })?
         .to_string();
-    Ok(NewKey { key: format!("{PREFIX}{key_id}_{secret}"), key_id, hash })
+    Ok(NewKey { key: format!("{PREFIX}{key_id}_{secret}"), key_id, secret, hash })
 }
 
 /// Splits a presented key into key id and secret, or refuses it as malformed.
@@ -74,13 +75,22 @@ impl KeyCache {
     pub fn verify(&self, key_id: &str, secret: &str, stored_hash: &str) -> bool {
         let ok = Argon2::default().verify_password(secret.as_bytes(), stored_hash).is_ok();
         if ok {
-            let mut map = self.lock();
-            if map.len() >= CACHE_MAX {
-                map.clear();
-            }
-            map.insert(key_id.to_owned(), digest(secret));
+            self.remember(key_id, secret);
         }
         ok
+    }
+
+    /// Remembers a key this process issued, once it is stored: its first use costs no check.
+    pub fn remember_issued(&self, key: &NewKey) {
+        self.remember(&key.key_id, &key.secret);
+    }
+
+    fn remember(&self, key_id: &str, secret: &str) {
+        let mut map = self.lock();
+        if map.len() >= CACHE_MAX {
+            map.clear();
+        }
+        map.insert(key_id.to_owned(), digest(secret));
     }
 
     /// Whether this key was already verified (no argon2 needed).

@@ -47,6 +47,8 @@ pub struct Settings {
 pub struct Caller {
     pub id: i64,
     pub handle: String,
+    /// The key id the caller authenticated with (a rotation must still find it current).
+    pub key_id: String,
 }
 
 /// The directory: database, search index, key cache and limits. Cheap to share as `Arc`.

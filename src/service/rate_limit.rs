@@ -5,10 +5,12 @@
 //! Limits keyed by client IP count an IPv6 client by its /64: one host usually holds a whole
 //! /64, and counting single addresses would let it rotate through them.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::str::FromStr;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
@@ -151,6 +153,9 @@ pub struct RateLimits {
     links: DefaultKeyedRateLimiter<String>,
     reports: DefaultKeyedRateLimiter<String>,
     key_checks: DefaultKeyedRateLimiter<String>,
+    /// Clients whose failed key checks used up their budget, and until when: their next
+    /// checks are refused before any hashing.
+    key_checks_refused: Mutex<HashMap<String, Instant>>,
 }
 
 fn keyed(rate: Rate) -> DefaultKeyedRateLimiter<String> {
@@ -167,8 +172,42 @@ impl RateLimits {
             links: keyed(settings.links),
             reports: keyed(settings.reports),
             key_checks: keyed(settings.key_checks),
+            key_checks_refused: Mutex::new(HashMap::new()),
             settings: settings.clone(),
         }
+    }
+
+    /// Refuses a key check from a client whose failed checks used up the key-check budget, so
+    /// a flood of wrong secrets costs no argon2 run past the budget.
+    pub fn key_check_allowed(&self, client_ip: &str) -> Result<()> {
+        let subject = ip_subject(client_ip);
+        let mut refused = self.key_checks_refused.lock().unwrap_or_else(|e| e.into_inner());
+        match refused.get(&subject) {
+            Some(until) if *until > Instant::now() => {
+                telemetry::rate_limited(InMemory::KeyChecks.name());
+                Err(Error::RateLimited { retry_after: retry_after_secs(*until - Instant::now()) })
+            }
+            Some(_) => {
+                refused.remove(&subject);
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Counts one failed key check (a wrong secret for an existing key id); refuses with 429
+    /// once the client's budget is used up.
+    pub fn key_check_failed(&self, client_ip: &str) -> Result<()> {
+        let subject = ip_subject(client_ip);
+        self.key_checks.check_key(&subject).map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            self.key_checks_refused
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(subject, Instant::now() + wait);
+            telemetry::rate_limited(InMemory::KeyChecks.name());
+            Error::RateLimited { retry_after: retry_after_secs(wait) }
+        })
     }
 
     fn rate(&self, limit: Persistent) -> Rate {
@@ -213,7 +252,7 @@ impl RateLimits {
         limiter.check_key(&subject).map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             telemetry::rate_limited(limit.name());
-            Error::RateLimited { retry_after: wait.as_secs() + 1 }
+            Error::RateLimited { retry_after: retry_after_secs(wait) }
         })
     }
 
@@ -232,5 +271,12 @@ impl RateLimits {
         self.links.retain_recent();
         self.reports.retain_recent();
         self.key_checks.retain_recent();
+        let now = Instant::now();
+        self.key_checks_refused.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, until| *until > now);
     }
+}
+
+/// Whole seconds to wait, rounded up, at least one.
+fn retry_after_secs(wait: Duration) -> u64 {
+    wait.as_secs() + 1
 }

@@ -1,0 +1,182 @@
+//! Rules of CONTRACT.md "Consistency and caching" that a client author meets on day one: the
+//! full path of a bad value in `error.field`, a null turnaround, what the key-check budget
+//! counts, and atomic key rotation.
+
+mod common;
+
+use common::{RELAXED_LIMITS, Server, unique_handle};
+use serde_json::{Value, json};
+
+fn limits(overrides: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
+    let mut env: Vec<_> =
+        RELAXED_LIMITS.iter().copied().filter(|(k, _)| !overrides.iter().any(|(o, _)| o == k)).collect();
+    env.extend_from_slice(overrides);
+    env
+}
+
+#[tokio::test]
+async fn a_bad_nested_value_is_named_by_its_full_path() {
+    let s = Server::start().await;
+    let a = s.register("paths").await;
+    let huge: Value = serde_json::from_str("99999999999999999999999").expect("a huge number");
+    let patches: Vec<(Value, &str)> = vec![
+        (json!({"contact_policy": {"weekly_cap": 0}}), "contact_policy.weekly_cap"),
+        (json!({"contact_policy": {"weekly_cap": 51}}), "contact_policy.weekly_cap"),
+        (json!({"contact_policy": {"weekly_cap": huge}}), "contact_policy.weekly_cap"),
+        (json!({"contact_policy": {"weekly_cap": "ten"}}), "contact_policy.weekly_cap"),
+        (json!({"contact_policy": {"min_level": 3}}), "contact_policy.min_level"),
+        (json!({"contact_policy": {"min_level": 0}}), "contact_policy.min_level"),
+        (json!({"contact_policy": {"accepting": "yes"}}), "contact_policy.accepting"),
+        (json!({"contact_policy": {"require_offering": 1}}), "contact_policy.require_offering"),
+        (json!({"contact_policy": {"note": "n".repeat(201)}}), "contact_policy.note"),
+        (json!({"contact_policy": {"note": 7}}), "contact_policy.note"),
+        (json!({"contact_policy": "open"}), "contact_policy"),
+        (json!({"capabilities": ["ok", 5]}), "capabilities.1"),
+        (json!({"tagline": "two\nlines"}), "tagline"),
+    ];
+    for (patch, field) in patches {
+        let r = s.patch("/api/me", Some(&a.key), patch.clone()).await;
+        r.expect_error(400, "validation_failed");
+        assert_eq!(r.json["error"]["field"], field, "for {patch}: {}", r.text);
+    }
+
+    let o = json!({"title": "Review", "deliverable": "A review", "mode": "free"});
+    let offering = |key: &str, value: Value| {
+        let mut second = o.clone();
+        second[key] = value;
+        json!({"offerings": [o.clone(), second]})
+    };
+    let lists: Vec<(Value, &str)> = vec![
+        (offering("title", json!("t".repeat(41))), "offerings.1.title"),
+        (offering("title", json!(["not", "text"])), "offerings.1.title"),
+        (offering("deliverable", json!("")), "offerings.1.deliverable"),
+        (offering("mode", json!("paid")), "offerings.1.mode"),
+        (offering("turnaround_days", json!(0)), "offerings.1.turnaround_days"),
+        (offering("turnaround_days", json!(91)), "offerings.1.turnaround_days"),
+        (offering("turnaround_days", huge.clone()), "offerings.1.turnaround_days"),
+        (offering("turnaround_days", json!("3")), "offerings.1.turnaround_days"),
+        (offering("tags", json!(["a", "b", "c", "d", "e", "f"])), "offerings.1.tags"),
+        (offering("tags", json!(["fine", ""])), "offerings.1.tags.1"),
+        (offering("languages", json!(["en", "not a code"])), "offerings.1.languages.1"),
+        (offering("for_whom", json!(null)), "offerings.1.for_whom"),
+        (json!({"offerings": [o.clone(), {"deliverable": "d", "mode": "free"}]}), "offerings.1.title"),
+        (json!({"offerings": [o.clone(), "not an object"]}), "offerings.1"),
+    ];
+    for (body, field) in lists {
+        let r = s.put("/api/me/offerings", Some(&a.key), body.clone()).await;
+        r.expect_error(400, "validation_failed");
+        assert_eq!(r.json["error"]["field"], field, "for {body}: {}", r.text);
+    }
+
+    // A registration without either description names the field to fill in.
+    let h = unique_handle("nodesc");
+    let r = s
+        .post(
+            "/api/agents",
+            None,
+            json!({"handle": h, "name": "N", "owner": "O", "mailbox": format!("{h}@example.org"), "accept_rules": true}),
+        )
+        .await;
+    r.expect_error(400, "validation_failed");
+    assert_eq!(r.json["error"]["field"], "description_en", "{}", r.text);
+    assert!(r.json["error"]["message_en"].as_str().unwrap().contains("description_zh"), "{}", r.text);
+
+    // Nothing was written by any refused request.
+    let me = s.get("/api/me", Some(&a.key)).await;
+    assert_eq!(me.json["agent"]["contact_policy"]["weekly_cap"], 10);
+    assert_eq!(me.json["agent"]["offerings"], json!([]));
+    assert_eq!(s.get(&format!("/api/agents/{h}"), None).await.status, 404);
+}
+
+#[tokio::test]
+async fn a_null_turnaround_is_stored_and_shown_as_null() {
+    let s = Server::start().await;
+    let a = s.register("turnaround").await;
+    let body = json!({"offerings": [
+        {"title": "Quick", "deliverable": "A review", "mode": "free", "turnaround_days": null},
+        {"title": "Slow", "deliverable": "A book", "mode": "quote", "turnaround_days": 90},
+        {"title": "Open", "deliverable": "Advice", "mode": "offsite_paid"},
+    ]});
+    let r = s.put("/api/me/offerings", Some(&a.key), body).await;
+    r.expect(200);
+    let days = |list: &Value| -> Vec<Value> {
+        list.as_array().unwrap().iter().map(|o| o["turnaround_days"].clone()).collect()
+    };
+    assert_eq!(days(&r.json["offerings"]), vec![Value::Null, json!(90), Value::Null]);
+    let card = s.get(&format!("/api/agents/{}", a.handle), None).await;
+    assert_eq!(days(&card.json["agent"]["offerings"]), vec![Value::Null, json!(90), Value::Null]);
+    // The key is present with null, not left out.
+    assert!(card.json["agent"]["offerings"][0].as_object().unwrap().contains_key("turnaround_days"));
+}
+
+#[tokio::test]
+async fn keys_this_server_issued_never_cost_a_key_check() {
+    let s = Server::start_with(&limits(&[("AGENTDIR_RATE_LIMIT_KEY_CHECKS", "5/m")])).await;
+    for _ in 0..30 {
+        let a = s.register("issued").await;
+        s.get("/api/me", Some(&a.key)).await.expect(200);
+        let rotated = s.post_empty("/api/me/rotate-key", Some(&a.key)).await;
+        rotated.expect(200);
+        s.get("/api/me", Some(rotated.json["api_key"].as_str().unwrap())).await.expect(200);
+    }
+}
+
+#[tokio::test]
+async fn unknown_key_ids_and_malformed_keys_cost_nothing() {
+    let s = Server::start_with(&limits(&[("AGENTDIR_RATE_LIMIT_KEY_CHECKS", "5/m")])).await;
+    let a = s.register("junk").await;
+    for i in 0..120 {
+        let junk = format!("cq_{:012}_{}", i, "a".repeat(40));
+        s.get("/api/me", Some(&junk)).await.expect_error(401, "unauthorized");
+        s.get("/api/me", Some("cq_not_a_key")).await.expect_error(401, "unauthorized");
+    }
+    // After a restart the key is no longer remembered: its first use is a real check, and the
+    // junk before did not use up the address's budget.
+    let mut s = s;
+    s.restart();
+    s.get("/api/me", Some(&a.key)).await.expect(200);
+}
+
+#[tokio::test]
+async fn wrong_secrets_for_a_real_key_id_meet_429() {
+    let mut s = Server::start_with(&limits(&[("AGENTDIR_RATE_LIMIT_KEY_CHECKS", "5/m")])).await;
+    let a = s.register("guess").await;
+    s.restart();
+    let (key_id, _) = a.key.trim_start_matches("cq_").split_once('_').expect("key shape");
+    let wrong = format!("cq_{key_id}_{}", "0".repeat(40));
+    for _ in 0..5 {
+        s.get("/api/me", Some(&wrong)).await.expect_error(401, "unauthorized");
+    }
+    let r = s.get("/api/me", Some(&wrong)).await;
+    r.expect_error(429, "rate_limited");
+    assert!(r.header("retry-after").is_some());
+    // Once refused, the address gets no more checks for a while, even with the right secret.
+    s.get("/api/me", Some(&a.key)).await.expect_error(429, "rate_limited");
+}
+
+#[tokio::test]
+async fn of_concurrent_rotations_with_one_key_exactly_one_succeeds() {
+    let s = Server::start().await;
+    for round in 0..3 {
+        let a = s.register("rotate").await;
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..8 {
+            let req = s.http.post(s.url("/api/me/rotate-key")).bearer_auth(&a.key);
+            tasks.spawn(async move {
+                let res = req.send().await.expect("rotate");
+                let status = res.status().as_u16();
+                (status, res.json::<Value>().await.unwrap_or(Value::Null))
+            });
+        }
+        let answers = tasks.join_all().await;
+        let statuses: Vec<u16> = answers.iter().map(|(status, _)| *status).collect();
+        let won: Vec<&Value> = answers.iter().filter(|(status, _)| *status == 200).map(|(_, b)| b).collect();
+        assert_eq!(won.len(), 1, "round {round}: {statuses:?}");
+        for (status, body) in answers.iter().filter(|(status, _)| *status != 200) {
+            assert_eq!((*status, body["error"]["code"].as_str()), (401, Some("unauthorized")), "{body}");
+        }
+        let new_key = won[0]["api_key"].as_str().unwrap();
+        s.get("/api/me", Some(new_key)).await.expect(200);
+        s.get("/api/me", Some(&a.key)).await.expect_error(401, "unauthorized");
+    }
+}
