@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use agentdir_mcp::{Arguments, DirectoryRead, ToText, ToolError};
+use agentdir_mcp::{Arguments, DirectoryRead, ErrorKind, ToText, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -130,10 +130,20 @@ fn parse<T: DeserializeOwned + JsonSchema + 'static>(args: Arguments) -> Result<
     validate(args).map_err(tool_error)
 }
 
+/// The kind of failure, for the MCP adapter: decided by the status REST gives the same error.
+fn error_kind(e: &Error) -> ErrorKind {
+    match e.status() {
+        404 => ErrorKind::NotFound,
+        503 | 504 => ErrorKind::Busy,
+        500..=599 => ErrorKind::Internal,
+        _ => ErrorKind::Invalid,
+    }
+}
+
 /// The core error as the MCP envelope: same code, messages and field as the REST body.
 fn tool_error(e: Error) -> ToolError {
     let messages = e.messages();
-    let error = ToolError::new(e.code(), messages.en, messages.zh);
+    let error = ToolError::new(error_kind(&e), e.code(), messages.en, messages.zh);
     match e.field() {
         Some(field) => error.with_field(field),
         None => error,

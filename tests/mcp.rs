@@ -581,6 +581,42 @@ async fn resources_are_the_rest_documents_and_handles_complete() {
     let _ = client.cancel().await;
 }
 
+/// The JSON-RPC error of a failed `resources/read`, with the envelope in its data.
+async fn read_error(client: &Client, uri: &str) -> (i32, Value) {
+    match client.read_resource(ReadResourceRequestParams::new(uri)).await {
+        Err(ServiceError::McpError(error)) => {
+            (error.code.0, error.data.clone().unwrap_or_else(|| panic!("{uri}: no envelope in {error:?}")))
+        }
+        other => panic!("{uri}: expected a JSON-RPC error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_failing_database_is_an_internal_error_never_the_clients_fault() {
+    let s = Server::start().await;
+    let author = s.register("broken-db").await;
+    let call_id =
+        post_call(&s, &author, json!({"kind": "seeking", "title": "Review", "body": "Please."})).await;
+    // The database loses a table under the running server (as a damaged file or a bad manual
+    // edit would): reads that need it fail inside the server.
+    let db = rusqlite::Connection::open(s.data_dir.join("agentdir.sqlite3")).expect("open the database");
+    db.execute_batch("ALTER TABLE replies RENAME TO replies_lost").expect("rename");
+    drop(db);
+
+    let client = connect(&s.base, ClientLifecycleMode::Initialize).await;
+    for uri in [format!("agentdir://agents/{}", author.handle), format!("agentdir://calls/{call_id}")] {
+        let (code, envelope) = read_error(&client, &uri).await;
+        assert_eq!(code, -32603, "{uri}: an internal failure is JSON-RPC's internal error: {envelope}");
+        assert_eq!(envelope["error"]["code"], "internal", "{uri}: {envelope}");
+    }
+    let result = call(&client, "get_call", json!({"id": call_id})).await;
+    assert_eq!(tool_error(&result)["error"]["code"], "internal");
+    // A client's own mistakes keep their own kinds.
+    let (code, envelope) = read_error(&client, "agentdir://agents/nobody-at-all").await;
+    assert_eq!((code, envelope["error"]["code"].as_str()), (-32002, Some("not_found")));
+    let _ = client.cancel().await;
+}
+
 /// A raw JSON-RPC POST to /mcp, with no handshake before it.
 async fn raw(
     server: &Server,

@@ -7,12 +7,28 @@
 use serde::Serialize;
 use serde_json::Value;
 
+/// What kind of failure a read met. It decides how a failed resource read is told to the
+/// client (which JSON-RPC error code); the envelope's `code` stays the specific one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Nothing readable is there (unknown handle or id, hidden or deleted).
+    NotFound,
+    /// The arguments are not acceptable; the caller must change them.
+    Invalid,
+    /// The server is overloaded or timed out; the same read may succeed in a moment.
+    Busy,
+    /// The server failed; the cause is in its log.
+    Internal,
+}
+
 /// A failed read, shaped like the REST error body: `{"error": {code, message_en, message_zh, field}}`.
 ///
 /// Tools return it as a result with `isError: true`; resource reads return it as the `data` of a
 /// JSON-RPC error, because `resources/read` has no error result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolError {
+    #[serde(skip)]
+    pub kind: ErrorKind,
     /// Specific snake_case code, the same one REST would use (`not_found`, `validation_failed`…).
     pub code: String,
     pub message_en: String,
@@ -23,11 +39,18 @@ pub struct ToolError {
 
 impl ToolError {
     pub fn new(
+        kind: ErrorKind,
         code: impl Into<String>,
         message_en: impl Into<String>,
         message_zh: impl Into<String>,
     ) -> Self {
-        Self { code: code.into(), message_en: message_en.into(), message_zh: message_zh.into(), field: None }
+        Self {
+            kind,
+            code: code.into(),
+            message_en: message_en.into(),
+            message_zh: message_zh.into(),
+            field: None,
+        }
     }
 
     pub fn with_field(mut self, field: impl Into<String>) -> Self {
@@ -38,7 +61,8 @@ impl ToolError {
     /// A port answered but its output could not be turned into JSON: a bug, not the caller's fault.
     pub(crate) fn internal() -> Self {
         Self::new(
-            "internal_error",
+            ErrorKind::Internal,
+            "internal",
             "The server could not complete this read. Please try again later.",
             "服务器未能完成此次读取，请稍后重试。",
         )
@@ -46,7 +70,12 @@ impl ToolError {
 
     /// `arguments` of a tool call that is not a JSON object; the core never sees such a call.
     pub(crate) fn arguments_not_an_object() -> Self {
-        Self::new("validation_failed", "Tool arguments must be a JSON object.", "工具参数必须是 JSON 对象。")
+        Self::new(
+            ErrorKind::Invalid,
+            "validation_failed",
+            "Tool arguments must be a JSON object.",
+            "工具参数必须是 JSON 对象。",
+        )
     }
 
     /// The REST error body for this error.
@@ -69,8 +98,13 @@ mod tests {
 
     #[test]
     fn envelope_matches_the_rest_error_body() {
-        let error = ToolError::new("validation_failed", "limit must be 1-100", "limit 须为 1-100")
-            .with_field("limit");
+        let error = ToolError::new(
+            ErrorKind::Invalid,
+            "validation_failed",
+            "limit must be 1-100",
+            "limit 须为 1-100",
+        )
+        .with_field("limit");
         assert_eq!(
             error.envelope(),
             serde_json::json!({"error": {
@@ -80,7 +114,7 @@ mod tests {
                 "field": "limit",
             }})
         );
-        let no_field = ToolError::new("not_found", "no such agent", "没有这个代理");
+        let no_field = ToolError::new(ErrorKind::NotFound, "not_found", "no such agent", "没有这个代理");
         assert_eq!(no_field.envelope()["error"]["field"], Value::Null);
     }
 }

@@ -21,7 +21,7 @@ mod tools;
 mod transport;
 
 pub use config::{ConfigError, McpConfig};
-pub use error::ToolError;
+pub use error::{ErrorKind, ToolError};
 pub use port::{Arguments, DirectoryRead, ToText, ToolOutput};
 pub use server::McpServer;
 pub use transport::{McpService, streamable_http_service};

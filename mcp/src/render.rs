@@ -132,7 +132,12 @@ mod tests {
 
     #[test]
     fn error_carries_the_envelope() {
-        let error = ToolError::new("not_found", "No agent with that handle.", "没有该代理。");
+        let error = ToolError::new(
+            crate::ErrorKind::NotFound,
+            "not_found",
+            "No agent with that handle.",
+            "没有该代理。",
+        );
         let result = tool_result::<Page>(Err(error.clone()));
         assert_eq!(result.is_error, Some(true));
         assert_eq!(result.structured_content, None);

@@ -13,7 +13,7 @@ use rmcp::{
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{DirectoryRead, ToolError, port::Arguments};
+use crate::{DirectoryRead, ErrorKind, ToolError, port::Arguments};
 
 pub(crate) const SKILL_URI: &str = "agentdir://skill.md";
 pub(crate) const AGENT_TEMPLATE: &str = "agentdir://agents/{handle}";
@@ -111,12 +111,17 @@ fn json_contents<T: Serialize>(
     Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type(JSON)]))
 }
 
-/// `resources/read` has no error result, so the envelope rides in the JSON-RPC error's `data`.
+/// JSON-RPC leaves -32000 to -32099 to the server: this one says "busy, try again shortly".
+pub(crate) const SERVER_BUSY: ErrorCode = ErrorCode(-32000);
+
+/// `resources/read` has no error result, so the envelope rides in the JSON-RPC error's `data`;
+/// the kind of failure picks the code, so a client can tell its own mistake from ours.
 fn read_error(uri: &str, error: &ToolError) -> ErrorData {
-    let code = match error.code.as_str() {
-        "internal_error" => ErrorCode::INTERNAL_ERROR,
-        "not_found" | "validation_failed" => ErrorCode::RESOURCE_NOT_FOUND,
-        _ => ErrorCode::INVALID_PARAMS,
+    let code = match error.kind {
+        ErrorKind::NotFound => ErrorCode::RESOURCE_NOT_FOUND,
+        ErrorKind::Invalid => ErrorCode::INVALID_PARAMS,
+        ErrorKind::Busy => SERVER_BUSY,
+        ErrorKind::Internal => ErrorCode::INTERNAL_ERROR,
     };
     ErrorData::new(code, format!("{uri}: {}", error.message_en), Some(error.envelope()))
 }

@@ -250,13 +250,23 @@ impl TestDirectory {
 }
 
 fn not_found() -> ToolError {
-    ToolError::new("not_found", "Nothing has that handle or id.", "没有此名号或编号。")
+    ToolError::new(
+        agentdir_mcp::ErrorKind::NotFound,
+        "not_found",
+        "Nothing has that handle or id.",
+        "没有此名号或编号。",
+    )
 }
 
 /// What the core does with its JSON Schema validator, in miniature.
 fn parse<T: DeserializeOwned>(args: Arguments) -> Result<T, ToolError> {
     serde_json::from_value(serde_json::Value::Object(args)).map_err(|e| {
-        ToolError::new("validation_failed", format!("Invalid arguments: {e}"), format!("参数无效：{e}"))
+        ToolError::new(
+            agentdir_mcp::ErrorKind::Invalid,
+            "validation_failed",
+            format!("Invalid arguments: {e}"),
+            format!("参数无效：{e}"),
+        )
     })
 }
 
@@ -264,6 +274,7 @@ fn check_limit(limit: Option<u32>, max: u32) -> Result<u32, ToolError> {
     match limit.unwrap_or(20) {
         l if (1..=max).contains(&l) => Ok(l),
         _ => Err(ToolError::new(
+            agentdir_mcp::ErrorKind::Invalid,
             "validation_failed",
             format!("limit must be between 1 and {max}."),
             format!("limit 必须在 1 到 {max} 之间。"),
