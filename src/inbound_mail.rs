@@ -11,8 +11,11 @@
 //! header too; RFC 8601 §5 requires the receiving MTA to delete (or rename) incoming
 //! `Authentication-Results` headers that carry its own authserv-id before its DKIM/SPF milter adds
 //! the genuine one. This module cannot tell a forged header with our id from the genuine one
-//! (their position depends on the MTA), so it accepts when any header with our id passes: the
-//! MTA must strip such headers on arrival.
+//! (their position depends on the MTA), so the MTA must strip such headers on arrival. As
+//! defence in depth it refuses a message whose headers with our id disagree about a method (a
+//! forged pass beside the genuine failure), never trusts a field written with whitespace before
+//! its colon (which strip rules keyed on the exact name miss), and takes DKIM only with
+//! `header.d` aligned to the From domain.
 
 use std::fmt::Write as _;
 
@@ -113,6 +116,8 @@ pub enum MailRejection {
     MultipleSubject,
     #[error("the message has no Authentication-Results header from {authserv_id}")]
     NoAuthenticationResults { authserv_id: String },
+    #[error("the Authentication-Results headers from {authserv_id} disagree about {method}")]
+    Conflicting { method: &'static str, authserv_id: String },
     #[error("neither DKIM nor SPF passed for {domain} at {authserv_id} (seen: {seen})")]
     NotAuthenticated {
         domain: String,
@@ -156,12 +161,22 @@ pub fn parse_message(raw: &[u8]) -> Result<InboundMessage, MailRejection> {
     let message_id = message.message_id().map(str::trim).filter(|id| !id.is_empty()).map(str::to_string);
 
     let authentication_results = message
-        .headers_raw()
-        .filter(|(name, _)| name.eq_ignore_ascii_case("Authentication-Results"))
-        .filter_map(|(_, value)| parse_authentication_results(value))
+        .headers()
+        .iter()
+        .filter(|h| h.name == HeaderName::AuthenticationResults)
+        .filter(|h| name_is_plain(raw, h.offset_field as usize, h.offset_start as usize))
+        .filter_map(|h| raw.get(h.offset_start as usize..h.offset_end as usize))
+        .filter_map(|value| parse_authentication_results(&String::from_utf8_lossy(value)))
         .collect();
 
     Ok(InboundMessage { from, from_domain, subject, message_id, authentication_results })
+}
+
+/// Whether a field's name is written without whitespace before its colon. A field written
+/// `Authentication-Results :` is one an MTA's strip rule may miss, so it is never trusted.
+fn name_is_plain(raw: &[u8], name_start: usize, value_start: usize) -> bool {
+    raw.get(name_start..value_start.saturating_sub(1))
+        .is_some_and(|name| name.last().is_some_and(|b| !b.is_ascii_whitespace()))
 }
 
 fn single_mailbox(address: Option<&Address<'_>>) -> Result<(String, String), MailRejection> {
@@ -194,10 +209,13 @@ fn single_mailbox(address: Option<&Address<'_>>) -> Result<(String, String), Mai
 
 /// `is_authenticated` with the reason when it fails.
 ///
-/// Passes when an `Authentication-Results` header whose authserv-id equals `authserv_id`
-/// (case-insensitive) holds `dkim=pass` with `header.d` (or the domain of `header.i`) equal to
-/// the From domain, or `spf=pass` with an `smtp.mailfrom` whose domain is the From domain.
-/// Headers with any other authserv-id are ignored.
+/// Only `Authentication-Results` headers whose authserv-id equals `authserv_id`
+/// (case-insensitive) count; headers with any other authserv-id are ignored. The message passes
+/// when one of ours holds `dkim=pass` with `header.d` equal to the From domain, or `spf=pass`
+/// with an `smtp.mailfrom` whose domain is the From domain — unless two of ours disagree about
+/// the same method (one passes it, another gives it any other result or says `none`): a forged
+/// header beside the genuine one, which an MTA that does not strip them lets through. Headers
+/// that agree (one milter stamps dkim, another spf) still pass.
 pub fn authenticate(msg: &InboundMessage, authserv_id: &str) -> Result<AuthMethod, MailRejection> {
     let wanted = authserv_id.trim();
     let ours: Vec<&AuthenticationResults> = msg
@@ -208,13 +226,19 @@ pub fn authenticate(msg: &InboundMessage, authserv_id: &str) -> Result<AuthMetho
     if ours.is_empty() {
         return Err(MailRejection::NoAuthenticationResults { authserv_id: sanitize(wanted) });
     }
-    let results = || ours.iter().filter(|ar| !ar.malformed).flat_map(|ar| ar.results.iter());
+    let readable: Vec<&AuthenticationResults> = ours.iter().copied().filter(|ar| !ar.malformed).collect();
+    for method in ["dkim", "spf"] {
+        let verdicts: Vec<Verdict> = readable.iter().map(|ar| ar.verdict(method)).collect();
+        if verdicts.contains(&Verdict::Pass) && verdicts.contains(&Verdict::Other) {
+            return Err(MailRejection::Conflicting { method, authserv_id: sanitize(wanted) });
+        }
+    }
+    let results = || readable.iter().flat_map(|ar| ar.results.iter());
     let domain = msg.from_domain.as_str();
     let dkim_ok = |r: &ResInfo| {
         r.method == "dkim"
             && r.result == "pass"
-            && (r.property("header", "d").is_some_and(|d| same_domain(d, domain))
-                || r.property("header", "i").is_some_and(|i| same_domain(domain_of(i), domain)))
+            && r.property("header", "d").is_some_and(|d| same_domain(d, domain))
     };
     let spf_ok = |r: &ResInfo| {
         r.method == "spf"
@@ -232,6 +256,27 @@ pub fn authenticate(msg: &InboundMessage, authserv_id: &str) -> Result<AuthMetho
         authserv_id: sanitize(wanted),
         seen: summarize(&ours),
     })
+}
+
+/// What one header says about one method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// At least one result for the method passed.
+    Pass,
+    /// The method was reported without a pass, or the header says `none` (nothing passed).
+    Other,
+    /// The header does not mention the method.
+    Silent,
+}
+
+impl AuthenticationResults {
+    fn verdict(&self, method: &str) -> Verdict {
+        let mut mentioned = self.results.iter().filter(|r| r.method == method).peekable();
+        if mentioned.peek().is_none() {
+            return if self.results.is_empty() { Verdict::Other } else { Verdict::Silent };
+        }
+        if mentioned.any(|r| r.result == "pass") { Verdict::Pass } else { Verdict::Other }
+    }
 }
 
 /// True when `authenticate` passes; see there for the rule.
@@ -862,8 +907,6 @@ mod tests {
         let pass = [
             "mx.agentdir.example; spf=pass smtp.mailfrom=example.com",
             "mx.agentdir.example; spf=pass smtp.mailfrom=<bounce@EXAMPLE.com>",
-            "mx.agentdir.example; dkim=pass header.i=@example.com",
-            "mx.agentdir.example; dkim=pass header.i=a@Example.Com.",
             "mx.agentdir.example; dkim=fail header.d=example.com; dkim=pass header.d=example.com",
         ];
         for ar in pass {
@@ -876,6 +919,10 @@ mod tests {
             "mx.agentdir.example; dkim=pass header.d=example.com.evil.example",
             "mx.agentdir.example; dkim=pass header.d=notexample.com",
             "mx.agentdir.example; dkim=pass",
+            // header.i does not stand in for header.d.
+            "mx.agentdir.example; dkim=pass header.i=@example.com",
+            "mx.agentdir.example; dkim=pass header.i=a@Example.Com.",
+            "mx.agentdir.example; dkim=pass header.i=a@example.com header.d=other.example",
             "mx.agentdir.example; dkim=neutral header.d=example.com",
             "mx.agentdir.example; dmarc=pass header.from=example.com",
             "mx.agentdir.example.evil; dkim=pass header.d=example.com",
@@ -897,5 +944,64 @@ mod tests {
         let raw = format!("Authentication-Results: {long}\r\nFrom: a@example.com\r\nSubject: s\r\n\r\n");
         let msg = parse_message(raw.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
         assert!(authenticate(&msg, ID).unwrap_err().to_string().len() < 300);
+    }
+
+    fn with_headers(headers: &str) -> InboundMessage {
+        let raw = format!("{headers}From: a@example.com\r\nSubject: s\r\n\r\nbody\r\n");
+        parse_message(raw.as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_forged_pass_beside_the_genuine_failure_is_refused() {
+        let forged = "Authentication-Results: mx.agentdir.example; dkim=pass header.d=example.com\r\n";
+        for genuine in [
+            "Authentication-Results: mx.agentdir.example; dkim=fail header.d=example.com\r\n",
+            "Authentication-Results: mx.agentdir.example; dkim=none\r\n",
+            "Authentication-Results: mx.agentdir.example; none\r\n",
+            "Authentication-Results: MX.AGENTDIR.EXAMPLE; dkim=neutral (bad format) header.d=example.com\r\n",
+        ] {
+            for headers in [format!("{forged}{genuine}"), format!("{genuine}{forged}")] {
+                let err = authenticate(&with_headers(&headers), ID).unwrap_err();
+                assert!(matches!(err, MailRejection::Conflicting { method: "dkim", .. }), "{headers}: {err}");
+            }
+        }
+        let spf = "Authentication-Results: mx.agentdir.example; spf=pass smtp.mailfrom=example.com\r\n\
+                   Authentication-Results: mx.agentdir.example; spf=softfail smtp.mailfrom=example.com\r\n";
+        let err = authenticate(&with_headers(spf), ID).unwrap_err();
+        assert!(matches!(err, MailRejection::Conflicting { method: "spf", .. }), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "the Authentication-Results headers from mx.agentdir.example disagree about spf"
+        );
+    }
+
+    #[test]
+    fn separate_milters_that_agree_still_verify() {
+        let headers = "Authentication-Results: mx.agentdir.example; dkim=pass header.d=example.com\r\n\
+                       Authentication-Results: mx.agentdir.example; spf=pass smtp.mailfrom=example.com\r\n\
+                       Authentication-Results: mx.agentdir.example; dmarc=pass header.from=example.com\r\n\
+                       Authentication-Results: other.example; dkim=fail header.d=example.com\r\n";
+        assert_eq!(authenticate(&with_headers(headers), ID), Ok(AuthMethod::Dkim));
+        // One milter's spf failure says nothing against another's dkim pass.
+        let headers = "Authentication-Results: mx.agentdir.example; dkim=pass header.d=example.com\r\n\
+                       Authentication-Results: mx.agentdir.example; spf=fail smtp.mailfrom=example.com\r\n";
+        assert_eq!(authenticate(&with_headers(headers), ID), Ok(AuthMethod::Dkim));
+    }
+
+    #[test]
+    fn a_field_name_with_space_before_the_colon_is_never_trusted() {
+        for name in ["Authentication-Results :", "Authentication-Results\t:", "authentication-results  :"] {
+            let headers = format!("{name} mx.agentdir.example; dkim=pass header.d=example.com\r\n");
+            let msg = with_headers(&headers);
+            assert!(msg.authentication_results.is_empty(), "{name}");
+            assert!(matches!(authenticate(&msg, ID), Err(MailRejection::NoAuthenticationResults { .. })));
+            // Beside the genuine failure it neither passes nor counts as a second opinion.
+            let genuine = "Authentication-Results: mx.agentdir.example; dkim=fail header.d=example.com\r\n";
+            let err = authenticate(&with_headers(&format!("{headers}{genuine}")), ID).unwrap_err();
+            assert!(matches!(err, MailRejection::NotAuthenticated { .. }), "{err}");
+        }
+        // Any letter case of the name itself is a plain name.
+        let headers = "AUTHENTICATION-RESULTS: mx.agentdir.example; dkim=pass header.d=example.com\r\n";
+        assert_eq!(authenticate(&with_headers(headers), ID), Ok(AuthMethod::Dkim));
     }
 }

@@ -144,6 +144,86 @@ async fn forged_or_mismatched_mail_is_rejected() {
     assert_eq!(level(&s, &a).await, 1);
 }
 
+/// A message with several `Authentication-Results` fields, each given as the whole field line
+/// (name and colon included), as an MTA that does not strip forged ones would deliver it.
+fn message_with_fields(from: &str, subject: &str, fields: &[String]) -> String {
+    let mut raw = String::new();
+    for field in fields {
+        raw.push_str(field);
+        raw.push_str("\r\n");
+    }
+    raw.push_str(&format!(
+        "From: <{from}>\r\nTo: verify@{MAIL_DOMAIN}\r\nSubject: {subject}\r\nMessage-ID: <{}@example.org>\r\n\r\nHello\r\n",
+        rand_id()
+    ));
+    raw
+}
+
+#[tokio::test]
+async fn forged_verdicts_beside_the_genuine_one_are_refused() {
+    let s = server().await;
+    let a = s.register("forgery").await;
+    let subject =
+        s.post_empty("/api/me/verify", Some(&a.key)).await.json["subject"].as_str().unwrap().to_owned();
+    let domain = a.mailbox.rsplit('@').next().unwrap().to_owned();
+    let ar = |name: &str, value: String| format!("{name} {AUTHSERV}; {value}");
+    let forged_dkim = ar("Authentication-Results:", format!("dkim=pass header.d={domain}"));
+    let forged_spf = ar("Authentication-Results:", format!("spf=pass smtp.mailfrom={}", a.mailbox));
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        (
+            "forged dkim pass above the genuine dkim fail",
+            vec![forged_dkim.clone(), ar("Authentication-Results:", format!("dkim=fail header.d={domain}"))],
+        ),
+        (
+            "forged dkim pass below the genuine dkim none",
+            vec![ar("Authentication-Results:", "dkim=none".into()), forged_dkim.clone()],
+        ),
+        (
+            "forged dkim pass beside a genuine none",
+            vec![forged_dkim.clone(), ar("Authentication-Results:", "none".into())],
+        ),
+        (
+            "forged spf pass beside the genuine spf fail",
+            vec![ar("Authentication-Results:", format!("spf=fail smtp.mailfrom={}", a.mailbox)), forged_spf],
+        ),
+        (
+            "a pass in a field written with a space before the colon",
+            vec![ar("Authentication-Results :", format!("dkim=pass header.d={domain}"))],
+        ),
+        (
+            "a pass in a field written with a tab before the colon",
+            vec![ar("Authentication-Results\t:", format!("dkim=pass header.d={domain}"))],
+        ),
+        (
+            "dkim pass with header.i only",
+            vec![ar("Authentication-Results:", format!("dkim=pass header.i=@{domain}"))],
+        ),
+        (
+            "dkim pass with header.i of the From domain but header.d of another",
+            vec![ar(
+                "Authentication-Results:",
+                format!("dkim=pass header.i=@{domain} header.d=other.example"),
+            )],
+        ),
+    ];
+    for (what, fields) in cases {
+        let (code, err) = deliver(&s, &message_with_fields(&a.mailbox, &subject, &fields));
+        assert_eq!(code, 65, "{what} was not refused as a message: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{what}: {err}");
+        assert_eq!(level(&s, &a).await, 0, "{what} changed the level");
+    }
+
+    // Separate milters that agree: one stamps dkim, another spf; a third host's failure is ignored.
+    let agreeing = vec![
+        ar("Authentication-Results:", format!("dkim=pass header.d={domain} header.s=sel")),
+        ar("Authentication-Results:", format!("spf=pass smtp.mailfrom={}", a.mailbox)),
+        format!("Authentication-Results: elsewhere.example; dkim=fail header.d={domain}"),
+    ];
+    let (code, err) = deliver(&s, &message_with_fields(&a.mailbox, &subject, &agreeing));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(level(&s, &a).await, 1);
+}
+
 #[tokio::test]
 async fn folded_and_encoded_subjects_and_lf_endings_parse() {
     let s = server().await;
