@@ -20,7 +20,8 @@ pub const BODY_LIMIT: usize = 64 * 1024;
 /// A JSON body validated against `T`'s schema.
 pub struct JsonBody<T>(pub T);
 
-/// A JSON body that may be left out entirely (`T::default()` then).
+/// A JSON body that may be left out entirely (`T::default()` then). A body that is sent must
+/// be JSON: blank space is not.
 pub struct OptionalJsonBody<T>(pub T);
 
 fn is_json(headers: &HeaderMap) -> bool {
@@ -71,7 +72,7 @@ where
 
     async fn from_request(req: Request, _: &S) -> Result<Self, Self::Rejection> {
         let (headers, bytes) = read_body(req).await?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
+        if bytes.is_empty() {
             return Ok(OptionalJsonBody(T::default()));
         }
         parse(&headers, &bytes).map(OptionalJsonBody)
