@@ -96,7 +96,7 @@ pub struct ServeArgs {
     /// address through; a comma-separated list of CIDRs lets only those ranges through.
     #[arg(long, env = "AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", default_value = "0", value_parser = parse_private)]
     pub link_fetch_allow_private: PrivateTargets,
-    /// API-key checks per client IP that the cache of verified keys cannot answer.
+    /// Failed API-key checks (a wrong secret for an existing key id) per client IP.
     #[arg(long, env = "AGENTDIR_RATE_LIMIT_KEY_CHECKS", default_value = "120/m")]
     pub rate_limit_key_checks: Rate,
     /// Requests answered at once; past it the server answers 503 with Retry-After at once.
