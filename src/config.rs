@@ -99,9 +99,12 @@ pub struct ServeArgs {
     /// Failed API-key checks (a wrong secret for an existing key id) per client IP.
     #[arg(long, env = "AGENTDIR_RATE_LIMIT_KEY_CHECKS", default_value = "120/m")]
     pub rate_limit_key_checks: Rate,
-    /// Requests answered at once; past it the server answers 503 with Retry-After at once.
+    /// Requests answered at once; past it a request waits its turn (see --queue-wait).
     #[arg(long, env = "AGENTDIR_MAX_IN_FLIGHT", default_value = "64", value_parser = parse_positive)]
     pub max_in_flight: usize,
+    /// Seconds a request past the in-flight limit waits for its turn before 503 with Retry-After.
+    #[arg(long, env = "AGENTDIR_QUEUE_WAIT", default_value = "10", value_parser = parse_seconds)]
+    pub queue_wait: Duration,
     /// Open client connections; past it new connections are closed at once.
     #[arg(long, env = "AGENTDIR_MAX_CONNECTIONS", default_value = "1024", value_parser = parse_positive)]
     pub max_connections: usize,
@@ -132,6 +135,7 @@ impl ServeArgs {
     pub fn hardening(&self) -> Hardening {
         Hardening {
             max_in_flight: self.max_in_flight,
+            queue_wait: self.queue_wait,
             max_connections: self.max_connections,
             request_timeout: self.request_timeout,
             header_timeout: self.header_timeout,

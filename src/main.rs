@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use agentdir::config::{AdminAction, AdminArgs, Cli, Command, ServeArgs, SiteArgs};
 use agentdir::service::admin::{self, Actor};
+use agentdir::service::follow;
 use agentdir::service::inbound::{self, MailOutcome};
-use agentdir::service::index_sync;
 use agentdir::{Directory, Settings, http, inbound_mail, store};
 use agentdir_search_index::{IndexError, SearchIndex};
 use clap::Parser;
@@ -55,7 +55,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             rates: args.rates(),
             link_fetch_allow_private: args.link_fetch_allow_private,
             trusted_proxies: args.trusted_proxies.clone(),
-            max_connections: 16,
+            read_connections: 16,
         };
         let app = tokio::task::spawn_blocking(move || Directory::open(settings)).await??;
         tracing::info!(%bound, %base_url, "agentdir listening");
@@ -171,11 +171,11 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
         }
         AdminAction::Reindex => match SearchIndex::open(&args.data_dir.join("search-index")) {
             Ok(index) => {
-                index_sync::rebuild(&pool, &index, &std::sync::Mutex::new(()))?;
+                follow::rebuild_alone(&pool, &index)?;
                 done("search index rebuilt".into())
             }
             Err(IndexError::Locked) => {
-                index_sync::request_rebuild(&pool)?;
+                follow::request_rebuild(&pool)?;
                 done("the running server holds the index; it will rebuild it within a few seconds".into())
             }
             Err(e) => Err(anyhow::anyhow!("cannot open the search index: {e}")),

@@ -20,6 +20,8 @@ pub const INDEX_LAG: &str = "agentdir_search_index_lag";
 pub const INDEX_APPLIED: &str = "agentdir_search_index_applied_seq";
 pub const POOL_CONNECTIONS: &str = "agentdir_db_pool_connections";
 pub const POOL_MAX: &str = "agentdir_db_pool_max_connections";
+pub const WRITE_BATCH_SIZE: &str = "agentdir_write_batch_size";
+pub const WRITE_BATCH_SECONDS: &str = "agentdir_write_batch_seconds";
 
 /// Latency buckets in seconds: most answers take a few milliseconds; link proofs take seconds.
 const LATENCY_BUCKETS: &[f64] =
@@ -53,7 +55,10 @@ fn describe() {
         "Time to answer an HTTP request, by route template, method and status."
     );
     describe_gauge!(HTTP_IN_FLIGHT, "HTTP requests being answered right now.");
-    describe_counter!(HTTP_SHED, "Requests refused with 503 because the in-flight limit was reached.");
+    describe_counter!(
+        HTTP_SHED,
+        "Requests refused with 503 after waiting the queue wait for one of the in-flight slots."
+    );
     describe_counter!(HTTP_TIMEOUTS, "Requests stopped by the request timeout.");
     describe_gauge!(CONNECTIONS_OPEN, "Open client connections.");
     describe_counter!(CONNECTIONS_REFUSED, "Client connections closed at once because too many were open.");
@@ -62,6 +67,11 @@ fn describe() {
     describe_gauge!(INDEX_APPLIED, "Change-log sequence number the search index has applied.");
     describe_gauge!(POOL_CONNECTIONS, "SQLite pool connections, by state (idle or in_use).");
     describe_gauge!(POOL_MAX, "Size limit of the SQLite connection pool.");
+    describe_histogram!(WRITE_BATCH_SIZE, "Write jobs committed together in one transaction by the writer.");
+    describe_histogram!(
+        WRITE_BATCH_SECONDS,
+        "Time the writer spent on one batch: the transaction, its commit and the followers."
+    );
 }
 
 /// Counts one refusal by a rate limit.

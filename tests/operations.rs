@@ -299,6 +299,7 @@ async fn slow_or_idle_connections_are_closed_by_the_header_timeout() {
 async fn overload_is_shed_with_503_and_retry_after_while_probes_answer() {
     let s = Server::start_with(&env_with(&[
         ("AGENTDIR_MAX_IN_FLIGHT", "1"),
+        ("AGENTDIR_QUEUE_WAIT", "0.3"),
         ("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "1"),
     ]))
     .await;
@@ -327,6 +328,40 @@ async fn overload_is_shed_with_503_and_retry_after_while_probes_answer() {
     let done = slow.await.expect("join").expect("the slow request failed");
     assert_eq!(done.status().as_u16(), 200);
     s.get("/api/stats", None).await.expect(200);
+}
+
+#[tokio::test]
+async fn requests_past_the_in_flight_limit_wait_their_turn() {
+    let s = Server::start_with(&env_with(&[
+        ("AGENTDIR_MAX_IN_FLIGHT", "1"),
+        ("AGENTDIR_QUEUE_WAIT", "20"),
+        ("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "1"),
+    ]))
+    .await;
+    let a = s.register("queue").await;
+    let (url, arrived) = slow_page(Duration::from_secs(2), format!("agentdir-proof:{}", a.handle), 1);
+    let slow = {
+        let req = s.http.post(s.url("/api/me/links")).bearer_auth(&a.key).json(&json!({"url": url}));
+        tokio::spawn(req.send())
+    };
+    tokio::task::spawn_blocking(move || arrived.recv_timeout(Duration::from_secs(10)))
+        .await
+        .expect("join")
+        .expect("the link proof never reached the page");
+    // The only slot is taken: these wait for it instead of failing, and all get their answer.
+    let started = Instant::now();
+    let mut waiting = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let req = s.http.get(s.url("/api/stats"));
+        waiting.spawn(async move { req.send().await.map(|r| r.status().as_u16()) });
+    }
+    let statuses: Vec<u16> = waiting.join_all().await.into_iter().map(|r| r.expect("answer")).collect();
+    assert_eq!(statuses, vec![200; 8]);
+    assert!(started.elapsed() >= Duration::from_millis(500), "they did not wait for the slow request");
+    assert_eq!(slow.await.expect("join").expect("the slow request failed").status().as_u16(), 200);
+    let metrics = metrics_text(&s).await;
+    let shed = metrics.lines().find(|l| l.starts_with("agentdir_http_requests_shed_total "));
+    assert!(shed.is_none_or(|l| l.ends_with(" 0")), "{shed:?}");
 }
 
 #[tokio::test]

@@ -8,8 +8,9 @@
 //! 4. a panic becomes a 500 envelope;
 //! 5. the request timeout (504 envelope), which also bounds how long a body may trickle in;
 //! 6. the 64 KiB body limit for every route, MCP included (413 envelope);
-//! 7. outside the operator endpoints: a global in-flight limit that sheds load with 503 and
-//!    `Retry-After` instead of queueing.
+//! 7. outside the operator endpoints: a global in-flight limit. A request past it waits its turn
+//!    (first come, first served) for a bounded time, so a burst queues instead of failing; only
+//!    one that waited that long gets 503 and `Retry-After`.
 //!
 //! Header size and header read time are bounded earlier, in the connection (`server`).
 
@@ -20,14 +21,12 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::{Body, HttpBody};
 use axum::error_handling::HandleErrorLayer;
-use axum::extract::{MatchedPath, Request};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderName, HeaderValue, Method, header};
-use axum::middleware::{Next, from_fn};
+use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use tower::limit::ConcurrencyLimitLayer;
-use tower::load_shed::LoadShedLayer;
-use tower::load_shed::error::Overloaded;
+use tokio::sync::Semaphore;
 use tower::timeout::TimeoutLayer;
 use tower::timeout::error::Elapsed;
 use tower::{BoxError, ServiceBuilder};
@@ -44,6 +43,8 @@ use crate::telemetry;
 #[derive(Debug, Clone)]
 pub struct Hardening {
     pub max_in_flight: usize,
+    /// How long a request past the in-flight limit waits for its turn before 503.
+    pub queue_wait: Duration,
     pub max_connections: usize,
     pub request_timeout: Duration,
     pub header_timeout: Duration,
@@ -58,12 +59,10 @@ const CSP: &str = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; 
 /// Wraps `api` (the directory's routes and `/mcp`) and `ops` (health and metrics, which must
 /// answer even when the directory is saturated) in the layers above.
 pub fn stack(api: Router, ops: Router, limits: &Hardening) -> Router {
-    let shed = ServiceBuilder::new()
-        .layer(HandleErrorLayer::new(shed_error))
-        .layer(LoadShedLayer::new())
-        .layer(ConcurrencyLimitLayer::new(limits.max_in_flight))
-        .service(api.layer(from_fn(stamp_route)));
-    let routed = ops.layer(from_fn(stamp_route)).fallback_service(shed);
+    let turns =
+        InFlightLimit { slots: Arc::new(Semaphore::new(limits.max_in_flight)), wait: limits.queue_wait };
+    let admitted = api.layer(from_fn(stamp_route)).layer(from_fn_with_state(turns, wait_for_turn));
+    let routed = ops.layer(from_fn(stamp_route)).fallback_service(admitted);
     let outer = ServiceBuilder::new()
         .layer(from_fn(request_context))
         .layer(security_header(header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
@@ -223,14 +222,29 @@ fn too_large() -> Response {
     res
 }
 
-async fn shed_error(err: BoxError) -> Error {
-    if err.is::<Overloaded>() {
-        metrics::counter!(telemetry::HTTP_SHED).increment(1);
-        Error::Overloaded
-    } else {
-        tracing::error!(error = %err, "unexpected error from the in-flight limit");
-        Error::Internal
-    }
+/// The requests answered at once, and how long one may wait for its turn.
+#[derive(Clone)]
+struct InFlightLimit {
+    slots: Arc<Semaphore>,
+    wait: Duration,
+}
+
+/// Waits (in arrival order: tokio's semaphore is fair) for one of the in-flight slots; a request
+/// that waited `wait` in vain is answered 503 with `Retry-After`.
+async fn wait_for_turn(State(limit): State<InFlightLimit>, req: Request, next: Next) -> Response {
+    let slot = match limit.slots.clone().try_acquire_owned() {
+        Ok(slot) => slot,
+        Err(_) => match tokio::time::timeout(limit.wait, limit.slots.clone().acquire_owned()).await {
+            Ok(Ok(slot)) => slot,
+            _ => {
+                metrics::counter!(telemetry::HTTP_SHED).increment(1);
+                return Error::Overloaded.into_response();
+            }
+        },
+    };
+    let res = next.run(req).await;
+    drop(slot);
+    res
 }
 
 async fn timeout_error(err: BoxError) -> Error {

@@ -63,8 +63,8 @@ impl IndexPosition {
 }
 
 fn index_position(d: &Directory, wait: Duration) -> Result<IndexPosition> {
-    let conn = d.pool.get_timeout(wait)?;
-    let committed = store::search::max_seq(&conn)?;
+    let conn = d.readers().get_timeout(wait)?;
+    let committed = store::changes::max_seq(&conn)?;
     Ok(IndexPosition { committed, applied: d.index.applied_seq() })
 }
 
@@ -90,11 +90,11 @@ async fn readyz(State(app): State<App>) -> Response {
 
 async fn metrics_text(State(app): State<App>) -> Response {
     let handle = telemetry::install();
-    let state = app.pool.state();
+    let state = app.readers().state();
     let in_use = state.connections.saturating_sub(state.idle_connections);
     metrics::gauge!(telemetry::POOL_CONNECTIONS, "state" => "idle").set(f64::from(state.idle_connections));
     metrics::gauge!(telemetry::POOL_CONNECTIONS, "state" => "in_use").set(f64::from(in_use));
-    metrics::gauge!(telemetry::POOL_MAX).set(f64::from(app.pool.max_size()));
+    metrics::gauge!(telemetry::POOL_MAX).set(f64::from(app.readers().max_size()));
     match app.run(|d| index_position(d, READY_POOL_WAIT)).await {
         Ok(p) => {
             metrics::gauge!(telemetry::INDEX_LAG).set(p.lag() as f64);

@@ -2,6 +2,7 @@
 //! offerings and key rotation.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use agentdir_search_index::AgentQuery;
 
@@ -18,27 +19,25 @@ use crate::domain::offering::{Offering, OfferingList, OfferingsReplacement};
 use crate::error::{Error, Result, Rule};
 use crate::ids;
 use crate::store::agents::{self as agents_store, AgentRow};
-use crate::store::{self, calls, codes, collabs, offerings};
+use crate::store::{calls, codes, collabs, offerings};
 use crate::time::{DAY, SECOND, Timestamp, now_ms};
 
 const MINUTE: i64 = 60 * SECOND;
 
 impl Directory {
-    /// Called after every committed write: brings the index up to date so the writer's next
-    /// search sees the change. A failure here does not undo the write; the background pass
-    /// retries.
-    pub(crate) fn after_write(&self) {
-        if let Err(e) = self.sync_index() {
-            tracing::warn!(error = %e, "search index sync after write failed; will retry");
-        }
-    }
-
-    pub fn register(&self, input: Registration, client_ip: &str) -> Result<Registered> {
+    pub async fn register(self: &Arc<Self>, input: Registration, client_ip: String) -> Result<Registered> {
         let now = now_ms();
         // Refuse a flood before the argon2 hash below, so refusals cost no CPU; the check is
-        // repeated inside the write transaction, where concurrent registrations are serialised.
-        self.limits.check(&*self.conn()?, Persistent::Registration, client_ip, now)?;
-        let key = keys::generate()?;
+        // repeated inside the write, where concurrent registrations are serialised.
+        let key = self
+            .run({
+                let client_ip = client_ip.clone();
+                move |d| {
+                    d.limits.check(&*d.read()?, Persistent::Registration, &client_ip, now)?;
+                    keys::generate()
+                }
+            })
+            .await?;
         let row = AgentRow {
             id: 0,
             handle: input.handle,
@@ -64,25 +63,21 @@ impl Directory {
             updated_at: now,
             last_active_at: now,
         };
-        let mut conn = self.conn()?;
-        let id = store::write(&mut conn, |tx| {
-            if agents_store::by_handle(tx, &row.handle)?.is_some() {
-                return Err(Error::HandleTaken);
-            }
-            self.limits.check(tx, Persistent::Registration, client_ip, now)?;
-            let id = agents_store::insert(tx, &row)?;
-            self.limits.record(tx, Persistent::Registration, client_ip, now)?;
-            Ok(id)
-        })?;
+        let dir = self.clone();
+        let agent = self
+            .write(move |tx| {
+                if agents_store::by_handle(tx, &row.handle)?.is_some() {
+                    return Err(Error::HandleTaken);
+                }
+                dir.limits.check(tx, Persistent::Registration, &client_ip, now)?;
+                let id = agents_store::insert(tx, &row)?;
+                dir.limits.record(tx, Persistent::Registration, &client_ip, now)?;
+                let saved = agents_store::by_id(tx, id)?.ok_or(Error::Internal)?;
+                views::agent(tx, &saved, now)
+            })
+            .await?;
         self.keys.remember_issued(&key);
-        self.after_write();
-        let saved = agents_store::by_id(&conn, id)?.ok_or(Error::Internal)?;
-        Ok(Registered {
-            api_key: key.key,
-            agent: views::agent(&conn, &saved, now)?,
-            how_en: agent::KEY_HOW_EN,
-            how_zh: agent::KEY_HOW_ZH,
-        })
+        Ok(Registered { api_key: key.key, agent, how_en: agent::KEY_HOW_EN, how_zh: agent::KEY_HOW_ZH })
     }
 
     /// Resolves a presented API key to its agent. A key this process issued or verified before
@@ -92,7 +87,7 @@ impl Directory {
     /// up, the client's key checks meet 429 before any hashing.
     pub fn authenticate(&self, presented: &str, client_ip: &str) -> Result<Caller> {
         let (key_id, secret) = keys::parse(presented)?;
-        let row = agents_store::by_key_id(&*self.conn()?, key_id)?.ok_or(Error::Unauthorized)?;
+        let row = agents_store::by_key_id(&*self.read()?, key_id)?.ok_or(Error::Unauthorized)?;
         if !self.keys.is_known(key_id, secret) {
             self.limits.key_check_allowed(client_ip)?;
             if !self.keys.verify(key_id, secret, &row.key_hash) {
@@ -106,24 +101,9 @@ impl Directory {
         Ok(Caller { id: row.id, handle: row.handle, key_id: row.key_id })
     }
 
-    /// A public agent, or 404 (unknown, malformed or suspended handles alike).
-    pub(crate) fn visible_agent(&self, conn: &rusqlite::Connection, handle: &str) -> Result<AgentRow> {
-        if !agent::is_handle(handle) {
-            return Err(Error::NotFound);
-        }
-        match agents_store::by_handle(conn, handle)? {
-            Some(a) if a.suspended_at.is_none() => Ok(a),
-            _ => Err(Error::NotFound),
-        }
-    }
-
-    pub(crate) fn caller_row(&self, conn: &rusqlite::Connection, caller: &Caller) -> Result<AgentRow> {
-        agents_store::by_id(conn, caller.id)?.ok_or(Error::Unauthorized)
-    }
-
     pub fn card(&self, handle: &str) -> Result<AgentCard> {
-        let conn = self.conn()?;
-        let a = self.visible_agent(&conn, handle)?;
+        let conn = self.read()?;
+        let a = visible_agent(&conn, handle)?;
         let now = now_ms();
         let recent_posts =
             calls::recent_of(&conn, a.id, agent::RECENT_POSTS)?.into_iter().map(views::call).collect();
@@ -142,7 +122,7 @@ impl Directory {
     }
 
     pub fn search_agents(&self, q: AgentSearch) -> Result<AgentList> {
-        self.sync_index()?;
+        self.follow()?;
         let page = Page::new(q.limit, q.offset);
         let now = now_ms();
         // Whole minutes: the same `new=true` search then has the same index cache key for a
@@ -162,7 +142,7 @@ impl Directory {
             tracing::error!(error = %e, "agent search failed");
             Error::Internal
         })?;
-        let conn = self.conn()?;
+        let conn = self.read()?;
         let ids: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
         let agents = views::agents_by_ids(&conn, &ids, now)?;
         Ok(AgentList { notice: NOTICE, agents, total: found.total, limit: page.limit, offset: page.offset })
@@ -177,24 +157,18 @@ impl Directory {
         if !possible || limit == 0 {
             return Ok(Vec::new());
         }
-        agents_store::handles_with_prefix(&*self.conn()?, &prefix, limit)
+        agents_store::handles_with_prefix(&*self.read()?, &prefix, limit)
     }
 
     pub fn own_profile(&self, caller: &Caller) -> Result<OwnProfile> {
-        let conn = self.conn()?;
-        let a = self.caller_row(&conn, caller)?;
-        Ok(OwnProfile {
-            agent: views::agent(&conn, &a, now_ms())?,
-            mailbox: a.mailbox.clone(),
-            owner_email: a.owner_claimed_at.and(a.owner_email.clone()),
-        })
+        let conn = self.read()?;
+        own_profile(&conn, &caller_row(&conn, caller)?, now_ms())
     }
 
-    pub fn update_profile(&self, caller: &Caller, patch: ProfilePatch) -> Result<OwnProfile> {
+    pub async fn update_profile(self: &Arc<Self>, caller: Caller, patch: ProfilePatch) -> Result<OwnProfile> {
         let now = now_ms();
-        let mut conn = self.conn()?;
-        store::write(&mut conn, |tx| {
-            let mut a = self.caller_row(tx, caller)?;
+        self.write(move |tx| {
+            let mut a = caller_row(tx, &caller)?;
             if let Some(mailbox) = patch.mailbox
                 && !mailbox.eq_ignore_ascii_case(&a.mailbox)
             {
@@ -241,68 +215,97 @@ impl Directory {
                 a.policy.apply(p);
             }
             a.updated_at = now;
-            agents_store::update_profile(tx, &a)
-        })?;
-        self.after_write();
-        drop(conn);
-        self.own_profile(caller)
+            a.last_active_at = now;
+            agents_store::update_profile(tx, &a)?;
+            own_profile(tx, &a, now)
+        })
+        .await
     }
 
-    pub fn replace_offerings(&self, caller: &Caller, input: OfferingsReplacement) -> Result<OfferingList> {
+    pub async fn replace_offerings(
+        self: &Arc<Self>,
+        caller: Caller,
+        input: OfferingsReplacement,
+    ) -> Result<OfferingList> {
         let now = now_ms();
-        let mut conn = self.conn()?;
-        let saved = store::write(&mut conn, |tx| {
-            let existing: HashSet<String> =
-                offerings::for_agent(tx, caller.id)?.into_iter().map(|o| o.id).collect();
-            let mut seen = HashSet::new();
-            let mut list = Vec::with_capacity(input.offerings.len());
-            for (i, o) in input.offerings.into_iter().enumerate() {
-                let id = match o.id {
-                    Some(id) if !existing.contains(&id) => {
-                        return Err(Error::UnknownOffering { field: format!("offerings.{i}.id") });
+        let saved = self
+            .write(move |tx| {
+                let existing: HashSet<String> =
+                    offerings::for_agent(tx, caller.id)?.into_iter().map(|o| o.id).collect();
+                let mut seen = HashSet::new();
+                let mut list = Vec::with_capacity(input.offerings.len());
+                for (i, o) in input.offerings.into_iter().enumerate() {
+                    let id = match o.id {
+                        Some(id) if !existing.contains(&id) => {
+                            return Err(Error::UnknownOffering { field: format!("offerings.{i}.id") });
+                        }
+                        Some(id) => id,
+                        None => ids::new_id(ids::OFFERING),
+                    };
+                    if !seen.insert(id.clone()) {
+                        return Err(Error::validation(format!("offerings.{i}.id"), Rule::DuplicateId));
                     }
-                    Some(id) => id,
-                    None => ids::new_id(ids::OFFERING),
-                };
-                if !seen.insert(id.clone()) {
-                    return Err(Error::validation(format!("offerings.{i}.id"), Rule::DuplicateId));
+                    list.push(Offering {
+                        id,
+                        title: o.title,
+                        deliverable: o.deliverable,
+                        for_whom: o.for_whom,
+                        not_doing: o.not_doing,
+                        mode: o.mode,
+                        turnaround_days: o.turnaround_days,
+                        languages: o.languages.unwrap_or_default(),
+                        tags: o.tags.unwrap_or_default(),
+                    });
                 }
-                list.push(Offering {
-                    id,
-                    title: o.title,
-                    deliverable: o.deliverable,
-                    for_whom: o.for_whom,
-                    not_doing: o.not_doing,
-                    mode: o.mode,
-                    turnaround_days: o.turnaround_days,
-                    languages: o.languages.unwrap_or_default(),
-                    tags: o.tags.unwrap_or_default(),
-                });
-            }
-            offerings::replace(tx, caller.id, &list)?;
-            agents_store::touch(tx, caller.id, now, true)?;
-            Ok(list)
-        })?;
-        self.after_write();
+                offerings::replace(tx, caller.id, &list)?;
+                agents_store::touch(tx, caller.id, now, true)?;
+                Ok(list)
+            })
+            .await?;
         Ok(OfferingList { offerings: saved })
     }
 
-    pub fn rotate_key(&self, caller: &Caller) -> Result<RotatedKey> {
-        let key = keys::generate()?;
-        let mut conn = self.conn()?;
-        store::write(&mut conn, |tx| {
-            let a = self.caller_row(tx, caller)?;
+    pub async fn rotate_key(self: &Arc<Self>, caller: Caller) -> Result<RotatedKey> {
+        let key = self.run(|_| keys::generate()).await?;
+        let (key_id, hash) = (key.key_id.clone(), key.hash.clone());
+        let old_key_id = caller.key_id.clone();
+        self.write(move |tx| {
+            let a = caller_row(tx, &caller)?;
             // Of several rotations with one key, the first wins; the others find their key
             // already rotated away.
             if a.key_id != caller.key_id {
                 return Err(Error::Unauthorized);
             }
-            agents_store::set_key(tx, a.id, &key.key_id, &key.hash)?;
+            agents_store::set_key(tx, a.id, &key_id, &hash)?;
             agents_store::touch(tx, a.id, now_ms(), false)
-        })?;
-        self.keys.forget(&caller.key_id);
+        })
+        .await?;
+        self.keys.forget(&old_key_id);
         self.keys.remember_issued(&key);
-        self.after_write();
         Ok(RotatedKey { api_key: key.key })
     }
+}
+
+/// A public agent, or 404 (unknown, malformed or suspended handles alike).
+pub(crate) fn visible_agent(conn: &rusqlite::Connection, handle: &str) -> Result<AgentRow> {
+    if !agent::is_handle(handle) {
+        return Err(Error::NotFound);
+    }
+    match agents_store::by_handle(conn, handle)? {
+        Some(a) if a.suspended_at.is_none() => Ok(a),
+        _ => Err(Error::NotFound),
+    }
+}
+
+/// The caller's own row, or 401 when its agent is gone.
+pub(crate) fn caller_row(conn: &rusqlite::Connection, caller: &Caller) -> Result<AgentRow> {
+    agents_store::by_id(conn, caller.id)?.ok_or(Error::Unauthorized)
+}
+
+fn own_profile(conn: &rusqlite::Connection, a: &AgentRow, now: i64) -> Result<OwnProfile> {
+    Ok(OwnProfile {
+        agent: views::agent(conn, a, now)?,
+        mailbox: a.mailbox.clone(),
+        owner_email: a.owner_claimed_at.and(a.owner_email.clone()),
+    })
 }

@@ -1,6 +1,8 @@
 //! Calls and replies: posting, listing and searching, reading with replies, deleting,
 //! replying, reporting, and the replies left on one's own calls.
 
+use std::sync::Arc;
+
 use agentdir_search_index::CallQuery;
 
 use super::rate_limit::{InMemory, Persistent};
@@ -14,30 +16,30 @@ use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::store::calls::{self as calls_store, CallRow, NewCallRow};
-use crate::store::{self, agents, replies, reports};
+use crate::store::{agents, replies, reports};
 use crate::time::now_ms;
 
-impl Directory {
-    /// A call the public may see, or 404.
-    fn visible_call(&self, conn: &rusqlite::Connection, id: &str) -> Result<CallRow> {
-        if !ids::has_prefix(id, ids::POST) {
-            return Err(Error::NotFound);
-        }
-        match calls_store::by_id(conn, id)? {
-            Some(c) if c.visible() => Ok(c),
-            _ => Err(Error::NotFound),
-        }
+/// A call the public may see, or 404.
+pub(crate) fn visible_call(conn: &rusqlite::Connection, id: &str) -> Result<CallRow> {
+    if !ids::has_prefix(id, ids::POST) {
+        return Err(Error::NotFound);
     }
+    match calls_store::by_id(conn, id)? {
+        Some(c) if c.visible() => Ok(c),
+        _ => Err(Error::NotFound),
+    }
+}
 
-    pub fn post_call(&self, caller: &Caller, input: NewCall) -> Result<CallSummary> {
+impl Directory {
+    pub async fn post_call(self: &Arc<Self>, caller: Caller, input: NewCall) -> Result<CallSummary> {
         let now = now_ms();
         let id = ids::new_id(ids::POST);
         let lang = input.lang.unwrap_or_else(|| Lang::detect(&format!("{} {}", input.title, input.body)));
         let languages = input.languages.unwrap_or_default();
         let tags = input.tags.unwrap_or_default();
-        let mut conn = self.conn()?;
-        let seq = store::write(&mut conn, |tx| {
-            self.limits.check(tx, Persistent::Calls, &caller.handle, now)?;
+        let dir = self.clone();
+        self.write(move |tx| {
+            dir.limits.check(tx, Persistent::Calls, &caller.handle, now)?;
             let seq = calls_store::insert(
                 tx,
                 &NewCallRow {
@@ -55,17 +57,16 @@ impl Directory {
                     created_at: now,
                 },
             )?;
-            self.limits.record(tx, Persistent::Calls, &caller.handle, now)?;
+            dir.limits.record(tx, Persistent::Calls, &caller.handle, now)?;
             agents::touch(tx, caller.id, now, false)?;
-            Ok(seq)
-        })?;
-        self.after_write();
-        let row = calls_store::by_seq(&conn, seq)?.ok_or(Error::Internal)?;
-        Ok(views::call(row))
+            let row = calls_store::by_seq(tx, seq)?.ok_or(Error::Internal)?;
+            Ok(views::call(row))
+        })
+        .await
     }
 
     pub fn search_calls(&self, q: CallSearch) -> Result<CallList> {
-        self.sync_index()?;
+        self.follow()?;
         let page = Page::new(q.limit, q.offset);
         let query = CallQuery {
             text: q.q.as_deref(),
@@ -79,74 +80,87 @@ impl Directory {
             tracing::error!(error = %e, "call search failed");
             Error::Internal
         })?;
-        let conn = self.conn()?;
+        let conn = self.read()?;
         let seqs: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
         let posts = views::calls_by_seqs(&conn, &seqs)?;
         Ok(CallList { notice: NOTICE, posts, total: found.total, limit: page.limit, offset: page.offset })
     }
 
     pub fn call_detail(&self, id: &str) -> Result<CallDetail> {
-        let conn = self.conn()?;
-        let c = self.visible_call(&conn, id)?;
+        let conn = self.read()?;
+        let c = visible_call(&conn, id)?;
         let replies = replies::for_call(&conn, c.seq)?.into_iter().map(views::reply).collect();
         Ok(CallDetail { notice: NOTICE, post: views::call(c), replies })
     }
 
     /// Deletes a call of the caller's; anyone else gets 404.
-    pub fn delete_call(&self, caller: &Caller, id: &str) -> Result<Deleted> {
-        if !ids::has_prefix(id, ids::POST) {
+    pub async fn delete_call(self: &Arc<Self>, caller: Caller, id: String) -> Result<Deleted> {
+        if !ids::has_prefix(&id, ids::POST) {
             return Err(Error::NotFound);
         }
-        let mut conn = self.conn()?;
-        store::write(&mut conn, |tx| {
-            let c = calls_store::by_id(tx, id)?.filter(|c| c.agent_id == caller.id).ok_or(Error::NotFound)?;
+        let deleted = id.clone();
+        self.write(move |tx| {
+            let c =
+                calls_store::by_id(tx, &id)?.filter(|c| c.agent_id == caller.id).ok_or(Error::NotFound)?;
             calls_store::delete(tx, c.seq)?;
             agents::touch(tx, caller.id, now_ms(), false)
-        })?;
-        self.after_write();
-        Ok(Deleted { id: id.to_owned(), deleted: true })
+        })
+        .await?;
+        Ok(Deleted { id: deleted, deleted: true })
     }
 
-    pub fn reply(&self, caller: &Caller, post_id: &str, input: NewReply) -> Result<ReplyView> {
+    pub async fn reply(
+        self: &Arc<Self>,
+        caller: Caller,
+        post_id: String,
+        input: NewReply,
+    ) -> Result<ReplyView> {
         let now = now_ms();
         let id = ids::new_id(ids::REPLY);
-        let mut conn = self.conn()?;
-        store::write(&mut conn, |tx| {
-            let c = self.visible_call(tx, post_id)?;
-            self.limits.take(InMemory::Replies, &caller.handle)?;
+        let dir = self.clone();
+        self.write(move |tx| {
+            let c = visible_call(tx, &post_id)?;
+            dir.limits.take(InMemory::Replies, &caller.handle)?;
             replies::insert(tx, &id, c.seq, caller.id, &input.body, now)?;
-            agents::touch(tx, caller.id, now, false)
-        })?;
-        self.after_write();
-        Ok(views::reply(replies::by_id(&conn, &id)?.ok_or(Error::Internal)?))
+            agents::touch(tx, caller.id, now, false)?;
+            Ok(views::reply(replies::by_id(tx, &id)?.ok_or(Error::Internal)?))
+        })
+        .await
     }
 
     /// Anyone may report a visible call; the report waits for the operators.
-    pub fn report_call(&self, post_id: &str, input: ReportInput, client_ip: &str) -> Result<Reported> {
-        let mut conn = self.conn()?;
+    pub async fn report_call(
+        self: &Arc<Self>,
+        post_id: String,
+        input: ReportInput,
+        client_ip: String,
+    ) -> Result<Reported> {
         let id = ids::new_id(ids::REPORT);
-        store::write(&mut conn, |tx| {
-            self.visible_call(tx, post_id)?;
-            self.limits.take(InMemory::Reports, client_ip)?;
+        let report_id = id.clone();
+        let dir = self.clone();
+        self.write(move |tx| {
+            visible_call(tx, &post_id)?;
+            dir.limits.take(InMemory::Reports, &client_ip)?;
             reports::insert(
                 tx,
                 &reports::NewReport {
                     id: &id,
                     target_kind: "call",
-                    target_id: post_id,
+                    target_id: &post_id,
                     reporter_agent_id: None,
-                    reporter_ip: Some(client_ip),
+                    reporter_ip: Some(&client_ip),
                     reason: input.reason.as_deref(),
                     created_at: now_ms(),
                 },
             )
-        })?;
-        Ok(Reported { id, reported: true })
+        })
+        .await?;
+        Ok(Reported { id: report_id, reported: true })
     }
 
     pub fn replies_on_own_calls(&self, caller: &Caller, paging: Paging) -> Result<ReplyList> {
         let page = Page::new(paging.limit, paging.offset);
-        let (total, rows) = replies::on_calls_of(&*self.conn()?, caller.id, page.limit, page.offset)?;
+        let (total, rows) = replies::on_calls_of(&*self.read()?, caller.id, page.limit, page.offset)?;
         Ok(ReplyList {
             notice: NOTICE,
             replies: rows.into_iter().map(views::reply_on_own_call).collect(),

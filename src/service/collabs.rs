@@ -1,5 +1,8 @@
 //! Collaborations: proposing, confirming or declining by the partner, and the lists.
 
+use std::sync::Arc;
+
+use super::agents::visible_agent;
 use super::{Caller, Directory, views};
 use crate::domain::collab::{CollabDetail, CollabFilter, CollabList, CollabStatus, NewCollab};
 use crate::domain::list::{Page, Paging};
@@ -7,16 +10,15 @@ use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::store::collabs::{self as collabs_store, NewCollabRow};
-use crate::store::{self, agents, calls, requests};
+use crate::store::{agents, calls, requests};
 use crate::time::now_ms;
 
 impl Directory {
-    pub fn propose_collab(&self, caller: &Caller, input: NewCollab) -> Result<CollabDetail> {
+    pub async fn propose_collab(self: &Arc<Self>, caller: Caller, input: NewCollab) -> Result<CollabDetail> {
         let now = now_ms();
         let id = ids::new_id(ids::COLLAB);
-        let mut conn = self.conn()?;
-        store::write(&mut conn, |tx| {
-            let partner = self.visible_agent(tx, &input.partner)?;
+        self.write(move |tx| {
+            let partner = visible_agent(tx, &input.partner)?;
             if partner.id == caller.id {
                 return Err(Error::SelfTarget);
             }
@@ -43,46 +45,51 @@ impl Directory {
                     created_at: now,
                 },
             )?;
-            agents::touch(tx, caller.id, now, false)
-        })?;
-        self.after_write();
-        let row = collabs_store::by_id(&conn, &id)?.ok_or(Error::Internal)?;
-        Ok(CollabDetail { collab: views::collab(row, true) })
+            agents::touch(tx, caller.id, now, false)?;
+            let row = collabs_store::by_id(tx, &id)?.ok_or(Error::Internal)?;
+            Ok(CollabDetail { collab: views::collab(row, true) })
+        })
+        .await
     }
 
     /// Confirm or decline, by the partner only; anyone else gets 404.
-    fn decide_collab(&self, caller: &Caller, id: &str, to: CollabStatus) -> Result<CollabDetail> {
-        if !ids::has_prefix(id, ids::COLLAB) {
+    async fn decide_collab(
+        self: &Arc<Self>,
+        caller: Caller,
+        id: String,
+        to: CollabStatus,
+    ) -> Result<CollabDetail> {
+        if !ids::has_prefix(&id, ids::COLLAB) {
             return Err(Error::NotFound);
         }
         let now = now_ms();
-        let mut conn = self.conn()?;
-        store::write(&mut conn, |tx| {
-            let row =
-                collabs_store::by_id(tx, id)?.filter(|c| c.partner_id == caller.id).ok_or(Error::NotFound)?;
-            if !collabs_store::decide(tx, id, to.as_str(), now)? {
+        self.write(move |tx| {
+            let row = collabs_store::by_id(tx, &id)?
+                .filter(|c| c.partner_id == caller.id)
+                .ok_or(Error::NotFound)?;
+            if !collabs_store::decide(tx, &id, to.as_str(), now)? {
                 return Err(Error::InvalidState { status: row.status });
             }
-            agents::touch(tx, caller.id, now, false)
-        })?;
-        self.after_write();
-        let row = collabs_store::by_id(&conn, id)?.ok_or(Error::Internal)?;
-        Ok(CollabDetail { collab: views::collab(row, true) })
+            agents::touch(tx, caller.id, now, false)?;
+            let row = collabs_store::by_id(tx, &id)?.ok_or(Error::Internal)?;
+            Ok(CollabDetail { collab: views::collab(row, true) })
+        })
+        .await
     }
 
-    pub fn confirm_collab(&self, caller: &Caller, id: &str) -> Result<CollabDetail> {
-        self.decide_collab(caller, id, CollabStatus::Confirmed)
+    pub async fn confirm_collab(self: &Arc<Self>, caller: Caller, id: String) -> Result<CollabDetail> {
+        self.decide_collab(caller, id, CollabStatus::Confirmed).await
     }
 
-    pub fn decline_collab(&self, caller: &Caller, id: &str) -> Result<CollabDetail> {
-        self.decide_collab(caller, id, CollabStatus::Declined)
+    pub async fn decline_collab(self: &Arc<Self>, caller: Caller, id: String) -> Result<CollabDetail> {
+        self.decide_collab(caller, id, CollabStatus::Declined).await
     }
 
     /// Confirmed collaborations, optionally of one agent.
     pub fn confirmed_collabs(&self, f: CollabFilter) -> Result<CollabList> {
         let page = Page::new(f.limit, f.offset);
         let (total, rows) =
-            collabs_store::confirmed(&*self.conn()?, f.handle.as_deref(), page.limit, page.offset)?;
+            collabs_store::confirmed(&*self.read()?, f.handle.as_deref(), page.limit, page.offset)?;
         Ok(CollabList {
             notice: NOTICE,
             collabs: rows.into_iter().map(|c| views::collab(c, false)).collect(),
@@ -95,7 +102,7 @@ impl Directory {
     /// The caller's own records, either side, any status (including those waiting for it).
     pub fn my_collabs(&self, caller: &Caller, paging: Paging) -> Result<CollabList> {
         let page = Page::new(paging.limit, paging.offset);
-        let (total, rows) = collabs_store::of_agent(&*self.conn()?, caller.id, page.limit, page.offset)?;
+        let (total, rows) = collabs_store::of_agent(&*self.read()?, caller.id, page.limit, page.offset)?;
         Ok(CollabList {
             notice: NOTICE,
             collabs: rows.into_iter().map(|c| views::collab(c, true)).collect(),

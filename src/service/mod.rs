@@ -9,8 +9,8 @@ pub mod admin;
 pub mod agents;
 pub mod calls;
 pub mod collabs;
+pub mod follow;
 pub mod inbound;
-pub mod index_sync;
 pub mod keys;
 pub mod proofs;
 pub mod rate_limit;
@@ -23,8 +23,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use agentdir_search_index::SearchIndex;
+use rusqlite::Connection;
 
 use crate::error::{Error, Result};
+use crate::store::writer::Writer;
 use crate::store::{self, Conn, Pool};
 use rate_limit::{RateLimits, RateSettings};
 
@@ -39,7 +41,8 @@ pub struct Settings {
     pub link_fetch_allow_private: crate::config::PrivateTargets,
     /// Peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<ipnet::IpNet>,
-    pub max_connections: u32,
+    /// Read-only SQLite connections of the server.
+    pub read_connections: u32,
 }
 
 /// Who is calling: an authenticated, not suspended agent.
@@ -53,12 +56,14 @@ pub struct Caller {
 
 /// The directory: database, search index, key cache and limits. Cheap to share as `Arc`.
 pub struct Directory {
-    pub pool: Pool,
+    readers: Pool,
+    writer: Writer,
     pub index: SearchIndex,
     pub settings: Settings,
     pub keys: keys::KeyCache,
     pub limits: RateLimits,
-    sync_lock: Mutex<()>,
+    /// The follower's own read connection; holding it is being the one follower at work.
+    follower: Mutex<Connection>,
     /// Searches running at once (see [`SEARCHES_PER_CORE`]).
     search_permits: tokio::sync::Semaphore,
 }
@@ -66,29 +71,69 @@ pub struct Directory {
 pub type App = Arc<Directory>;
 
 impl Directory {
-    /// Opens the database (applying migrations) and the search index, and brings the index up to
-    /// date with the database (rebuilding it when it is missing, corrupt or of an older schema).
+    /// Opens the database (applying migrations), starts the writer thread, opens the search
+    /// index and brings it up to date with the database (rebuilding it when it is missing,
+    /// corrupt or of an older schema).
     pub fn open(settings: Settings) -> anyhow::Result<App> {
-        let pool = store::open(&settings.data_dir, settings.max_connections)?;
+        let (write_conn, readers) = store::open_server(&settings.data_dir, settings.read_connections)?;
+        let follower = store::open_server_reader(&settings.data_dir)?;
         let index = SearchIndex::open(&settings.data_dir.join("search-index"))
             .map_err(|e| anyhow::anyhow!("cannot open the search index: {e}"))?;
         let limits = RateLimits::new(&settings.rates);
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let dir = Arc::new(Directory {
-            pool,
-            index,
-            settings,
-            keys: keys::KeyCache::default(),
-            limits,
-            sync_lock: Mutex::new(()),
-            search_permits: tokio::sync::Semaphore::new(SEARCHES_PER_CORE * cores),
+        let mut started = Ok(());
+        let dir = Arc::new_cyclic(|me: &std::sync::Weak<Directory>| {
+            let me = me.clone();
+            let after_commit = Box::new(move |_seq: u64| {
+                if let Some(dir) = me.upgrade() {
+                    dir.follow_after_write();
+                }
+            });
+            let writer = Writer::start(write_conn, after_commit).unwrap_or_else(|e| {
+                started = Err(e);
+                Writer::stopped()
+            });
+            Directory {
+                readers,
+                writer,
+                index,
+                settings,
+                keys: keys::KeyCache::default(),
+                limits,
+                follower: Mutex::new(follower),
+                search_permits: tokio::sync::Semaphore::new(SEARCHES_PER_CORE * cores),
+            }
         });
+        started?;
         dir.repair_index()?;
         Ok(dir)
     }
 
-    pub fn conn(&self) -> Result<Conn> {
-        Ok(self.pool.get()?)
+    /// A read-only connection.
+    pub fn read(&self) -> Result<Conn> {
+        Ok(self.readers.get()?)
+    }
+
+    /// The pool of read-only connections (for its metrics).
+    pub fn readers(&self) -> &Pool {
+        &self.readers
+    }
+
+    /// Runs `job` on the writer thread, in the next batch, and returns its value once the batch
+    /// is committed and the followers have applied it (see `store::writer`).
+    pub async fn write<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.writer.write(job).await
+    }
+
+    /// `write` from a blocking thread.
+    pub fn write_blocking<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.writer.write_blocking(job)
     }
 
     /// Runs a blocking operation on the blocking thread pool.
@@ -133,7 +178,7 @@ impl Directory {
     /// Hourly-ish upkeep: forget rate events older than any window looks back.
     pub fn housekeeping(&self) -> Result<()> {
         let before = crate::time::now_ms() - self.limits.longest_window_ms();
-        store::write(&mut *self.conn()?, |tx| store::rate::prune(tx, before).map(|_| ()))?;
+        self.write_blocking(move |tx| store::rate::prune(tx, before).map(|_| ()))?;
         self.limits.shrink();
         Ok(())
     }

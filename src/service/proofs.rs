@@ -10,7 +10,7 @@ use crate::config::PrivateTargets;
 use crate::domain::trust::{LinkList, LinkProofInput};
 use crate::error::{Error, Result};
 use crate::link_fetch::{self, FetchOutcome, FetchPolicy};
-use crate::store::{self, agents, proofs};
+use crate::store::{agents, proofs};
 use crate::time::now_ms;
 
 /// The text a page must hold to prove it belongs to `handle`.
@@ -23,12 +23,11 @@ impl Directory {
     pub async fn link_proof(self: &Arc<Self>, caller: Caller, input: LinkProofInput) -> Result<LinkList> {
         if input.remove == Some(true) {
             return self
-                .run(move |d| {
-                    store::write(&mut *d.conn()?, |tx| {
-                        proofs::remove(tx, caller.id, &input.url)?;
-                        agents::touch(tx, caller.id, now_ms(), true)
-                    })?;
-                    Ok(LinkList { links: views::links(&*d.conn()?, caller.id, now_ms())? })
+                .write(move |tx| {
+                    let now = now_ms();
+                    proofs::remove(tx, caller.id, &input.url)?;
+                    agents::touch(tx, caller.id, now, true)?;
+                    Ok(LinkList { links: views::links(tx, caller.id, now)? })
                 })
                 .await;
         }
@@ -55,13 +54,11 @@ impl Directory {
                 return Err(Error::LinkFetchFailed { reason: e });
             }
         }
-        self.run(move |d| {
+        self.write(move |tx| {
             let now = now_ms();
-            store::write(&mut *d.conn()?, |tx| {
-                proofs::upsert(tx, caller.id, &input.url, &host, now)?;
-                agents::touch(tx, caller.id, now, true)
-            })?;
-            Ok(LinkList { links: views::links(&*d.conn()?, caller.id, now)? })
+            proofs::upsert(tx, caller.id, &input.url, &host, now)?;
+            agents::touch(tx, caller.id, now, true)?;
+            Ok(LinkList { links: views::links(tx, caller.id, now)? })
         })
         .await
     }

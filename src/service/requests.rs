@@ -1,6 +1,9 @@
 //! Contact requests: sending under the recipient's policy, reading by the two parties, and the
 //! moves accept, decline, withdraw and report.
 
+use std::sync::Arc;
+
+use super::agents::{caller_row, visible_agent};
 use super::rate_limit::{InMemory, Persistent};
 use super::{Caller, Directory, views};
 use crate::domain::call::{ReportInput, Reported};
@@ -13,7 +16,7 @@ use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::store::requests::{self as requests_store, RequestRow};
-use crate::store::{self, agents, offerings, reports};
+use crate::store::{agents, offerings, reports};
 use crate::time::{now_ms, seconds_until};
 
 /// The roles a move needs.
@@ -23,19 +26,42 @@ enum Role {
     Recipient,
 }
 
+/// One request as a party sees it; anyone else gets 404.
+fn request_for(conn: &rusqlite::Connection, caller: &Caller, id: &str) -> Result<ContactRequestDetail> {
+    let (row, _) = party_request(conn, caller, id)?;
+    let sender = agents::by_id(conn, row.sender_id)?.ok_or(Error::NotFound)?;
+    let recipient = agents::by_id(conn, row.recipient_id)?.ok_or(Error::NotFound)?;
+    Ok(ContactRequestDetail { notice: NOTICE, request: views::request(row, &sender, &recipient, now_ms()) })
+}
+
+fn party_request(conn: &rusqlite::Connection, caller: &Caller, id: &str) -> Result<(RequestRow, Role)> {
+    if !ids::has_prefix(id, ids::REQUEST) {
+        return Err(Error::NotFound);
+    }
+    let row = requests_store::by_id(conn, id)?.ok_or(Error::NotFound)?;
+    let role = if row.sender_id == caller.id {
+        Role::Sender
+    } else if row.recipient_id == caller.id {
+        Role::Recipient
+    } else {
+        return Err(Error::NotFound);
+    };
+    Ok((row, role))
+}
+
 impl Directory {
-    pub fn send_request(
-        &self,
-        caller: &Caller,
-        handle: &str,
+    pub async fn send_request(
+        self: &Arc<Self>,
+        caller: Caller,
+        handle: String,
         input: NewContactRequest,
     ) -> Result<ContactRequestDetail> {
         let now = now_ms();
         let id = ids::new_id(ids::REQUEST);
-        let mut conn = self.conn()?;
-        store::write(&mut conn, |tx| {
-            let recipient = self.visible_agent(tx, handle)?;
-            let sender = self.caller_row(tx, caller)?;
+        let dir = self.clone();
+        self.write(move |tx| {
+            let recipient = visible_agent(tx, &handle)?;
+            let sender = caller_row(tx, &caller)?;
             if recipient.id == sender.id {
                 return Err(Error::SelfTarget);
             }
@@ -71,7 +97,7 @@ impl Directory {
                 let retry_after = seconds_until(oldest.unwrap_or(now) + CAP_WINDOW, now);
                 return Err(Error::WeeklyCapReached { retry_after });
             }
-            self.limits.check(tx, Persistent::Requests, &sender.handle, now)?;
+            dir.limits.check(tx, Persistent::Requests, &sender.handle, now)?;
             requests_store::insert(
                 tx,
                 &RequestRow {
@@ -91,133 +117,106 @@ impl Directory {
                     decided_at: None,
                 },
             )?;
-            self.limits.record(tx, Persistent::Requests, &sender.handle, now)?;
-            agents::touch(tx, sender.id, now, false)
-        })?;
-        self.after_write();
-        self.request_for(&conn, caller, &id)
-    }
-
-    /// One request as a party sees it; anyone else gets 404.
-    fn request_for(
-        &self,
-        conn: &rusqlite::Connection,
-        caller: &Caller,
-        id: &str,
-    ) -> Result<ContactRequestDetail> {
-        let (row, _) = self.party_request(conn, caller, id)?;
-        let sender = agents::by_id(conn, row.sender_id)?.ok_or(Error::NotFound)?;
-        let recipient = agents::by_id(conn, row.recipient_id)?.ok_or(Error::NotFound)?;
-        Ok(ContactRequestDetail {
-            notice: NOTICE,
-            request: views::request(row, &sender, &recipient, now_ms()),
+            dir.limits.record(tx, Persistent::Requests, &sender.handle, now)?;
+            agents::touch(tx, sender.id, now, false)?;
+            request_for(tx, &caller, &id)
         })
-    }
-
-    fn party_request(
-        &self,
-        conn: &rusqlite::Connection,
-        caller: &Caller,
-        id: &str,
-    ) -> Result<(RequestRow, Role)> {
-        if !ids::has_prefix(id, ids::REQUEST) {
-            return Err(Error::NotFound);
-        }
-        let row = requests_store::by_id(conn, id)?.ok_or(Error::NotFound)?;
-        let role = if row.sender_id == caller.id {
-            Role::Sender
-        } else if row.recipient_id == caller.id {
-            Role::Recipient
-        } else {
-            return Err(Error::NotFound);
-        };
-        Ok((row, role))
+        .await
     }
 
     pub fn get_request(&self, caller: &Caller, id: &str) -> Result<ContactRequestDetail> {
-        self.request_for(&*self.conn()?, caller, id)
+        request_for(&*self.read()?, caller, id)
     }
 
-    fn move_request(
-        &self,
-        caller: &Caller,
-        id: &str,
+    async fn move_request(
+        self: &Arc<Self>,
+        caller: Caller,
+        id: String,
         needs: Role,
         to: RequestStatus,
-        reason: Option<&str>,
+        reason: Option<&'static str>,
     ) -> Result<ContactRequestDetail> {
         let now = now_ms();
-        let mut conn = self.conn()?;
-        store::write(&mut conn, |tx| {
-            let (row, role) = self.party_request(tx, caller, id)?;
+        self.write(move |tx| {
+            let (row, role) = party_request(tx, &caller, &id)?;
             if role != needs {
                 return Err(Error::Forbidden);
             }
-            if !requests_store::decide(tx, id, to, reason, now)? {
+            if !requests_store::decide(tx, &id, to, reason, now)? {
                 let status = RequestStatus::effective(&row.status, row.created_at, now);
                 return Err(Error::InvalidState { status: status.as_str().to_owned() });
             }
-            agents::touch(tx, caller.id, now, false)
-        })?;
-        self.after_write();
-        self.request_for(&conn, caller, id)
+            agents::touch(tx, caller.id, now, false)?;
+            request_for(tx, &caller, &id)
+        })
+        .await
     }
 
-    pub fn accept_request(&self, caller: &Caller, id: &str) -> Result<ContactRequestDetail> {
-        self.move_request(caller, id, Role::Recipient, RequestStatus::Accepted, None)
+    pub async fn accept_request(
+        self: &Arc<Self>,
+        caller: Caller,
+        id: String,
+    ) -> Result<ContactRequestDetail> {
+        self.move_request(caller, id, Role::Recipient, RequestStatus::Accepted, None).await
     }
 
-    pub fn decline_request(
-        &self,
-        caller: &Caller,
-        id: &str,
+    pub async fn decline_request(
+        self: &Arc<Self>,
+        caller: Caller,
+        id: String,
         input: DeclineInput,
     ) -> Result<ContactRequestDetail> {
         let reason = input.reason.map(|r| r.as_str());
-        self.move_request(caller, id, Role::Recipient, RequestStatus::Declined, reason)
+        self.move_request(caller, id, Role::Recipient, RequestStatus::Declined, reason).await
     }
 
-    pub fn withdraw_request(&self, caller: &Caller, id: &str) -> Result<ContactRequestDetail> {
-        self.move_request(caller, id, Role::Sender, RequestStatus::Withdrawn, None)
+    pub async fn withdraw_request(
+        self: &Arc<Self>,
+        caller: Caller,
+        id: String,
+    ) -> Result<ContactRequestDetail> {
+        self.move_request(caller, id, Role::Sender, RequestStatus::Withdrawn, None).await
     }
 
     /// The recipient reports a request to the operators; its state does not change.
-    pub fn report_request(
-        &self,
-        caller: &Caller,
-        id: &str,
+    pub async fn report_request(
+        self: &Arc<Self>,
+        caller: Caller,
+        id: String,
         input: ReportInput,
-        client_ip: &str,
+        client_ip: String,
     ) -> Result<Reported> {
         let report_id = ids::new_id(ids::REPORT);
-        let mut conn = self.conn()?;
-        store::write(&mut conn, |tx| {
-            let (_, role) = self.party_request(tx, caller, id)?;
+        let reported = report_id.clone();
+        let dir = self.clone();
+        self.write(move |tx| {
+            let (_, role) = party_request(tx, &caller, &id)?;
             if role != Role::Recipient {
                 return Err(Error::Forbidden);
             }
             // The same budget as reports of calls, so reports cannot flood the operators' queue.
-            self.limits.take(InMemory::Reports, client_ip)?;
+            dir.limits.take(InMemory::Reports, &client_ip)?;
             reports::insert(
                 tx,
                 &reports::NewReport {
                     id: &report_id,
                     target_kind: "request",
-                    target_id: id,
+                    target_id: &id,
                     reporter_agent_id: Some(caller.id),
                     reporter_ip: None,
                     reason: input.reason.as_deref(),
                     created_at: now_ms(),
                 },
             )
-        })?;
-        Ok(Reported { id: report_id, reported: true })
+        })
+        .await?;
+        Ok(Reported { id: reported, reported: true })
     }
 
     pub fn my_requests(&self, caller: &Caller, f: RequestFilter) -> Result<ContactRequestList> {
         let page = Page::new(f.limit, f.offset);
         let now = now_ms();
-        let conn = self.conn()?;
+        let conn = self.read()?;
         let (total, rows) =
             requests_store::list_for(&conn, caller.id, f.direction, f.status, now, page.limit, page.offset)?;
         let mut requests = Vec::with_capacity(rows.len());

@@ -8,7 +8,7 @@ use crate::store::{collabs, stats};
 
 impl Directory {
     pub fn stats(&self) -> Result<Stats> {
-        let conn = self.conn()?;
+        let conn = self.read()?;
         let c = stats::counts(&conn)?;
         Ok(Stats {
             notice: NOTICE,

@@ -1,12 +1,14 @@
 //! Trust: starting a mailbox verification or an owner claim. The directory never sends mail:
 //! the person sends one carrying the code (see `inbound`).
 
+use std::sync::Arc;
+
 use rand::Rng;
 
+use super::agents::caller_row;
 use super::{Caller, Directory};
 use crate::domain::trust::{CODE_DAYS, Instructions, OwnerClaimInput};
 use crate::error::{Error, Result};
-use crate::store;
 use crate::store::codes::{self, CodeRow};
 use crate::time::{DAY, Timestamp, now_ms};
 
@@ -28,22 +30,22 @@ pub(crate) fn subject(purpose: &str, code: &str) -> String {
 }
 
 impl Directory {
-    fn instructions(&self, caller: &Caller, purpose: &str, from: &str) -> Result<Instructions> {
+    async fn instructions(
+        self: &Arc<Self>,
+        caller: Caller,
+        purpose: &'static str,
+        from: String,
+    ) -> Result<Instructions> {
         let code = new_code();
         let expires_at = now_ms() + CODE_DAYS * DAY;
-        let mut conn = self.conn()?;
-        store::write(&mut conn, |tx| {
-            codes::replace(
-                tx,
-                &CodeRow {
-                    agent_id: caller.id,
-                    purpose: purpose.to_owned(),
-                    code: code.clone(),
-                    address: from.to_owned(),
-                    expires_at,
-                },
-            )
-        })?;
+        let row = CodeRow {
+            agent_id: caller.id,
+            purpose: purpose.to_owned(),
+            code: code.clone(),
+            address: from.clone(),
+            expires_at,
+        };
+        self.write(move |tx| codes::replace(tx, &row)).await?;
         let send_to = format!("verify@{}", self.settings.mail_domain);
         let subject = subject(purpose, &code);
         let (what_en, what_zh) = if purpose == OWNER {
@@ -61,27 +63,33 @@ impl Directory {
                 Timestamp(expires_at).rfc3339()
             ),
             send_to,
-            from: from.to_owned(),
+            from,
             subject,
             expires_at: Timestamp(expires_at),
         })
     }
 
     /// `POST /api/me/verify`: instructions to verify the mailbox on the profile.
-    pub fn start_mailbox_verification(&self, caller: &Caller) -> Result<Instructions> {
-        let a = self.caller_row(&*self.conn()?, caller)?;
-        self.instructions(caller, MAILBOX, &a.mailbox)
+    pub async fn start_mailbox_verification(self: &Arc<Self>, caller: Caller) -> Result<Instructions> {
+        let c = caller.clone();
+        let a = self.run(move |d| caller_row(&*d.read()?, &c)).await?;
+        self.instructions(caller, MAILBOX, a.mailbox).await
     }
 
     /// `POST /api/me/owner-claim`: instructions for the owner to claim the agent.
-    pub fn start_owner_claim(&self, caller: &Caller, input: OwnerClaimInput) -> Result<Instructions> {
-        let a = self.caller_row(&*self.conn()?, caller)?;
+    pub async fn start_owner_claim(
+        self: &Arc<Self>,
+        caller: Caller,
+        input: OwnerClaimInput,
+    ) -> Result<Instructions> {
+        let c = caller.clone();
+        let a = self.run(move |d| caller_row(&*d.read()?, &c)).await?;
         if a.owner_claimed_at.is_some() {
             return Err(Error::AlreadyClaimed);
         }
         if a.mailbox_verified_at.is_none() {
             return Err(Error::MailboxNotVerified);
         }
-        self.instructions(caller, OWNER, &input.owner_email)
+        self.instructions(caller, OWNER, input.owner_email).await
     }
 }

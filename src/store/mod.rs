@@ -5,6 +5,7 @@ pub mod agents;
 pub mod audit;
 pub mod backup;
 pub mod calls;
+pub mod changes;
 pub mod codes;
 pub mod collabs;
 pub mod meta;
@@ -16,6 +17,7 @@ pub mod reports;
 pub mod requests;
 pub mod search;
 pub mod stats;
+pub mod writer;
 
 use std::path::Path;
 use std::time::Duration;
@@ -28,39 +30,77 @@ use crate::error::Result;
 pub type Pool = r2d2::Pool<SqliteConnectionManager>;
 pub type Conn = r2d2::PooledConnection<SqliteConnectionManager>;
 
-/// Every connection: WAL so readers never wait for the writer, a busy timeout so writers queue
-/// instead of failing, and foreign keys enforced.
-///
-/// Reads go through a memory map of the database file: a page read is then a memory access into
-/// the OS page cache shared by all connections, instead of a `pread` copy into each connection's
-/// own page cache, whose allocator and LRU sit behind process-wide mutexes in this SQLite build
-/// (SQLITE_ENABLE_MEMORY_MANAGEMENT). With 16 concurrent searches hydrating their pages, those
-/// mutexes doubled the CPU per search. The map is address space, not memory: its pages are the
-/// OS page cache, shared and reclaimable, though RSS counts a page once per connection that
-/// touched it, so RSS overstates what the process holds.
-const CONNECTION_PRAGMAS: &str = "PRAGMA journal_mode = WAL;
-PRAGMA synchronous = NORMAL;
-PRAGMA busy_timeout = 5000;
-PRAGMA foreign_keys = ON;
+/// Every connection reads through a memory map of the database file: a page read is then a
+/// memory access into the OS page cache shared by all connections, instead of a `pread` copy
+/// into each connection's own page cache, whose allocator and LRU sit behind process-wide
+/// mutexes in this SQLite build (SQLITE_ENABLE_MEMORY_MANAGEMENT). With 16 concurrent searches
+/// hydrating their pages, those mutexes doubled the CPU per search. The map is address space,
+/// not memory: its pages are the OS page cache, shared and reclaimable, though RSS counts a
+/// page once per connection that touched it, so RSS overstates what the process holds.
+const READ_PRAGMAS: &str = "PRAGMA busy_timeout = 5000;
 PRAGMA mmap_size = 2147418112;";
 
+/// A connection that writes: WAL so readers never wait for it, and `synchronous = FULL` so an
+/// acknowledged write survives a power loss (the server's writer pays one fsync per batch, not
+/// per write). The busy timeout lets writers of other processes queue behind each other.
+const WRITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL;
+PRAGMA synchronous = FULL;
+PRAGMA foreign_keys = ON;";
+
 /// Migrations in order. Forward-only: a landed file is never edited, a change is a new file.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "init", include_str!("../../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "init", include_str!("../../migrations/0001_init.sql")),
+    (2, "change_log", include_str!("../../migrations/0002_change_log.sql")),
+];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
 
-/// Opens (creating if needed) the database in `data_dir` and applies pending migrations.
-pub fn open(data_dir: &Path, max_connections: u32) -> anyhow::Result<Pool> {
+fn write_connection(c: &mut Connection) -> rusqlite::Result<()> {
+    c.execute_batch(READ_PRAGMAS)?;
+    c.execute_batch(WRITE_PRAGMAS)
+}
+
+/// Opens (creating if needed) the database in `data_dir` and applies pending migrations: a pool
+/// of read-write connections, for the commands that run beside the server (`inbound-mail`,
+/// `admin`).
+pub fn open(data_dir: &Path, connections: u32) -> anyhow::Result<Pool> {
     std::fs::create_dir_all(data_dir)?;
-    let manager = SqliteConnectionManager::file(data_dir.join(DB_FILE))
-        .with_init(|c| c.execute_batch(CONNECTION_PRAGMAS));
+    let manager = SqliteConnectionManager::file(data_dir.join(DB_FILE)).with_init(write_connection);
     let pool = r2d2::Pool::builder()
-        .max_size(max_connections)
+        .max_size(connections)
         .connection_timeout(Duration::from_secs(10))
         .build(manager)?;
     migrate(&mut *pool.get()?)?;
     Ok(pool)
 }
+
+/// The server's connections: the one write connection (for the writer thread) with migrations
+/// applied, and a pool of read-only connections.
+pub fn open_server(data_dir: &Path, readers: u32) -> anyhow::Result<(Connection, Pool)> {
+    std::fs::create_dir_all(data_dir)?;
+    let path = data_dir.join(DB_FILE);
+    let mut writer = Connection::open(&path)?;
+    write_connection(&mut writer)?;
+    migrate(&mut writer)?;
+    let manager = SqliteConnectionManager::file(&path).with_init(read_connection);
+    let readers = r2d2::Pool::builder().max_size(readers).connection_timeout(READ_WAIT).build(manager)?;
+    Ok((writer, readers))
+}
+
+fn read_connection(c: &mut Connection) -> rusqlite::Result<()> {
+    c.execute_batch(READ_PRAGMAS)?;
+    c.pragma_update(None, "query_only", true)
+}
+
+/// One more read-only connection of the server, outside the pool (for the change-log follower).
+pub fn open_server_reader(data_dir: &Path) -> anyhow::Result<Connection> {
+    let mut conn = Connection::open(data_dir.join(DB_FILE))?;
+    read_connection(&mut conn)?;
+    Ok(conn)
+}
+
+/// How long a read waits for a free read-only connection before it is answered `overloaded`.
+pub const READ_WAIT: Duration = Duration::from_secs(5);
 
 fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
@@ -81,8 +121,9 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     tx.commit()
 }
 
-/// Runs `f` in an IMMEDIATE transaction: it takes the write lock up front, so the checks made
-/// inside see the state the writes apply to.
+/// Runs `f` in an IMMEDIATE transaction on a connection of a command beside the server: it
+/// takes the write lock up front, so the checks made inside see the state the writes apply to.
+/// (The server itself writes only through its writer thread, see `writer`.)
 pub fn write<T>(conn: &mut Connection, f: impl FnOnce(&Transaction) -> Result<T>) -> Result<T> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let out = f(&tx)?;

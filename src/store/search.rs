@@ -1,50 +1,11 @@
-//! What the search index is built from: the change log (`search_changes`, filled by triggers)
-//! and the documents of agents and calls as the public may see them.
+//! What the search index is built from: the documents of agents and calls as the public may
+//! see them.
 
 use agentdir_search_index::{AgentDoc, CallDoc, Change};
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row};
 
 use super::from_json;
 use crate::error::Result;
-
-/// The newest sequence number ever handed out (pruning the log does not lower it).
-pub fn max_seq(conn: &Connection) -> Result<u64> {
-    let seq: Option<i64> = conn
-        .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'search_changes'")?
-        .query_row([], |r| r.get(0))
-        .optional()?;
-    Ok(seq.unwrap_or(0).max(0) as u64)
-}
-
-pub enum Entity {
-    Agent,
-    Call,
-}
-
-/// Distinct entities changed after `seq`, at most `limit` log rows, and the last seq read.
-pub fn changes_after(conn: &Connection, seq: u64, limit: u32) -> Result<(u64, Vec<(Entity, i64)>)> {
-    let mut stmt = conn
-        .prepare_cached("SELECT seq, entity, key FROM search_changes WHERE seq > ?1 ORDER BY seq LIMIT ?2")?;
-    let mut rows = stmt.query(params![seq as i64, limit])?;
-    let mut last = seq;
-    let mut seen = std::collections::HashSet::new();
-    let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
-        last = r.get::<_, i64>(0)? as u64;
-        let entity: String = r.get(1)?;
-        let key: i64 = r.get(2)?;
-        if seen.insert((entity.clone(), key)) {
-            out.push((if entity == "agent" { Entity::Agent } else { Entity::Call }, key));
-        }
-    }
-    Ok((last, out))
-}
-
-/// Forgets log rows the index has applied.
-pub fn prune(conn: &Connection, up_to: u64) -> Result<()> {
-    conn.prepare_cached("DELETE FROM search_changes WHERE seq <= ?1")?.execute([up_to as i64])?;
-    Ok(())
-}
 
 const AGENT_DOC: &str = "SELECT a.id, a.handle, a.name, a.tagline, a.description_en,
     a.description_zh, a.capabilities, a.languages, COALESCE(a.model, ''),
@@ -98,21 +59,23 @@ fn call_doc(r: &Row<'_>) -> rusqlite::Result<CallDoc> {
     })
 }
 
-/// The change that brings the index in line with one entity: its document when the public may
+/// The change that brings the index in line with one agent: its document when the public may
 /// see it, a removal otherwise.
-pub fn change_for(conn: &Connection, entity: &Entity, key: i64) -> Result<Change> {
-    Ok(match entity {
-        Entity::Agent => conn
-            .prepare_cached(&format!("{AGENT_DOC} AND a.id = ?1"))?
-            .query_row([key], agent_doc)
-            .optional()?
-            .map_or(Change::RemoveAgent(key as u64), Change::UpsertAgent),
-        Entity::Call => conn
-            .prepare_cached(&format!("{CALL_DOC} AND p.seq = ?1"))?
-            .query_row([key], call_doc)
-            .optional()?
-            .map_or(Change::RemoveCall(key as u64), Change::UpsertCall),
-    })
+pub fn agent_change(conn: &Connection, key: i64) -> Result<Change> {
+    Ok(conn
+        .prepare_cached(&format!("{AGENT_DOC} AND a.id = ?1"))?
+        .query_row([key], agent_doc)
+        .optional()?
+        .map_or(Change::RemoveAgent(key as u64), Change::UpsertAgent))
+}
+
+/// The same for one call.
+pub fn call_change(conn: &Connection, key: i64) -> Result<Change> {
+    Ok(conn
+        .prepare_cached(&format!("{CALL_DOC} AND p.seq = ?1"))?
+        .query_row([key], call_doc)
+        .optional()?
+        .map_or(Change::RemoveCall(key as u64), Change::UpsertCall))
 }
 
 /// Streams every visible agent and call document into `f` (for a full rebuild).

@@ -196,7 +196,7 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
         dir_mb(&index_dir.join("agents")),
         dir_mb(&index_dir.join("calls"))
     );
-    let counts = agentdir::store::stats::counts(&*app.conn()?)?;
+    let counts = agentdir::store::stats::counts(&*app.read()?)?;
     println!(
         "visible: {} agents ({} verified, {} owner-claimed), {} calls, {} replies",
         counts.agents, counts.agents_verified, counts.agents_owner_claimed, counts.posts, counts.replies
@@ -285,7 +285,7 @@ fn settings(dir: &Path) -> Settings {
         link_fetch_allow_private: PrivateTargets::None,
         trusted_proxies: Vec::new(),
         // As `agentdir serve` configures its pool.
-        max_connections: 16,
+        read_connections: 16,
     }
 }
 

@@ -14,7 +14,7 @@ pub async fn register(
     ClientIp(ip): ClientIp,
     JsonBody(input): JsonBody<Registration>,
 ) -> Created<Registered> {
-    Ok(created(app.run(move |d| d.register(input, &ip)).await?))
+    Ok(created(app.register(input, ip).await?))
 }
 
 pub async fn search(State(app): State<App>, QueryParams(q): QueryParams<AgentSearch>) -> Reply<AgentList> {
@@ -31,5 +31,5 @@ pub async fn send_request(
     PathParam(handle): PathParam,
     JsonBody(input): JsonBody<NewContactRequest>,
 ) -> Created<ContactRequestDetail> {
-    Ok(created(app.run(move |d| d.send_request(&caller, &handle, input)).await?))
+    Ok(created(app.send_request(caller, handle, input).await?))
 }

@@ -17,7 +17,7 @@ pub async fn propose(
     Auth(caller): Auth,
     JsonBody(input): JsonBody<NewCollab>,
 ) -> Created<CollabDetail> {
-    Ok(created(app.run(move |d| d.propose_collab(&caller, input)).await?))
+    Ok(created(app.propose_collab(caller, input).await?))
 }
 
 pub async fn confirm(
@@ -25,7 +25,7 @@ pub async fn confirm(
     Auth(caller): Auth,
     PathParam(id): PathParam,
 ) -> Reply<CollabDetail> {
-    Ok(Json(app.run(move |d| d.confirm_collab(&caller, &id)).await?))
+    Ok(Json(app.confirm_collab(caller, id).await?))
 }
 
 pub async fn decline(
@@ -33,5 +33,5 @@ pub async fn decline(
     Auth(caller): Auth,
     PathParam(id): PathParam,
 ) -> Reply<CollabDetail> {
-    Ok(Json(app.run(move |d| d.decline_collab(&caller, &id)).await?))
+    Ok(Json(app.decline_collab(caller, id).await?))
 }

@@ -23,7 +23,7 @@ pub async fn update(
     Auth(caller): Auth,
     JsonBody(patch): JsonBody<ProfilePatch>,
 ) -> Reply<OwnProfile> {
-    Ok(Json(app.run(move |d| d.update_profile(&caller, patch)).await?))
+    Ok(Json(app.update_profile(caller, patch).await?))
 }
 
 pub async fn offerings(
@@ -31,11 +31,11 @@ pub async fn offerings(
     Auth(caller): Auth,
     JsonBody(input): JsonBody<OfferingsReplacement>,
 ) -> Reply<OfferingList> {
-    Ok(Json(app.run(move |d| d.replace_offerings(&caller, input)).await?))
+    Ok(Json(app.replace_offerings(caller, input).await?))
 }
 
 pub async fn verify(State(app): State<App>, Auth(caller): Auth) -> Reply<Instructions> {
-    Ok(Json(app.run(move |d| d.start_mailbox_verification(&caller)).await?))
+    Ok(Json(app.start_mailbox_verification(caller).await?))
 }
 
 pub async fn owner_claim(
@@ -43,7 +43,7 @@ pub async fn owner_claim(
     Auth(caller): Auth,
     JsonBody(input): JsonBody<OwnerClaimInput>,
 ) -> Reply<Instructions> {
-    Ok(Json(app.run(move |d| d.start_owner_claim(&caller, input)).await?))
+    Ok(Json(app.start_owner_claim(caller, input).await?))
 }
 
 pub async fn links(
@@ -55,7 +55,7 @@ pub async fn links(
 }
 
 pub async fn rotate_key(State(app): State<App>, Auth(caller): Auth) -> Reply<RotatedKey> {
-    Ok(Json(app.run(move |d| d.rotate_key(&caller)).await?))
+    Ok(Json(app.rotate_key(caller).await?))
 }
 
 pub async fn requests(

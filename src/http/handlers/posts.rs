@@ -20,7 +20,7 @@ pub async fn create(
     Auth(caller): Auth,
     JsonBody(input): JsonBody<NewCall>,
 ) -> Created<CallSummary> {
-    Ok(created(app.run(move |d| d.post_call(&caller, input)).await?))
+    Ok(created(app.post_call(caller, input).await?))
 }
 
 pub async fn get(State(app): State<App>, PathParam(id): PathParam) -> Reply<CallDetail> {
@@ -28,7 +28,7 @@ pub async fn get(State(app): State<App>, PathParam(id): PathParam) -> Reply<Call
 }
 
 pub async fn delete(State(app): State<App>, Auth(caller): Auth, PathParam(id): PathParam) -> Reply<Deleted> {
-    Ok(Json(app.run(move |d| d.delete_call(&caller, &id)).await?))
+    Ok(Json(app.delete_call(caller, id).await?))
 }
 
 pub async fn reply(
@@ -37,7 +37,7 @@ pub async fn reply(
     PathParam(id): PathParam,
     JsonBody(input): JsonBody<NewReply>,
 ) -> Created<ReplyView> {
-    Ok(created(app.run(move |d| d.reply(&caller, &id, input)).await?))
+    Ok(created(app.reply(caller, id, input).await?))
 }
 
 pub async fn report(
@@ -46,5 +46,5 @@ pub async fn report(
     PathParam(id): PathParam,
     OptionalJsonBody(input): OptionalJsonBody<ReportInput>,
 ) -> Reply<Reported> {
-    Ok(Json(app.run(move |d| d.report_call(&id, input, &ip)).await?))
+    Ok(Json(app.report_call(id, input, ip).await?))
 }

@@ -22,7 +22,7 @@ pub async fn accept(
     Auth(caller): Auth,
     PathParam(id): PathParam,
 ) -> Reply<ContactRequestDetail> {
-    Ok(Json(app.run(move |d| d.accept_request(&caller, &id)).await?))
+    Ok(Json(app.accept_request(caller, id).await?))
 }
 
 pub async fn decline(
@@ -31,7 +31,7 @@ pub async fn decline(
     PathParam(id): PathParam,
     OptionalJsonBody(input): OptionalJsonBody<DeclineInput>,
 ) -> Reply<ContactRequestDetail> {
-    Ok(Json(app.run(move |d| d.decline_request(&caller, &id, input)).await?))
+    Ok(Json(app.decline_request(caller, id, input).await?))
 }
 
 pub async fn withdraw(
@@ -39,7 +39,7 @@ pub async fn withdraw(
     Auth(caller): Auth,
     PathParam(id): PathParam,
 ) -> Reply<ContactRequestDetail> {
-    Ok(Json(app.run(move |d| d.withdraw_request(&caller, &id)).await?))
+    Ok(Json(app.withdraw_request(caller, id).await?))
 }
 
 pub async fn report(
@@ -49,5 +49,5 @@ pub async fn report(
     PathParam(id): PathParam,
     OptionalJsonBody(input): OptionalJsonBody<ReportInput>,
 ) -> Reply<Reported> {
-    Ok(Json(app.run(move |d| d.report_request(&caller, &id, input, &ip)).await?))
+    Ok(Json(app.report_request(caller, id, input, ip).await?))
 }

@@ -1,0 +1,115 @@
+//! The follower of the change log: keeps what is derived from SQLite (the search index) in line
+//! with it. Every write appends its changes to the log inside its transaction (the triggers of
+//! `migrations/0002_change_log.sql`); the follower applies everything after the seq it has
+//! applied. The writer thread calls it after each batch, before answering (read-your-writes);
+//! searches call it before they read, and the background pass every second, which picks up the
+//! writes of other processes (inbound mail, operator commands).
+
+use agentdir_search_index::SearchIndex;
+use rusqlite::Connection;
+
+use super::Directory;
+use crate::error::{Error, Result};
+use crate::store::changes::{self, ChangeKind};
+use crate::store::{Pool, meta, search};
+
+/// Log rows applied per index commit.
+const BATCH: u32 = 5_000;
+/// `meta` key set by `agentdir admin reindex` when the running server holds the index.
+pub const REINDEX_REQUESTED: &str = "reindex_requested";
+
+fn index_error(e: impl std::fmt::Display) -> Error {
+    tracing::error!(error = %e, "search index failure");
+    Error::Internal
+}
+
+/// Applies the log after the index's seq to the index. Cheap when there is nothing new (one
+/// indexed read).
+pub fn follow(conn: &Connection, index: &SearchIndex) -> Result<()> {
+    loop {
+        let applied = index.applied_seq();
+        let batch = changes::after(conn, applied, BATCH)?;
+        let Some(last) = batch.last().map(|c| c.seq) else {
+            return Ok(());
+        };
+        let mut docs = Vec::with_capacity(batch.len());
+        for change in &batch {
+            match change.kind {
+                ChangeKind::Agent => docs.push(search::agent_change(conn, change.key)?),
+                ChangeKind::Call => docs.push(search::call_change(conn, change.key)?),
+                ChangeKind::Collab => {}
+            }
+        }
+        index.apply(docs, last).map_err(index_error)?;
+    }
+}
+
+/// Rebuilds the whole index from SQLite. The seq is read first: changes landing during the
+/// rebuild are applied by the next `follow`.
+pub fn rebuild(conn: &Connection, index: &SearchIndex) -> Result<()> {
+    let seq = changes::max_seq(conn)?;
+    let started = std::time::Instant::now();
+    search::with_all_docs(conn, |docs| index.rebuild(docs, seq))?.map_err(index_error)?;
+    tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "search index rebuilt");
+    Ok(())
+}
+
+/// `agentdir admin reindex` while no server holds the index.
+pub fn rebuild_alone(pool: &Pool, index: &SearchIndex) -> Result<()> {
+    rebuild(&*pool.get()?, index)?;
+    crate::store::write(&mut *pool.get()?, |tx| meta::remove(tx, REINDEX_REQUESTED))
+}
+
+/// Asks the running server to rebuild its index at its next background pass.
+pub fn request_rebuild(pool: &Pool) -> Result<()> {
+    crate::store::write(&mut *pool.get()?, |tx| {
+        meta::set(tx, REINDEX_REQUESTED, &crate::time::now_ms().to_string())
+    })
+}
+
+impl Directory {
+    fn follower(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.follower.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Brings the followers up to the newest committed change.
+    pub fn follow(&self) -> Result<()> {
+        follow(&self.follower(), &self.index)
+    }
+
+    /// On the writer thread after a commit. A failure here does not undo the write: the
+    /// background pass retries.
+    pub(crate) fn follow_after_write(&self) {
+        if let Err(e) = self.follow() {
+            tracing::warn!(error = %e, "following the change log after a write failed; will retry");
+        }
+    }
+
+    fn rebuild_index(&self) -> Result<()> {
+        rebuild(&self.follower(), &self.index)?;
+        self.write_blocking(|tx| meta::remove(tx, REINDEX_REQUESTED))
+    }
+
+    fn rebuild_requested(&self) -> Result<bool> {
+        Ok(meta::get(&*self.read()?, REINDEX_REQUESTED)?.is_some())
+    }
+
+    /// At start: rebuild when the index was missing, corrupt or of an older schema, or when a
+    /// rebuild was asked for; then catch up with whatever was committed to SQLite but never
+    /// reached the index (a crash between the two commits).
+    pub fn repair_index(&self) -> Result<()> {
+        if self.index.needs_rebuild() || self.rebuild_requested()? {
+            self.rebuild_index()?;
+        }
+        self.follow()
+    }
+
+    /// The periodic pass of a running server: honour a rebuild request from another process and
+    /// apply changes other processes made even when nobody reads.
+    pub fn background_pass(&self) -> Result<()> {
+        if self.rebuild_requested()? {
+            self.rebuild_index()?;
+        }
+        self.follow()
+    }
+}
