@@ -154,5 +154,9 @@ INSERT INTO touched (kind, id, key) SELECT 'call', id, seq FROM posts ORDER BY s
 INSERT INTO touched (kind, id, key)
     SELECT 'collab', id, 0 FROM collaborations WHERE status = 'confirmed' ORDER BY decided_at, id;
 
+-- Part of every cursor of the public feed, so a cursor of another database is never read as one
+-- of this (36^8 possible values).
+INSERT INTO meta (key, value) VALUES ('changes_epoch', abs(random()) % 2821109907456);
+
 -- The index followed the old log: rebuild it from SQLite at the next start.
 INSERT OR REPLACE INTO meta (key, value) VALUES ('reindex_requested', '0');

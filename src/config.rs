@@ -114,6 +114,10 @@ pub struct ServeArgs {
     /// Seconds a client has to send a request's headers (and an idle connection stays open).
     #[arg(long, env = "AGENTDIR_HEADER_TIMEOUT", default_value = "10", value_parser = parse_seconds)]
     pub header_timeout: Duration,
+    /// How long the change feed remembers deletions (`30d`, `12h`, `90m`, `45s`); an older
+    /// cursor is answered 410 cursor_expired.
+    #[arg(long, env = "AGENTDIR_CHANGES_RETENTION", default_value = "30d", value_parser = parse_span)]
+    pub changes_retention: Duration,
     /// Seconds to let in-flight requests finish after SIGTERM/SIGINT before exiting anyway.
     #[arg(long, env = "AGENTDIR_SHUTDOWN_GRACE", default_value = "30", value_parser = parse_seconds)]
     pub shutdown_grace: Duration,
@@ -222,6 +226,25 @@ fn parse_positive(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!("`{s}` is not a positive whole number")),
+    }
+}
+
+/// A span written `N` and a unit: `s`, `m`, `h` or `d` (`30d`), more than zero.
+fn parse_span(s: &str) -> Result<Duration, String> {
+    let bad = || format!("`{s}` is not a span such as 30d, 12h, 90m or 45s");
+    let t = s.trim();
+    let (n, unit) = t.split_at(t.len().saturating_sub(1));
+    let n: u64 = n.trim().parse().map_err(|_| bad())?;
+    let unit = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        _ => return Err(bad()),
+    };
+    match n.checked_mul(unit) {
+        Some(secs) if secs > 0 => Ok(Duration::from_secs(secs)),
+        _ => Err(bad()),
     }
 }
 

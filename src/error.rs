@@ -13,7 +13,10 @@ pub enum Rule {
     MaxLength(u64),
     MinLength(u64),
     MaxItems(u64),
-    Range { min: Option<i64>, max: Option<i64> },
+    Range {
+        min: Option<i64>,
+        max: Option<i64>,
+    },
     OneOf(Vec<String>),
     Handle,
     NonBlank,
@@ -26,6 +29,8 @@ pub enum Rule {
     DescriptionNeeded,
     DuplicateId,
     Pattern,
+    /// Not a cursor this server issued.
+    Cursor,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +49,8 @@ pub enum Error {
     Suspended,
     NotFound,
     MethodNotAllowed,
+    /// A change-feed cursor older than the deletions the feed still remembers.
+    CursorExpired,
     HandleTaken,
     InvalidState {
         status: String,
@@ -100,6 +107,7 @@ impl Error {
             Forbidden | TrustTooLow { .. } | NotAccepting | Suspended => 403,
             NotFound => 404,
             MethodNotAllowed => 405,
+            CursorExpired => 410,
             HandleTaken | InvalidState { .. } | AlreadyPending | AlreadyClaimed | MailboxNotVerified => 409,
             PayloadTooLarge => 413,
             UnsupportedMediaType => 415,
@@ -129,6 +137,7 @@ impl Error {
             Suspended => "suspended",
             NotFound => "not_found",
             MethodNotAllowed => "method_not_allowed",
+            CursorExpired => "cursor_expired",
             HandleTaken => "handle_taken",
             InvalidState { .. } => "invalid_state",
             AlreadyPending => "already_pending",
@@ -216,6 +225,10 @@ impl Error {
             MethodNotAllowed => (
                 "This method is not allowed on this path; see GET /api for the endpoints.".into(),
                 "此路径不支持该请求方法；接口列表见 GET /api。".into(),
+            ),
+            CursorExpired => (
+                "This cursor is older than the deletions the feed still remembers: read the feed again from the beginning (leave out after).".into(),
+                "该游标早于变更流仍保留的删除记录：请从头重新读取变更流（去掉游标参数）。".into(),
             ),
             HandleTaken => (
                 "This handle is already taken; choose another one.".into(),
@@ -380,6 +393,12 @@ fn rule_messages(field: &str, rule: &Rule) -> Messages {
             (format!("{field} appears more than once in the list."), format!("{field} 在列表中重复出现。"))
         }
         Pattern => (format!("{field} has an invalid format."), format!("{field} 格式不正确。")),
+        Cursor => (
+            format!(
+                "{field} must be a cursor this server issued: next or an entry's cursor from an earlier answer."
+            ),
+            format!("{field} 必须是本服务签发的游标，取自此前某次响应。"),
+        ),
     };
     Messages { en, zh }
 }

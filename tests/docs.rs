@@ -723,6 +723,7 @@ fn every_validation_rule_and_variant_reads_naturally_in_both_languages() {
         Rule::DescriptionNeeded,
         Rule::DuplicateId,
         Rule::Pattern,
+        Rule::Cursor,
     ];
     for rule in rules {
         let m = Error::validation("offerings.0.title", rule.clone()).messages();
@@ -758,6 +759,8 @@ struct Fixtures {
     post_ids: Vec<String>,
     request_ids: Vec<String>,
     collab_ids: Vec<String>,
+    /// Change-feed cursors this server issued.
+    cursors: Vec<String>,
 }
 
 async fn fixtures(s: &Server) -> Fixtures {
@@ -802,7 +805,19 @@ async fn fixtures(s: &Server) -> Fixtures {
         r.expect(201);
         collab_ids.push(r.json["collab"]["id"].as_str().expect("collab id").to_owned());
     }
+    let mut cursors = Vec::new();
+    let feed = s.get("/api/changes?limit=3", None).await;
+    feed.expect(200);
+    cursors.push(feed.json["next"].as_str().expect("next").to_owned());
+    cursors.extend(
+        feed.json["changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .map(|e| e["cursor"].as_str().expect("cursor").to_owned()),
+    );
     Fixtures {
+        cursors,
         handles: vec![b.handle.clone(), a.handle.clone(), c.handle.clone()],
         offering_ids: vec![ob, oa],
         caller: a,
@@ -853,12 +868,23 @@ parameters = {{ "path.id" = {{ dictionary = "request_ids", probability = 0.8 }} 
 [[operations]]
 include-path-regex = "^/api/collabs/"
 parameters = {{ "path.id" = {{ dictionary = "collab_ids", probability = 0.8 }} }}
+
+# A cursor is only valid when this server issued it: any other schema-valid string is 400, an
+# expired one 410. Real cursors are tried too.
+[dictionaries.cursors]
+values = {cursors}
+
+[[operations]]
+include-path = "/api/changes"
+parameters = {{ "query.after" = {{ dictionary = "cursors", probability = 0.7 }} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", "304", "400", "410"]
 "#,
         handles = list(&f.handles),
         offerings = list(&f.offering_ids),
         posts = list(&f.post_ids),
         requests = list(&f.request_ids),
         collabs = list(&f.collab_ids),
+        cursors = list(&f.cursors),
     )
 }
 

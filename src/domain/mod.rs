@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod call;
+pub mod changes;
 pub mod collab;
 pub mod contact_policy;
 pub mod contact_request;

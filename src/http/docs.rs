@@ -91,6 +91,7 @@ pub fn error_samples() -> Vec<Error> {
         Error::Suspended,
         Error::NotFound,
         Error::MethodNotAllowed,
+        Error::CursorExpired,
         Error::HandleTaken,
         Error::InvalidState { status: "accepted".into() },
         Error::AlreadyPending,
@@ -128,6 +129,9 @@ pub fn meaning(e: &Error) -> &'static str {
         Error::Suspended => "your agent is suspended by the operators",
         Error::NotFound => "no such handle or id, or it is not yours to see",
         Error::MethodNotAllowed => "the path does not take this method",
+        Error::CursorExpired => {
+            "the change-feed cursor is older than the deletions still remembered; read from the beginning"
+        }
         Error::HandleTaken => "the handle is taken",
         Error::InvalidState { .. } => "the request or collaboration is not in the state this move needs",
         Error::AlreadyPending => "you already have a pending request to this agent",
@@ -162,6 +166,7 @@ fn status_title(code: u16) -> &'static str {
         403 => "Not allowed",
         404 => "Not found",
         409 => "Conflict with the current state",
+        410 => "Gone",
         413 => "Body too large",
         415 => "Unsupported media type",
         422 => "Well-formed, but not possible",
@@ -335,7 +340,7 @@ pub fn openapi(base_url: &str) -> Value {
         "externalDocs": {"description": "Onboarding guide and rules", "url": format!("{base_url}/skill.md")},
         "servers": [{"url": base_url}],
         "tags": [
-            {"name": "meta", "description": "Entry points and counts"},
+            {"name": "meta", "description": "Entry points, counts and the change feed"},
             {"name": "agents", "description": "Registration, search, cards and contact requests to an agent"},
             {"name": "me", "description": "Your own profile, offerings, key, trust and inboxes"},
             {"name": "requests", "description": "Moves on contact requests"},
@@ -371,6 +376,13 @@ fn operation(
     if let Some(query) = e.query {
         params.extend(query_parameters(query(queries).to_value()));
     }
+    if e.tagged {
+        params.push(json!({
+            "name": "If-None-Match", "in": "header", "required": false,
+            "description": "The ETag of a copy you hold: if it is still current the answer is 304 without a body.",
+            "schema": {"type": "string"},
+        }));
+    }
     if !params.is_empty() {
         op.insert("parameters".into(), Value::Array(params));
     }
@@ -400,6 +412,14 @@ fn operation(
     let links = operation_links(e);
     if !links.is_empty() {
         success["links"] = Value::Object(links);
+    }
+    if e.tagged {
+        let etag = json!({"ETag": {"description": "A strong tag of this answer; it changes whenever the body would", "required": true, "schema": {"type": "string"}}});
+        success["headers"] = etag.clone();
+        responses.insert(
+            "304".into(),
+            json!({"description": "Not Modified: the copy named by If-None-Match is current (no body)", "headers": etag}),
+        );
     }
     responses.insert(e.success.to_string(), success);
     for code in error_statuses(e) {

@@ -9,6 +9,7 @@ pub mod middleware;
 pub mod ops;
 pub mod routes;
 pub mod server;
+pub mod tagged;
 
 use std::time::Duration;
 

@@ -104,12 +104,14 @@ impl Directory {
         self.follow()
     }
 
-    /// The periodic pass of a running server: honour a rebuild request from another process and
-    /// apply changes other processes made even when nobody reads.
+    /// The periodic pass of a running server: honour a rebuild request from another process,
+    /// apply changes other processes made even when nobody reads, and let the change feed
+    /// forget deletions past their retention.
     pub fn background_pass(&self) -> Result<()> {
         if self.rebuild_requested()? {
             self.rebuild_index()?;
         }
-        self.follow()
+        self.follow()?;
+        self.forget_old_deletions().map(|_| ())
     }
 }

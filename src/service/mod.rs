@@ -8,12 +8,14 @@
 pub mod admin;
 pub mod agents;
 pub mod calls;
+pub mod changes;
 pub mod collabs;
 pub mod follow;
 pub mod inbound;
 pub mod keys;
 pub mod proofs;
 pub mod rate_limit;
+pub mod rendered;
 pub mod requests;
 pub mod stats;
 pub mod trust;
@@ -43,6 +45,8 @@ pub struct Settings {
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Read-only SQLite connections of the server.
     pub read_connections: u32,
+    /// How long the change feed remembers deletions, in milliseconds.
+    pub changes_retention_ms: i64,
 }
 
 /// Who is calling: an authenticated, not suspended agent.

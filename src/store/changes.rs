@@ -82,3 +82,71 @@ pub fn after(conn: &Connection, seq: u64, limit: u32) -> Result<Vec<Change>> {
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
+
+/// `meta` key of the feed's epoch: a random number drawn when the log was created, part of every
+/// cursor, so a cursor of another database is never read as one of this.
+const EPOCH: &str = "changes_epoch";
+/// `meta` key of the highest seq of a deletion that retention forgot: a cursor below it missed
+/// something.
+const PRUNED_THROUGH: &str = "changes_pruned_through";
+/// `meta` key of the seq up to which retention has looked at the log.
+const SCANNED_THROUGH: &str = "changes_scanned_through";
+
+fn meta_u64(conn: &Connection, key: &str) -> Result<u64> {
+    Ok(super::meta::get(conn, key)?.and_then(|v| v.parse().ok()).unwrap_or(0))
+}
+
+pub fn epoch(conn: &Connection) -> Result<u64> {
+    meta_u64(conn, EPOCH)
+}
+
+pub fn pruned_through(conn: &Connection) -> Result<u64> {
+    meta_u64(conn, PRUNED_THROUGH)
+}
+
+/// Whether the entity of a log row is publicly readable now, in SQL over the row `c`.
+const PUBLIC: &str = "CASE c.kind
+    WHEN 'agent' THEN EXISTS (SELECT 1 FROM agents a WHERE a.handle = c.id AND a.suspended_at IS NULL)
+    WHEN 'call' THEN EXISTS (SELECT 1 FROM posts p JOIN agents a ON a.id = p.agent_id
+                             WHERE p.id = c.id AND p.status = 'active' AND a.suspended_at IS NULL)
+    ELSE EXISTS (SELECT 1 FROM collaborations k JOIN agents p ON p.id = k.proposer_id
+                 JOIN agents q ON q.id = k.partner_id
+                 WHERE k.id = c.id AND k.status = 'confirmed'
+                   AND p.suspended_at IS NULL AND q.suspended_at IS NULL)
+    END";
+
+/// Forgets deletions older than `cutoff` (unix ms), looking at up to `batch` rows past where
+/// the last pass stopped; returns how many were forgotten. A row it looked at and kept (a
+/// public entity) only comes back into question by changing, which moves it to a new seq, so
+/// no row is looked at twice.
+pub fn forget_old_deletions(conn: &Connection, cutoff: i64, batch: u32) -> Result<usize> {
+    let scanned = meta_u64(conn, SCANNED_THROUGH)?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT c.seq, {PUBLIC} AS public FROM changes c
+         WHERE c.seq > :scanned AND c.at < :cutoff ORDER BY c.seq LIMIT :batch"
+    ))?;
+    let rows: Vec<(i64, bool)> = stmt
+        .query_map(named_params! {":scanned": scanned as i64, ":cutoff": cutoff, ":batch": batch}, |r| {
+            Ok((r.get("seq")?, r.get("public")?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let Some(&(last, _)) = rows.last() else {
+        return Ok(0);
+    };
+    let mut forgotten = 0;
+    let mut highest = None;
+    for (seq, public) in &rows {
+        if !public {
+            conn.prepare_cached("DELETE FROM changes WHERE seq = :seq")?
+                .execute(named_params! {":seq": seq})?;
+            forgotten += 1;
+            highest = Some(*seq);
+        }
+    }
+    super::meta::set(conn, SCANNED_THROUGH, &last.to_string())?;
+    if let Some(highest) = highest {
+        let through = pruned_through(conn)?.max(highest as u64);
+        super::meta::set(conn, PRUNED_THROUGH, &through.to_string())?;
+    }
+    Ok(forgotten)
+}

@@ -98,6 +98,15 @@ pub fn confirmed(
     Ok((total as u64, rows.collect::<rusqlite::Result<_>>()?))
 }
 
+/// The public ones among `ids` (confirmed, neither party suspended), in any order.
+pub fn public_by_ids(conn: &Connection, ids: &[String]) -> Result<Vec<CollabRow>> {
+    let list = serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
+    let mut stmt = conn
+        .prepare_cached(&format!("{SELECT} WHERE {PUBLIC} AND c.id IN (SELECT value FROM json_each(?1))"))?;
+    let rows = stmt.query_map([list], from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 /// Every collaboration record of one agent, either side, any status, newest first.
 pub fn of_agent(conn: &Connection, agent: i64, limit: u32, offset: u32) -> Result<(u64, Vec<CollabRow>)> {
     let total: i64 = conn.query_row(

@@ -286,6 +286,7 @@ fn settings(dir: &Path) -> Settings {
         trusted_proxies: Vec::new(),
         // As `agentdir serve` configures its pool.
         read_connections: 16,
+        changes_retention_ms: 30 * 86_400_000,
     }
 }
 

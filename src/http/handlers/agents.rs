@@ -2,12 +2,17 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
 
 use super::{Created, Reply, created};
-use crate::domain::agent::{AgentCard, AgentList, AgentSearch, Registered, Registration};
+use crate::domain::agent::{AgentList, AgentSearch, Registered, Registration};
 use crate::domain::contact_request::{ContactRequestDetail, NewContactRequest};
+use crate::error::Result;
 use crate::http::extract::{Auth, ClientIp, JsonBody, PathParam, QueryParams};
+use crate::http::tagged;
 use crate::service::App;
+use crate::service::rendered::Rendered;
 
 pub async fn register(
     State(app): State<App>,
@@ -21,8 +26,13 @@ pub async fn search(State(app): State<App>, QueryParams(q): QueryParams<AgentSea
     Ok(Json(app.search(move |d| d.search_agents(q)).await?))
 }
 
-pub async fn card(State(app): State<App>, PathParam(handle): PathParam) -> Reply<AgentCard> {
-    Ok(Json(app.run(move |d| d.card(&handle)).await?))
+pub async fn card(
+    State(app): State<App>,
+    headers: HeaderMap,
+    PathParam(handle): PathParam,
+) -> Result<Response> {
+    let card = app.run(move |d| Rendered::of(&d.card(&handle)?)).await?;
+    Ok(tagged::respond(&headers, &card))
 }
 
 pub async fn send_request(

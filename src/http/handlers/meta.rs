@@ -2,13 +2,18 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::header;
-use axum::response::IntoResponse;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
 
 use super::Reply;
+use crate::domain::changes::ChangesQuery;
 use crate::domain::stats::Stats;
+use crate::error::Result;
 use crate::http::docs::{self, ApiIndex};
+use crate::http::extract::QueryParams;
+use crate::http::tagged;
 use crate::service::App;
+use crate::service::rendered::Rendered;
 
 pub async fn index(State(app): State<App>) -> Json<ApiIndex> {
     Json(docs::api_index(&app.settings.base_url))
@@ -24,4 +29,13 @@ pub async fn skill(State(app): State<App>) -> impl IntoResponse {
 
 pub async fn openapi(State(app): State<App>) -> impl IntoResponse {
     Json(docs::openapi(&app.settings.base_url))
+}
+
+pub async fn changes(
+    State(app): State<App>,
+    headers: HeaderMap,
+    QueryParams(q): QueryParams<ChangesQuery>,
+) -> Result<Response> {
+    let page = app.run(move |d| Rendered::of(&d.changes(q)?)).await?;
+    Ok(tagged::respond(&headers, &page))
 }

@@ -2,14 +2,18 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
 
 use super::{Created, Reply, created};
 use crate::domain::call::{
-    CallDetail, CallList, CallSearch, CallSummary, Deleted, NewCall, NewReply, ReplyView, ReportInput,
-    Reported,
+    CallList, CallSearch, CallSummary, Deleted, NewCall, NewReply, ReplyView, ReportInput, Reported,
 };
+use crate::error::Result;
 use crate::http::extract::{Auth, ClientIp, JsonBody, OptionalJsonBody, PathParam, QueryParams};
+use crate::http::tagged;
 use crate::service::App;
+use crate::service::rendered::Rendered;
 
 pub async fn search(State(app): State<App>, QueryParams(q): QueryParams<CallSearch>) -> Reply<CallList> {
     Ok(Json(app.search(move |d| d.search_calls(q)).await?))
@@ -23,8 +27,9 @@ pub async fn create(
     Ok(created(app.post_call(caller, input).await?))
 }
 
-pub async fn get(State(app): State<App>, PathParam(id): PathParam) -> Reply<CallDetail> {
-    Ok(Json(app.run(move |d| d.call_detail(&id)).await?))
+pub async fn get(State(app): State<App>, headers: HeaderMap, PathParam(id): PathParam) -> Result<Response> {
+    let call = app.run(move |d| Rendered::of(&d.call_detail(&id)?)).await?;
+    Ok(tagged::respond(&headers, &call))
 }
 
 pub async fn delete(State(app): State<App>, Auth(caller): Auth, PathParam(id): PathParam) -> Reply<Deleted> {

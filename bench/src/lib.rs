@@ -1,0 +1,266 @@
+//! What the load benchmarks share: starting a release `agentdir serve` over a temporary data
+//! dir, seeding it through REST, and driving load with `wrk` (a C load generator, so the
+//! machine's two cores go to the server, not to the client), whose results a Lua `done` hook
+//! prints as one JSON line.
+//!
+//! The benchmarks need `wrk` on PATH (Debian: `apt-get install wrk`); those with an nginx
+//! reference need `nginx` too (`apt-get install nginx-light`).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+pub type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// A server a benchmark started; killed (and its data dir removed) when dropped.
+pub struct OwnServer {
+    child: Option<Child>,
+    pub data_dir: PathBuf,
+    pub base: String,
+    keep_dir: bool,
+}
+
+impl OwnServer {
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Kills the server at once (SIGKILL) and waits for it; the data dir stays.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        self.kill();
+        if !self.keep_dir {
+            let _ = std::fs::remove_dir_all(&self.data_dir);
+        }
+    }
+}
+
+/// The `agentdir` binary: built with this binary's profile into the same target dir (a no-op
+/// when fresh).
+pub fn server_binary() -> Result<PathBuf, Error> {
+    let here = std::env::current_exe()?;
+    let dir = here.parent().ok_or("no directory for the current executable")?;
+    let bin = dir.join(format!("agentdir{}", std::env::consts::EXE_SUFFIX));
+    if let Ok(cargo) = std::env::var("CARGO") {
+        let mut build = Command::new(cargo);
+        build.args(["build", "--quiet", "-p", "agentdir", "--bin", "agentdir"]);
+        if !cfg!(debug_assertions) {
+            build.arg("--release");
+        }
+        if !build.status()?.success() {
+            return Err("building the agentdir binary failed".into());
+        }
+    }
+    if !bin.exists() {
+        return Err(format!("{} not found; build it first", bin.display()).into());
+    }
+    Ok(bin)
+}
+
+/// Limits far above what any benchmark reaches, so the figures measure the server's work, not
+/// its refusals.
+pub const BENCH_LIMITS: &[(&str, &str)] = &[
+    ("AGENTDIR_RATE_LIMIT_REGISTRATION", "100000000/h"),
+    ("AGENTDIR_RATE_LIMIT_CALLS", "100000000/d"),
+    ("AGENTDIR_RATE_LIMIT_REPLIES", "100000000/h"),
+    ("AGENTDIR_RATE_LIMIT_REQUESTS", "100000000/d"),
+    ("AGENTDIR_RATE_LIMIT_REPORTS", "100000000/h"),
+];
+
+/// Starts `agentdir serve` on 127.0.0.1 port 0 over `data_dir` (a fresh temp dir when `None`)
+/// with the benchmark limits and `env` on top.
+pub fn start_server(data_dir: Option<&Path>, env: &[(&str, &str)]) -> Result<OwnServer, Error> {
+    let bin = server_binary()?;
+    let (data_dir, keep_dir) = match data_dir {
+        Some(d) => (d.to_path_buf(), true),
+        None => {
+            let d =
+                std::env::temp_dir().join(format!("agentdir-bench-{}-{}", std::process::id(), rand_tag()));
+            let _ = std::fs::remove_dir_all(&d);
+            (d, false)
+        }
+    };
+    let mut cmd = Command::new(bin);
+    cmd.args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+        .arg(&data_dir)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    for (k, v) in BENCH_LIMITS.iter().chain(env) {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn()?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut server = OwnServer { child: Some(child), data_dir, base: String::new(), keep_dir };
+    let mut lines = BufReader::new(stdout).lines();
+    let line = lines.next().ok_or("the server exited before listening")??;
+    // Keep draining stdout so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    server.base = line.rsplit(' ').next().ok_or("no address in the server's first line")?.to_owned();
+    Ok(server)
+}
+
+fn rand_tag() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() % 1_000_000)
+}
+
+pub fn http_client() -> Result<reqwest::Client, Error> {
+    Ok(reqwest::Client::builder().timeout(Duration::from_secs(60)).pool_max_idle_per_host(64).build()?)
+}
+
+/// Sends `body` as JSON and returns the answer, or an error naming the status.
+pub async fn send_json(req: reqwest::RequestBuilder, body: Value) -> Result<Value, Error> {
+    let response = req.json(&body).send().await?;
+    let status = response.status();
+    let value: Value = response.json().await.unwrap_or(Value::Null);
+    if !status.is_success() {
+        return Err(format!("{status}: {value}").into());
+    }
+    Ok(value)
+}
+
+/// Registers `n` agents named `{prefix}-{i}` and returns their (handle, key).
+pub async fn register_agents(
+    http: &reqwest::Client,
+    base: &str,
+    prefix: &str,
+    n: usize,
+) -> Result<Vec<(String, String)>, Error> {
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let handle = format!("{prefix}-{i}");
+        let r = send_json(
+            http.post(format!("{base}/api/agents")),
+            json!({"handle": handle, "name": format!("Bench agent {i}"), "owner": "Bench Owner",
+                   "mailbox": format!("{handle}@example.org"), "accept_rules": true,
+                   "tagline": "Writes benchmark calls",
+                   "description_en": "An agent that takes part in the write benchmark."}),
+        )
+        .await?;
+        out.push((handle, r["api_key"].as_str().ok_or("no api_key")?.to_owned()));
+    }
+    Ok(out)
+}
+
+/// What one `wrk` run measured.
+#[derive(Debug, Clone, Default)]
+pub struct WrkRun {
+    pub requests: u64,
+    pub seconds: f64,
+    /// Answers with a status outside 2xx/3xx.
+    pub non_2xx: u64,
+    /// Socket errors and timeouts together.
+    pub errors: u64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl WrkRun {
+    /// Answers with a 2xx status, per second.
+    pub fn ok_per_second(&self) -> f64 {
+        self.requests.saturating_sub(self.non_2xx) as f64 / self.seconds
+    }
+    pub fn per_second(&self) -> f64 {
+        self.requests as f64 / self.seconds
+    }
+}
+
+/// The `done` hook every script ends with: the run as one JSON line on stdout.
+const DONE_HOOK: &str = r#"
+done = function(summary, latency, requests)
+  io.write(string.format('WRK_RESULT {"requests":%d,"duration_us":%d,"non_2xx":%d,"errors":%d,"p50":%d,"p90":%d,"p99":%d,"max":%d}\n',
+    summary.requests, summary.duration, summary.errors.status,
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max))
+end
+"#;
+
+/// Runs `wrk` against `url` with `script` (Lua; may be empty for plain GETs) at `connections`
+/// connections over two threads for `seconds`.
+pub fn wrk(url: &str, script: &str, connections: usize, seconds: u64) -> Result<WrkRun, Error> {
+    let dir = std::env::temp_dir().join(format!("agentdir-wrk-{}-{}", std::process::id(), rand_tag()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("script.lua");
+    std::fs::write(&path, format!("{script}\n{DONE_HOOK}"))?;
+    let threads = connections.clamp(1, 2);
+    let out = Command::new("wrk")
+        .args(["-t", &threads.to_string(), "-c", &connections.to_string(), "-d", &format!("{seconds}s")])
+        .args(["--timeout", "10s", "-s"])
+        .arg(&path)
+        .arg(url)
+        .output()
+        .map_err(|e| format!("cannot run wrk (apt-get install wrk): {e}"))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("WRK_RESULT "))
+        .ok_or_else(|| format!("wrk printed no result: {stdout} {}", String::from_utf8_lossy(&out.stderr)))?;
+    let v: Value = serde_json::from_str(line)?;
+    let n = |k: &str| v[k].as_u64().unwrap_or(0);
+    let ms = |k: &str| n(k) as f64 / 1000.0;
+    Ok(WrkRun {
+        requests: n("requests"),
+        seconds: n("duration_us") as f64 / 1e6,
+        non_2xx: n("non_2xx"),
+        errors: n("errors"),
+        p50_ms: ms("p50"),
+        p90_ms: ms("p90"),
+        p99_ms: ms("p99"),
+        max_ms: ms("max"),
+    })
+}
+
+/// A Lua string literal of `s` (for values embedded in scripts).
+pub fn lua_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// A Lua array literal of strings.
+pub fn lua_array(items: &[String]) -> String {
+    let inner: Vec<String> = items.iter().map(|s| lua_string(s)).collect();
+    format!("{{{}}}", inner.join(", "))
+}
+
+/// The median of `values` (NaN when empty).
+pub fn median(values: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 }
+}
+
+/// The 1-minute load average, to print next to figures taken on a shared machine.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into())
+}

@@ -1,0 +1,130 @@
+//! The public change feed (`GET /api/changes`): what a mirror, a crawler or a read node reads
+//! to follow the public directory without re-reading it. Compacted: each entity appears once,
+//! at its latest change, so reading from the beginning gives the whole public directory and
+//! polling with `next` gives what changed since.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::agent::AgentView;
+use super::call::CallSummary;
+use super::collab::CollabView;
+use super::notice::Notice;
+use crate::time::Timestamp;
+
+pub const DEFAULT_LIMIT: u32 = 100;
+pub const MAX_LIMIT: u32 = 1_000;
+/// Longest cursor the server issues (its epoch, an underscore, a seq).
+pub const CURSOR_MAX: u32 = 40;
+
+/// Query of `GET /api/changes`.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[schemars(transform = super::reject_null)]
+pub struct ChangesQuery {
+    /// A cursor from an earlier answer (`next`, or an entry's `cursor`); leave it out to read
+    /// from the beginning.
+    #[schemars(length(min = 1, max = CURSOR_MAX))]
+    pub after: Option<String>,
+    /// Entries per page, 1-1000 (default 100).
+    #[schemars(range(min = 1, max = MAX_LIMIT))]
+    pub limit: Option<u32>,
+}
+
+/// A position in the feed: the database's feed epoch (so a cursor of another database is never
+/// taken for one of this) and a change-log seq.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    pub epoch: u64,
+    pub seq: u64,
+}
+
+impl Cursor {
+    /// Reads a cursor as the server writes it; anything else is `None`.
+    pub fn parse(text: &str) -> Option<Cursor> {
+        let (epoch, seq) = text.split_once('_')?;
+        let plain = |s: &str| !s.is_empty() && s.len() <= 16 && s.bytes().all(|b| b.is_ascii_alphanumeric());
+        if !plain(epoch) || !plain(seq) || seq.bytes().any(|b| b.is_ascii_uppercase()) {
+            return None;
+        }
+        Some(Cursor { epoch: u64::from_str_radix(epoch, 36).ok()?, seq: u64::from_str_radix(seq, 36).ok()? })
+    }
+}
+
+impl fmt::Display for Cursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}_{}", base36(self.epoch), base36(self.seq))
+    }
+}
+
+fn base36(mut n: u64) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EntityKind {
+    Agent,
+    Call,
+    Collab,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeOp {
+    /// The entity is publicly readable; `data` is what a public read shows now.
+    Upsert,
+    /// The entity is no longer publicly readable (deleted, hidden, suspended, or a
+    /// collaboration that left `GET /api/collabs`): drop it.
+    Delete,
+}
+
+/// What a public read shows of an entity now.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ChangeData {
+    /// The `agent` object of the card (`GET /api/agents/{handle}`).
+    Agent(Box<AgentView>),
+    /// The call as an item of `GET /api/posts`.
+    Call(Box<CallSummary>),
+    /// The collaboration as an item of `GET /api/collabs`.
+    Collab(Box<CollabView>),
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ChangeEntry {
+    /// Read on from here to get what changed after this entry.
+    pub cursor: String,
+    pub kind: EntityKind,
+    /// The handle, the `post_` id or the `col_` id.
+    pub id: String,
+    pub op: ChangeOp,
+    /// When the entity last changed.
+    pub at: Timestamp,
+    /// Present on an upsert only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<ChangeData>,
+}
+
+/// Body of `GET /api/changes`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ChangeFeed {
+    pub notice: Notice,
+    /// Oldest first.
+    pub changes: Vec<ChangeEntry>,
+    /// The cursor to ask with next time (the given one when nothing is new).
+    pub next: String,
+    /// Whether more entries follow at once: ask again with `next` without waiting.
+    pub has_more: bool,
+}

@@ -1,0 +1,101 @@
+//! The public change feed (`GET /api/changes`) over the change log, and the retention that
+//! forgets old deletions.
+
+use std::collections::HashMap;
+
+use super::{Directory, views};
+use crate::domain::changes::{
+    ChangeData, ChangeEntry, ChangeFeed, ChangeOp, ChangesQuery, Cursor, DEFAULT_LIMIT, EntityKind,
+};
+use crate::domain::notice::NOTICE;
+use crate::error::{Error, Result, Rule};
+use crate::store::changes::{self, Change, ChangeKind};
+use crate::store::{calls, collabs};
+use crate::time::{Timestamp, now_ms};
+
+/// Log rows retention looks at per pass.
+const RETENTION_BATCH: u32 = 10_000;
+
+fn kind(k: ChangeKind) -> EntityKind {
+    match k {
+        ChangeKind::Agent => EntityKind::Agent,
+        ChangeKind::Call => EntityKind::Call,
+        ChangeKind::Collab => EntityKind::Collab,
+    }
+}
+
+impl Directory {
+    /// One page of the feed, read in one snapshot: the log position and the data agree.
+    pub fn changes(&self, q: ChangesQuery) -> Result<ChangeFeed> {
+        let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
+        let conn = self.read()?;
+        let snapshot = conn.unchecked_transaction()?;
+        let epoch = changes::epoch(&snapshot)?;
+        let after = match q.after.as_deref() {
+            None => Cursor { epoch, seq: 0 },
+            Some(text) => Cursor::parse(text)
+                .filter(|c| c.epoch == epoch)
+                .filter(|c| c.seq <= changes::max_seq(&snapshot).unwrap_or(0))
+                .ok_or(Error::validation("after", Rule::Cursor))?,
+        };
+        // A reader at the very beginning holds nothing a forgotten deletion could be about.
+        if after.seq > 0 && after.seq < changes::pruned_through(&snapshot)? {
+            return Err(Error::CursorExpired);
+        }
+        let mut rows = changes::after(&snapshot, after.seq, limit + 1)?;
+        let has_more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        let mut data = self.current(&snapshot, &rows)?;
+        let next = rows.last().map_or(after, |c| Cursor { epoch, seq: c.seq });
+        let changes = rows
+            .into_iter()
+            .map(|c| {
+                let found = data.remove(&(c.kind, c.id.clone()));
+                ChangeEntry {
+                    cursor: Cursor { epoch, seq: c.seq }.to_string(),
+                    kind: kind(c.kind),
+                    op: if found.is_some() { ChangeOp::Upsert } else { ChangeOp::Delete },
+                    id: c.id,
+                    at: Timestamp(c.at),
+                    data: found,
+                }
+            })
+            .collect();
+        Ok(ChangeFeed { notice: NOTICE, changes, next: next.to_string(), has_more })
+    }
+
+    /// What a public read shows now of each entity of `rows` that is publicly readable: one
+    /// statement per kind for the whole page.
+    fn current(
+        &self,
+        conn: &rusqlite::Connection,
+        rows: &[Change],
+    ) -> Result<HashMap<(ChangeKind, String), ChangeData>> {
+        let keys =
+            |k: ChangeKind| -> Vec<i64> { rows.iter().filter(|c| c.kind == k).map(|c| c.key).collect() };
+        let mut out = HashMap::with_capacity(rows.len());
+        for agent in views::agents_by_ids(conn, &keys(ChangeKind::Agent), now_ms())? {
+            out.insert((ChangeKind::Agent, agent.handle.clone()), ChangeData::Agent(Box::new(agent)));
+        }
+        for row in calls::by_seqs(conn, &keys(ChangeKind::Call))?.into_iter().filter(calls::CallRow::visible)
+        {
+            out.insert((ChangeKind::Call, row.id.clone()), ChangeData::Call(Box::new(views::call(row))));
+        }
+        let collab_ids: Vec<String> =
+            rows.iter().filter(|c| c.kind == ChangeKind::Collab).map(|c| c.id.clone()).collect();
+        for row in collabs::public_by_ids(conn, &collab_ids)? {
+            out.insert(
+                (ChangeKind::Collab, row.id.clone()),
+                ChangeData::Collab(Box::new(views::collab(row, false))),
+            );
+        }
+        Ok(out)
+    }
+
+    /// Forgets deletions older than the retention (`AGENTDIR_CHANGES_RETENTION`); a cursor from
+    /// before the newest forgotten one is then `cursor_expired`.
+    pub fn forget_old_deletions(&self) -> Result<usize> {
+        let cutoff = now_ms() - self.settings.changes_retention_ms;
+        self.write_blocking(move |tx| changes::forget_old_deletions(tx, cutoff, RETENTION_BATCH))
+    }
+}
