@@ -99,6 +99,12 @@ CREATE TRIGGER offering_deleted AFTER DELETE ON offerings BEGIN
     INSERT INTO touched (kind, id, key) SELECT 'agent', handle, id FROM agents WHERE id = OLD.agent_id;
 END;
 
+-- A proof passing its lifetime changes the card by itself; the server notes it (setting
+-- `expiry_noted`), which touches the card like any other change, so followers elsewhere (mirrors,
+-- replicas) see it too.
+ALTER TABLE link_proofs ADD COLUMN expiry_noted INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX link_proofs_expiry ON link_proofs (expiry_noted, verified_at);
+
 CREATE TRIGGER link_proof_inserted AFTER INSERT ON link_proofs BEGIN
     INSERT INTO touched (kind, id, key) SELECT 'agent', handle, id FROM agents WHERE id = NEW.agent_id;
 END;

@@ -56,6 +56,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             link_fetch_allow_private: args.link_fetch_allow_private,
             trusted_proxies: args.trusted_proxies.clone(),
             read_connections: 16,
+            view_cache_bytes: args.view_cache_mb.saturating_mul(1 << 20),
             changes_retention_ms: i64::try_from(args.changes_retention.as_millis()).unwrap_or(i64::MAX),
         };
         let app = tokio::task::spawn_blocking(move || Directory::open(settings)).await??;

@@ -6,12 +6,14 @@
 //! by the core reads themselves, so MCP cannot show more than REST.
 
 use std::fmt::Write as _;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 use agentdir_mcp::{Arguments, DirectoryRead, ErrorKind, ToText, ToolError};
 use schemars::JsonSchema;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use crate::domain::agent::{AgentCard, AgentList, AgentSearch, AgentView};
 use crate::domain::call::{CallDetail, CallList, CallSearch, CallSummary};
@@ -19,6 +21,7 @@ use crate::domain::collab::{CollabFilter, CollabList};
 use crate::domain::stats::Stats;
 use crate::error::{Error, Rule};
 use crate::service::App;
+use crate::service::cache::{View, ViewKey};
 use crate::validation::{self, patterns};
 
 /// Arguments of `get_agent` (and of the `agentdir://agents/{handle}` resource).
@@ -61,9 +64,9 @@ impl DirectoryRead for McpPort {
     type ListCollaborationsInput = CollabFilter;
 
     type AgentList = AgentList;
-    type AgentCard = AgentCard;
+    type AgentCard = CachedOutput<AgentCard>;
     type CallList = CallList;
-    type CallDetail = CallDetail;
+    type CallDetail = CachedOutput<CallDetail>;
     type CollaborationList = CollabList;
     type Stats = Stats;
 
@@ -72,7 +75,7 @@ impl DirectoryRead for McpPort {
         self.app.search(move |d| d.search_agents(q)).await.map_err(tool_error)
     }
 
-    async fn get_agent(&self, args: Arguments) -> Result<AgentCard, ToolError> {
+    async fn get_agent(&self, args: Arguments) -> Result<CachedOutput<AgentCard>, ToolError> {
         let input = match validate::<AgentHandle>(args) {
             Ok(input) => input,
             // REST answers 404 for a path handle that breaks the pattern (it names no agent);
@@ -82,7 +85,8 @@ impl DirectoryRead for McpPort {
             }
             Err(e) => return Err(tool_error(e)),
         };
-        self.app.run(move |d| d.card(&input.handle)).await.map_err(tool_error)
+        let view = self.app.public_view(ViewKey::Card(input.handle.into())).await.map_err(tool_error)?;
+        Ok(CachedOutput::new(view))
     }
 
     async fn search_calls(&self, args: Arguments) -> Result<CallList, ToolError> {
@@ -90,9 +94,10 @@ impl DirectoryRead for McpPort {
         self.app.search(move |d| d.search_calls(q)).await.map_err(tool_error)
     }
 
-    async fn get_call(&self, args: Arguments) -> Result<CallDetail, ToolError> {
+    async fn get_call(&self, args: Arguments) -> Result<CachedOutput<CallDetail>, ToolError> {
         let input: CallId = parse(args)?;
-        self.app.run(move |d| d.call_detail(&input.id)).await.map_err(tool_error)
+        let view = self.app.public_view(ViewKey::Call(input.id.into())).await.map_err(tool_error)?;
+        Ok(CachedOutput::new(view))
     }
 
     async fn list_collaborations(&self, args: Arguments) -> Result<CollabList, ToolError> {
@@ -116,6 +121,45 @@ impl DirectoryRead for McpPort {
             tracing::warn!(error = %e, "handle completion failed");
             Vec::new()
         })
+    }
+}
+
+/// A cached view as a tool result: its JSON is the REST body (`T`'s schema), its text the
+/// rendering cached with it, so MCP reads share the REST views and their invalidation.
+pub struct CachedOutput<T> {
+    view: Arc<View>,
+    shape: PhantomData<fn() -> T>,
+}
+
+impl<T> CachedOutput<T> {
+    fn new(view: Arc<View>) -> Self {
+        CachedOutput { view, shape: PhantomData }
+    }
+}
+
+impl<T> Serialize for CachedOutput<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw: &RawValue =
+            serde_json::from_slice(&self.view.rendered.json).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for CachedOutput<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        T::schema_name()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        T::schema_id()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::json_schema(generator)
+    }
+}
+
+impl<T> ToText for CachedOutput<T> {
+    fn to_text(&self) -> String {
+        self.view.text.clone()
     }
 }
 

@@ -20,6 +20,10 @@ pub const INDEX_LAG: &str = "agentdir_search_index_lag";
 pub const INDEX_APPLIED: &str = "agentdir_search_index_applied_seq";
 pub const POOL_CONNECTIONS: &str = "agentdir_db_pool_connections";
 pub const POOL_MAX: &str = "agentdir_db_pool_max_connections";
+pub const VIEW_CACHE_HITS: &str = "agentdir_view_cache_hits_total";
+pub const VIEW_CACHE_MISSES: &str = "agentdir_view_cache_misses_total";
+pub const VIEW_CACHE_BYTES: &str = "agentdir_view_cache_bytes";
+pub const VIEW_CACHE_VIEWS: &str = "agentdir_view_cache_views";
 pub const WRITE_BATCH_SIZE: &str = "agentdir_write_batch_size";
 pub const WRITE_BATCH_SECONDS: &str = "agentdir_write_batch_seconds";
 
@@ -67,6 +71,10 @@ fn describe() {
     describe_gauge!(INDEX_APPLIED, "Change-log sequence number the search index has applied.");
     describe_gauge!(POOL_CONNECTIONS, "SQLite pool connections, by state (idle or in_use).");
     describe_gauge!(POOL_MAX, "Size limit of the SQLite connection pool.");
+    describe_counter!(VIEW_CACHE_HITS, "Cards and calls answered from memory.");
+    describe_counter!(VIEW_CACHE_MISSES, "Cards and calls that had to be rendered from SQLite.");
+    describe_gauge!(VIEW_CACHE_BYTES, "Bytes held by rendered cards and calls.");
+    describe_gauge!(VIEW_CACHE_VIEWS, "Rendered cards and calls held.");
     describe_histogram!(WRITE_BATCH_SIZE, "Write jobs committed together in one transaction by the writer.");
     describe_histogram!(
         WRITE_BATCH_SECONDS,

@@ -3,6 +3,7 @@
 //! table, so they are not part of the public API documents, and outside the in-flight limit, so
 //! probes and scrapes still answer while the directory sheds load.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use agentdir_search_index::CallQuery;
@@ -95,6 +96,11 @@ async fn metrics_text(State(app): State<App>) -> Response {
     metrics::gauge!(telemetry::POOL_CONNECTIONS, "state" => "idle").set(f64::from(state.idle_connections));
     metrics::gauge!(telemetry::POOL_CONNECTIONS, "state" => "in_use").set(f64::from(in_use));
     metrics::gauge!(telemetry::POOL_MAX).set(f64::from(app.readers().max_size()));
+    let (views, bytes) = app.views.size();
+    metrics::gauge!(telemetry::VIEW_CACHE_VIEWS).set(views as f64);
+    metrics::gauge!(telemetry::VIEW_CACHE_BYTES).set(bytes as f64);
+    metrics::counter!(telemetry::VIEW_CACHE_HITS).absolute(app.views.hits.load(Ordering::Relaxed));
+    metrics::counter!(telemetry::VIEW_CACHE_MISSES).absolute(app.views.misses.load(Ordering::Relaxed));
     match app.run(|d| index_position(d, READY_POOL_WAIT)).await {
         Ok(p) => {
             metrics::gauge!(telemetry::INDEX_LAG).set(p.lag() as f64);

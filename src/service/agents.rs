@@ -101,28 +101,8 @@ impl Directory {
         Ok(Caller { id: row.id, handle: row.handle, key_id: row.key_id })
     }
 
-    pub fn card(&self, handle: &str) -> Result<AgentCard> {
-        let conn = self.read()?;
-        let a = visible_agent(&conn, handle)?;
-        let now = now_ms();
-        let recent_posts =
-            calls::recent_of(&conn, a.id, agent::RECENT_POSTS)?.into_iter().map(views::call).collect();
-        Ok(AgentCard {
-            notice: NOTICE,
-            evidence: Evidence {
-                confirmed_collaborations: collabs::evidence_count(&conn, a.id)?,
-                confirmed_collaborations_note_en: agent::EVIDENCE_NOTE_EN,
-                confirmed_collaborations_note_zh: agent::EVIDENCE_NOTE_ZH,
-                last_active_at: Timestamp(a.last_active_at),
-                joined_at: Timestamp(a.created_at),
-            },
-            agent: views::agent(&conn, &a, now)?,
-            recent_posts,
-        })
-    }
-
     pub fn search_agents(&self, q: AgentSearch) -> Result<AgentList> {
-        self.follow()?;
+        self.catch_up()?;
         let page = Page::new(q.limit, q.offset);
         let now = now_ms();
         // Whole minutes: the same `new=true` search then has the same index cache key for a
@@ -284,6 +264,25 @@ impl Directory {
         self.keys.remember_issued(&key);
         Ok(RotatedKey { api_key: key.key })
     }
+}
+
+/// The card of a public agent, read from `conn` (one snapshot, for the view cache).
+pub(crate) fn card(conn: &rusqlite::Connection, handle: &str, now: i64) -> Result<AgentCard> {
+    let a = visible_agent(conn, handle)?;
+    let recent_posts =
+        calls::recent_of(conn, a.id, agent::RECENT_POSTS)?.into_iter().map(views::call).collect();
+    Ok(AgentCard {
+        notice: NOTICE,
+        evidence: Evidence {
+            confirmed_collaborations: collabs::evidence_count(conn, a.id)?,
+            confirmed_collaborations_note_en: agent::EVIDENCE_NOTE_EN,
+            confirmed_collaborations_note_zh: agent::EVIDENCE_NOTE_ZH,
+            last_active_at: Timestamp(a.last_active_at),
+            joined_at: Timestamp(a.created_at),
+        },
+        agent: views::agent(conn, &a, now)?,
+        recent_posts,
+    })
 }
 
 /// A public agent, or 404 (unknown, malformed or suspended handles alike).

@@ -30,6 +30,13 @@ pub(crate) fn visible_call(conn: &rusqlite::Connection, id: &str) -> Result<Call
     }
 }
 
+/// A public call with its replies, read from `conn` (one snapshot, for the view cache).
+pub(crate) fn call_detail(conn: &rusqlite::Connection, id: &str) -> Result<CallDetail> {
+    let c = visible_call(conn, id)?;
+    let replies = replies::for_call(conn, c.seq)?.into_iter().map(views::reply).collect();
+    Ok(CallDetail { notice: NOTICE, post: views::call(c), replies })
+}
+
 impl Directory {
     pub async fn post_call(self: &Arc<Self>, caller: Caller, input: NewCall) -> Result<CallSummary> {
         let now = now_ms();
@@ -66,7 +73,7 @@ impl Directory {
     }
 
     pub fn search_calls(&self, q: CallSearch) -> Result<CallList> {
-        self.follow()?;
+        self.catch_up()?;
         let page = Page::new(q.limit, q.offset);
         let query = CallQuery {
             text: q.q.as_deref(),
@@ -84,13 +91,6 @@ impl Directory {
         let seqs: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
         let posts = views::calls_by_seqs(&conn, &seqs)?;
         Ok(CallList { notice: NOTICE, posts, total: found.total, limit: page.limit, offset: page.offset })
-    }
-
-    pub fn call_detail(&self, id: &str) -> Result<CallDetail> {
-        let conn = self.read()?;
-        let c = visible_call(&conn, id)?;
-        let replies = replies::for_call(&conn, c.seq)?.into_iter().map(views::reply).collect();
-        Ok(CallDetail { notice: NOTICE, post: views::call(c), replies })
     }
 
     /// Deletes a call of the caller's; anyone else gets 404.

@@ -5,13 +5,18 @@
 //! searches call it before they read, and the background pass every second, which picks up the
 //! writes of other processes (inbound mail, operator commands).
 
+use std::sync::atomic::Ordering;
+
 use agentdir_search_index::SearchIndex;
 use rusqlite::Connection;
 
 use super::Directory;
+use super::cache::{ViewCache, ViewKey};
+use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::{Error, Result};
-use crate::store::changes::{self, ChangeKind};
-use crate::store::{Pool, meta, search};
+use crate::store::changes::{self, Change, ChangeKind};
+use crate::store::{Pool, meta, proofs, search};
+use crate::time::DAY;
 
 /// Log rows applied per index commit.
 const BATCH: u32 = 5_000;
@@ -23,9 +28,9 @@ fn index_error(e: impl std::fmt::Display) -> Error {
     Error::Internal
 }
 
-/// Applies the log after the index's seq to the index. Cheap when there is nothing new (one
-/// indexed read).
-pub fn follow(conn: &Connection, index: &SearchIndex) -> Result<()> {
+/// Applies the log after the index's seq to the index, and evicts the cached views it
+/// changed. Cheap when there is nothing new (one indexed read).
+pub fn follow(conn: &Connection, index: &SearchIndex, views: Option<&ViewCache>) -> Result<()> {
     loop {
         let applied = index.applied_seq();
         let batch = changes::after(conn, applied, BATCH)?;
@@ -41,6 +46,18 @@ pub fn follow(conn: &Connection, index: &SearchIndex) -> Result<()> {
             }
         }
         index.apply(docs, last).map_err(index_error)?;
+        if let Some(views) = views {
+            views.evict(batch.into_iter().filter_map(view_of), last);
+        }
+    }
+}
+
+/// The cached view a change is about, if any is cached for its kind.
+fn view_of(change: Change) -> Option<ViewKey> {
+    match change.kind {
+        ChangeKind::Agent => Some(ViewKey::Card(change.id.into())),
+        ChangeKind::Call => Some(ViewKey::Call(change.id.into())),
+        ChangeKind::Collab => None,
     }
 }
 
@@ -74,7 +91,23 @@ impl Directory {
 
     /// Brings the followers up to the newest committed change.
     pub fn follow(&self) -> Result<()> {
-        follow(&self.follower(), &self.index)
+        follow(&self.follower(), &self.index, Some(&self.views))
+    }
+
+    /// Follows the changes other processes committed since the last look, if any: one question
+    /// to SQLite (`PRAGMA data_version`, answered from shared memory, no page read) when nothing
+    /// changed. Our own writer's commits count as changes too; following them again is a no-op.
+    pub fn catch_up(&self) -> Result<()> {
+        let version: i64 = {
+            let watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
+            watch.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?
+        };
+        if version == self.seen_version.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.follow()?;
+        self.seen_version.store(version, Ordering::Release);
+        Ok(())
     }
 
     /// On the writer thread after a commit. A failure here does not undo the write: the
@@ -112,6 +145,13 @@ impl Directory {
             self.rebuild_index()?;
         }
         self.follow()?;
+        self.note_expired_proofs()?;
         self.forget_old_deletions().map(|_| ())
+    }
+
+    /// Records in the change log the cards whose link proofs have passed their lifetime.
+    fn note_expired_proofs(&self) -> Result<usize> {
+        let established_before = crate::time::now_ms() - LINK_PROOF_DAYS * DAY;
+        self.write_blocking(move |tx| proofs::note_expired(tx, established_before))
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod agents;
+pub mod cache;
 pub mod calls;
 pub mod changes;
 pub mod collabs;
@@ -15,6 +16,7 @@ pub mod inbound;
 pub mod keys;
 pub mod proofs;
 pub mod rate_limit;
+pub mod read_views;
 pub mod rendered;
 pub mod requests;
 pub mod stats;
@@ -47,6 +49,8 @@ pub struct Settings {
     pub read_connections: u32,
     /// How long the change feed remembers deletions, in milliseconds.
     pub changes_retention_ms: i64,
+    /// Memory for rendered cards and calls, in bytes.
+    pub view_cache_bytes: usize,
 }
 
 /// Who is calling: an authenticated, not suspended agent.
@@ -68,6 +72,12 @@ pub struct Directory {
     pub limits: RateLimits,
     /// The follower's own read connection; holding it is being the one follower at work.
     follower: Mutex<Connection>,
+    /// Rendered cards and calls.
+    pub views: cache::ViewCache,
+    /// A read connection that only asks SQLite whether anyone committed since it last looked.
+    watch: Mutex<Connection>,
+    /// Its `data_version` when the follower last caught up.
+    seen_version: std::sync::atomic::AtomicI64,
     /// Searches running at once (see [`SEARCHES_PER_CORE`]).
     search_permits: tokio::sync::Semaphore,
 }
@@ -81,6 +91,7 @@ impl Directory {
     pub fn open(settings: Settings) -> anyhow::Result<App> {
         let (write_conn, readers) = store::open_server(&settings.data_dir, settings.read_connections)?;
         let follower = store::open_server_reader(&settings.data_dir)?;
+        let watch = store::open_server_reader(&settings.data_dir)?;
         let index = SearchIndex::open(&settings.data_dir.join("search-index"))
             .map_err(|e| anyhow::anyhow!("cannot open the search index: {e}"))?;
         let limits = RateLimits::new(&settings.rates);
@@ -101,10 +112,13 @@ impl Directory {
                 readers,
                 writer,
                 index,
+                views: cache::ViewCache::new(settings.view_cache_bytes, 0),
                 settings,
                 keys: keys::KeyCache::default(),
                 limits,
                 follower: Mutex::new(follower),
+                watch: Mutex::new(watch),
+                seen_version: std::sync::atomic::AtomicI64::new(i64::MIN),
                 search_permits: tokio::sync::Semaphore::new(SEARCHES_PER_CORE * cores),
             }
         });

@@ -44,7 +44,8 @@ pub fn for_agents(conn: &Connection, agent_ids: &[i64]) -> Result<HashMap<i64, V
 pub fn upsert(conn: &Connection, agent_id: i64, url: &str, host: &str, at: i64) -> Result<()> {
     conn.execute(
         "INSERT INTO link_proofs (agent_id, url, host, verified_at) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (agent_id, url) DO UPDATE SET host = excluded.host, verified_at = excluded.verified_at",
+         ON CONFLICT (agent_id, url) DO UPDATE SET host = excluded.host, verified_at = excluded.verified_at,
+            expiry_noted = 0",
         params![agent_id, url, host, at],
     )?;
     Ok(())
@@ -59,4 +60,14 @@ pub fn count(conn: &Connection, agent_id: i64) -> Result<u64> {
     let n: i64 =
         conn.query_row("SELECT COUNT(*) FROM link_proofs WHERE agent_id = ?1", [agent_id], |r| r.get(0))?;
     Ok(n as u64)
+}
+
+/// Notes the proofs established at or before `established_before` that are not noted yet (they
+/// have expired); the change log then records each agent's card as changed.
+pub fn note_expired(conn: &Connection, established_before: i64) -> Result<usize> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE link_proofs SET expiry_noted = 1 WHERE expiry_noted = 0 AND verified_at <= ?1",
+        )?
+        .execute([established_before])?)
 }

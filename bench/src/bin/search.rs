@@ -287,6 +287,7 @@ fn settings(dir: &Path) -> Settings {
         // As `agentdir serve` configures its pool.
         read_connections: 16,
         changes_retention_ms: 30 * 86_400_000,
+        view_cache_bytes: 64 << 20,
     }
 }
 

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::http::extract::{Auth, ClientIp, JsonBody, PathParam, QueryParams};
 use crate::http::tagged;
 use crate::service::App;
-use crate::service::rendered::Rendered;
+use crate::service::cache::ViewKey;
 
 pub async fn register(
     State(app): State<App>,
@@ -31,8 +31,8 @@ pub async fn card(
     headers: HeaderMap,
     PathParam(handle): PathParam,
 ) -> Result<Response> {
-    let card = app.run(move |d| Rendered::of(&d.card(&handle)?)).await?;
-    Ok(tagged::respond(&headers, &card))
+    let view = app.public_view(ViewKey::Card(handle.into())).await?;
+    Ok(tagged::respond(&headers, &view.rendered))
 }
 
 pub async fn send_request(

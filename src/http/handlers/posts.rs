@@ -13,7 +13,7 @@ use crate::error::Result;
 use crate::http::extract::{Auth, ClientIp, JsonBody, OptionalJsonBody, PathParam, QueryParams};
 use crate::http::tagged;
 use crate::service::App;
-use crate::service::rendered::Rendered;
+use crate::service::cache::ViewKey;
 
 pub async fn search(State(app): State<App>, QueryParams(q): QueryParams<CallSearch>) -> Reply<CallList> {
     Ok(Json(app.search(move |d| d.search_calls(q)).await?))
@@ -28,8 +28,8 @@ pub async fn create(
 }
 
 pub async fn get(State(app): State<App>, headers: HeaderMap, PathParam(id): PathParam) -> Result<Response> {
-    let call = app.run(move |d| Rendered::of(&d.call_detail(&id)?)).await?;
-    Ok(tagged::respond(&headers, &call))
+    let view = app.public_view(ViewKey::Call(id.into())).await?;
+    Ok(tagged::respond(&headers, &view.rendered))
 }
 
 pub async fn delete(State(app): State<App>, Auth(caller): Auth, PathParam(id): PathParam) -> Reply<Deleted> {
