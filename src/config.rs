@@ -99,6 +99,9 @@ pub struct ServeArgs {
     /// Failed API-key checks (a wrong secret for an existing key id) per client IP.
     #[arg(long, env = "AGENTDIR_RATE_LIMIT_KEY_CHECKS", default_value = "120/m")]
     pub rate_limit_key_checks: Rate,
+    /// Key recoveries started per handle and per client IP.
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_RECOVERY", default_value = "5/h")]
+    pub rate_limit_recovery: Rate,
     /// Requests answered at once; past it a request waits its turn (see --queue-wait).
     #[arg(long, env = "AGENTDIR_MAX_IN_FLIGHT", default_value = "64", value_parser = parse_positive)]
     pub max_in_flight: usize,
@@ -136,6 +139,7 @@ impl ServeArgs {
             links: self.rate_limit_links,
             reports: self.rate_limit_reports,
             key_checks: self.rate_limit_key_checks,
+            recovery: self.rate_limit_recovery,
         }
     }
 

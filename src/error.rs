@@ -58,6 +58,8 @@ pub enum Error {
     AlreadyPending,
     AlreadyClaimed,
     MailboxNotVerified,
+    /// A recovery token exchanged before the mail that confirms it arrived.
+    RecoveryNotConfirmed,
     PayloadTooLarge,
     UnsupportedMediaType,
     TooManyOfferings,
@@ -108,7 +110,12 @@ impl Error {
             NotFound => 404,
             MethodNotAllowed => 405,
             CursorExpired => 410,
-            HandleTaken | InvalidState { .. } | AlreadyPending | AlreadyClaimed | MailboxNotVerified => 409,
+            HandleTaken
+            | InvalidState { .. }
+            | AlreadyPending
+            | AlreadyClaimed
+            | MailboxNotVerified
+            | RecoveryNotConfirmed => 409,
             PayloadTooLarge => 413,
             UnsupportedMediaType => 415,
             TooManyOfferings
@@ -143,6 +150,7 @@ impl Error {
             AlreadyPending => "already_pending",
             AlreadyClaimed => "already_claimed",
             MailboxNotVerified => "mailbox_not_verified",
+            RecoveryNotConfirmed => "recovery_not_confirmed",
             PayloadTooLarge => "payload_too_large",
             UnsupportedMediaType => "unsupported_media_type",
             TooManyOfferings => "too_many_offerings",
@@ -249,6 +257,10 @@ impl Error {
             MailboxNotVerified => (
                 "Verify the mailbox first (POST /api/me/verify); an owner claim needs a verified mailbox.".into(),
                 "请先验证邮箱（POST /api/me/verify）；所有者认领需要已验证的邮箱。".into(),
+            ),
+            RecoveryNotConfirmed => (
+                "The recovery is not confirmed yet: send the email from the agent's registered mailbox with the exact subject you were given, then try again.".into(),
+                "该恢复尚未确认：请先用该智能体登记的邮箱发送主题完全一致的邮件，然后重试。".into(),
             ),
             PayloadTooLarge => (
                 "The request body is larger than 64 KiB.".into(),

@@ -106,6 +106,10 @@ fn inbound_mail_command(site: SiteArgs) -> ExitCode {
             eprintln!("agentdir inbound-mail: owner of {handle} claimed");
             ExitCode::SUCCESS
         }
+        Ok(MailOutcome::RecoveryConfirmed { handle }) => {
+            eprintln!("agentdir inbound-mail: key recovery of {handle} confirmed");
+            ExitCode::SUCCESS
+        }
         Err(reason) => {
             eprintln!("agentdir inbound-mail: rejected: {reason}");
             ExitCode::from(65)

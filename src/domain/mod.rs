@@ -12,6 +12,7 @@ pub mod contact_request;
 pub mod list;
 pub mod notice;
 pub mod offering;
+pub mod recovery;
 pub mod stats;
 pub mod trust;
 

@@ -12,6 +12,38 @@ pub const LINK_PROOF_DAYS: i64 = 180;
 /// A verification or owner-claim code lives this long.
 pub const CODE_DAYS: i64 = 7;
 
+/// What an emailed code completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodePurpose {
+    /// Mailbox verification (trust level 1).
+    Mailbox,
+    /// An owner claim (trust level 2).
+    Owner,
+    /// Key recovery through the mailbox.
+    Recovery,
+}
+
+impl CodePurpose {
+    pub const ALL: [CodePurpose; 3] = [CodePurpose::Mailbox, CodePurpose::Owner, CodePurpose::Recovery];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CodePurpose::Mailbox => "mailbox",
+            CodePurpose::Owner => "owner",
+            CodePurpose::Recovery => "recovery",
+        }
+    }
+
+    /// The exact subject the mail must carry.
+    pub fn subject(self, code: &str) -> String {
+        match self {
+            CodePurpose::Mailbox => format!("agentdir verify {code}"),
+            CodePurpose::Owner => format!("agentdir owner-claim {code}"),
+            CodePurpose::Recovery => format!("agentdir recover {code}"),
+        }
+    }
+}
+
 pub fn level(mailbox_verified: bool, owner_claimed: bool) -> u8 {
     match (mailbox_verified, owner_claimed) {
         (true, true) => 2,

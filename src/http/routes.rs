@@ -6,7 +6,9 @@ use axum::routing::{MethodRouter, delete, get, patch, post, put};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use super::handlers::{agents, collabs, me, meta, posts, requests};
-use crate::domain::{agent, call, changes, collab, contact_request as cr, list, offering, stats, trust};
+use crate::domain::{
+    agent, call, changes, collab, contact_request as cr, list, offering, recovery, stats, trust,
+};
 use crate::service::App;
 
 pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
@@ -137,6 +139,20 @@ pub fn table() -> Vec<Route> {
             .errors(&[404])
             .tagged()
             .to(get(agents::card)),
+        route(
+            Method::POST,
+            "/api/agents/{handle}/recover",
+            Public,
+            "Lost your key? Start a recovery through the agent's mailbox",
+        )
+        .returns::<recovery::RecoveryStarted>()
+        .errors(&[403, 429])
+        .to(post(agents::recover)),
+        route(Method::POST, "/api/recover", Public, "Exchange a confirmed recovery token for a new key")
+            .body::<recovery::RecoveryExchange>()
+            .returns::<recovery::Recovered>()
+            .errors(&[404, 409])
+            .to(post(agents::recovered)),
         route(Method::POST, "/api/agents/{handle}/requests", Key, "Send a contact request to an agent")
             .body::<cr::NewContactRequest>()
             .returns::<cr::ContactRequestDetail>()

@@ -16,10 +16,11 @@ use crate::domain::contact_policy::ContactPolicy;
 use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
 use crate::domain::offering::{Offering, OfferingList, OfferingsReplacement};
+use crate::domain::trust::CodePurpose;
 use crate::error::{Error, Result, Rule};
 use crate::ids;
 use crate::store::agents::{self as agents_store, AgentRow};
-use crate::store::{calls, codes, collabs, offerings};
+use crate::store::{calls, codes, collabs, offerings, recoveries};
 use crate::time::{DAY, SECOND, Timestamp, now_ms};
 
 const MINUTE: i64 = 60 * SECOND;
@@ -154,7 +155,10 @@ impl Directory {
             {
                 a.mailbox = mailbox;
                 a.mailbox_verified_at = None;
-                codes::remove(tx, a.id, "mailbox")?;
+                // Codes and a recovery were for the old address.
+                codes::remove(tx, a.id, CodePurpose::Mailbox)?;
+                codes::remove(tx, a.id, CodePurpose::Recovery)?;
+                recoveries::remove(tx, a.id)?;
             }
             if let Some(owner) = patch.owner
                 && owner != a.owner
@@ -162,7 +166,7 @@ impl Directory {
                 a.owner = owner;
                 a.owner_email = None;
                 a.owner_claimed_at = None;
-                codes::remove(tx, a.id, "owner")?;
+                codes::remove(tx, a.id, CodePurpose::Owner)?;
             }
             if let Some(v) = patch.name {
                 a.name = v;

@@ -1,17 +1,26 @@
-//! Completing a mailbox verification or an owner claim from an inbound message. Runs in the
-//! `agentdir inbound-mail` process beside the server: it touches SQLite only, and the server's
-//! reads see the new trust level at once (cards read SQLite; search catches up through the
-//! change log).
+//! Completing a mailbox verification, an owner claim or the mail step of a key recovery from an
+//! inbound message. Runs in the `agentdir inbound-mail` process beside the server: it touches
+//! SQLite only, and the server follows the change log, so its reads show the new trust level at
+//! once.
 
-use super::trust::{CODE_LEN, OWNER, subject};
+use super::trust::CODE_LEN;
+use crate::domain::trust::CodePurpose;
 use crate::error::Error;
-use crate::store::{self, Pool, agents, codes};
+use crate::store::{self, Pool, agents, audit, codes, recoveries};
 use crate::time::now_ms;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MailOutcome {
-    MailboxVerified { handle: String },
-    OwnerClaimed { handle: String },
+    MailboxVerified {
+        handle: String,
+    },
+    OwnerClaimed {
+        handle: String,
+    },
+    /// The recovery token may now be exchanged for a new key.
+    RecoveryConfirmed {
+        handle: String,
+    },
 }
 
 /// Applies the code carried by a message whose sender the receiving MTA authenticated. `from`
@@ -34,7 +43,7 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
         let Some(row) = codes::by_code(&conn, &code).map_err(|e| e.to_string())? else {
             continue;
         };
-        if !subject_line.contains(&subject(&row.purpose, &row.code)) {
+        if !subject_line.contains(&row.purpose.subject(&row.code)) {
             reason = "the subject is not the exact subject given in the instructions".into();
             continue;
         }
@@ -51,23 +60,40 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
             if codes::by_code(tx, &code)?.is_none_or(|r| r.expires_at <= now) {
                 return Err(Error::InvalidState { status: "used".into() });
             }
-            codes::remove(tx, row.agent_id, &row.purpose)?;
+            codes::remove(tx, row.agent_id, row.purpose)?;
             let a = agents::by_id(tx, row.agent_id)?.ok_or(Error::NotFound)?;
-            if row.purpose == OWNER {
-                if a.owner_claimed_at.is_some() {
-                    return Err(Error::AlreadyClaimed);
+            match row.purpose {
+                CodePurpose::Owner => {
+                    if a.owner_claimed_at.is_some() {
+                        return Err(Error::AlreadyClaimed);
+                    }
+                    if a.mailbox_verified_at.is_none() {
+                        return Err(Error::MailboxNotVerified);
+                    }
+                    agents::set_owner_claim(tx, a.id, Some(&row.address), Some(now))?;
+                    Ok(MailOutcome::OwnerClaimed { handle: a.handle })
                 }
-                if a.mailbox_verified_at.is_none() {
-                    return Err(Error::MailboxNotVerified);
+                CodePurpose::Mailbox => {
+                    if !a.mailbox.eq_ignore_ascii_case(&row.address) {
+                        return Err(Error::InvalidState { status: "changed".into() });
+                    }
+                    agents::set_mailbox_verified(tx, a.id, Some(now))?;
+                    Ok(MailOutcome::MailboxVerified { handle: a.handle })
                 }
-                agents::set_owner_claim(tx, a.id, Some(&row.address), Some(now))?;
-                Ok(MailOutcome::OwnerClaimed { handle: a.handle })
-            } else {
-                if !a.mailbox.eq_ignore_ascii_case(&row.address) {
-                    return Err(Error::InvalidState { status: "changed".into() });
+                CodePurpose::Recovery => {
+                    // Only the address the agent has now proves control of the agent.
+                    if !a.mailbox.eq_ignore_ascii_case(&row.address) {
+                        return Err(Error::InvalidState { status: "changed".into() });
+                    }
+                    if a.suspended_at.is_some() {
+                        return Err(Error::Suspended);
+                    }
+                    if !recoveries::confirm(tx, a.id, now)? {
+                        return Err(Error::InvalidState { status: "expired".into() });
+                    }
+                    audit::record(tx, "recovery-confirmed", &a.handle, "inbound-mail", None, now)?;
+                    Ok(MailOutcome::RecoveryConfirmed { handle: a.handle })
                 }
-                agents::set_mailbox_verified(tx, a.id, Some(now))?;
-                Ok(MailOutcome::MailboxVerified { handle: a.handle })
             }
         });
         return applied.map_err(|e| e.messages().en);

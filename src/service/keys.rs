@@ -8,16 +8,10 @@ use std::sync::Mutex;
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
-use rand::Rng;
-use sha2::{Digest, Sha256};
 
+use super::tokens::{self, API_KEY};
 use crate::error::{Error, Result};
 
-const PREFIX: &str = "cq_";
-const KEY_ID_LEN: usize = 12;
-/// 40 characters of a 36-letter alphabet: about 206 bits.
-const SECRET_LEN: usize = 40;
-const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 /// Bound on remembered keys; past it the cache starts over (a miss only costs one argon2 run).
 const CACHE_MAX: usize = 100_000;
 
@@ -28,39 +22,26 @@ pub struct NewKey {
     pub hash: String,
 }
 
-fn random_string(len: usize) -> String {
-    let mut rng = rand::rng();
-    (0..len).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
-}
-
-/// Generates a key and its stored hash.
+/// Generates a key and its stored hash (argon2id: a key must survive a leaked database).
 pub fn generate() -> Result<NewKey> {
-    let key_id = random_string(KEY_ID_LEN);
-    let secret = random_string(SECRET_LEN);
+    let issued = API_KEY.issue();
     let hash = Argon2::default()
-        .hash_password(secret.as_bytes())
+        .hash_password(issued.secret.as_bytes())
         .map_err(|e| {
             tracing::error!(error = %e, "argon2 hashing failed");
             Error::Internal
         })?
         .to_string();
-    Ok(NewKey { key: format!("{PREFIX}{key_id}_{secret}"), key_id, secret, hash })
+    Ok(NewKey { key: issued.full, key_id: issued.id, secret: issued.secret, hash })
 }
 
 /// Splits a presented key into key id and secret, or refuses it as malformed.
 pub fn parse(key: &str) -> Result<(&str, &str)> {
-    let rest = key.strip_prefix(PREFIX).ok_or(Error::Unauthorized)?;
-    let (id, secret) = rest.split_once('_').ok_or(Error::Unauthorized)?;
-    let well_formed = |s: &str, len: usize| s.len() == len && s.bytes().all(|b| ALPHABET.contains(&b));
-    if well_formed(id, KEY_ID_LEN) && well_formed(secret, SECRET_LEN) {
-        Ok((id, secret))
-    } else {
-        Err(Error::Unauthorized)
-    }
+    API_KEY.parse(key).ok_or(Error::Unauthorized)
 }
 
 fn digest(secret: &str) -> [u8; 32] {
-    Sha256::digest(secret.as_bytes()).into()
+    tokens::digest(secret)
 }
 
 /// Verified keys, by key id.
@@ -95,7 +76,7 @@ impl KeyCache {
 
     /// Whether this key was already verified (no argon2 needed).
     pub fn is_known(&self, key_id: &str, secret: &str) -> bool {
-        self.lock().get(key_id) == Some(&digest(secret))
+        self.lock().get(key_id).is_some_and(|known| tokens::matches(secret, known))
     }
 
     pub fn forget(&self, key_id: &str) {

@@ -17,9 +17,11 @@ pub mod keys;
 pub mod proofs;
 pub mod rate_limit;
 pub mod read_views;
+pub mod recovery;
 pub mod rendered;
 pub mod requests;
 pub mod stats;
+pub mod tokens;
 pub mod trust;
 pub mod views;
 

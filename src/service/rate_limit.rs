@@ -68,9 +68,10 @@ pub struct RateSettings {
     pub requests: Rate,
     pub links: Rate,
     pub reports: Rate,
-    /// API-key checks per client IP that the cache of verified keys cannot answer (each costs an
-    /// argon2 run when the key id exists).
+    /// Failed API-key checks (a wrong secret for an existing key id) per client IP.
     pub key_checks: Rate,
+    /// Key recoveries started, per handle and per client IP.
+    pub recovery: Rate,
 }
 
 impl Default for RateSettings {
@@ -84,6 +85,7 @@ impl Default for RateSettings {
             links: r("10/h"),
             reports: r("20/h"),
             key_checks: r("120/m"),
+            recovery: r("5/h"),
         }
     }
 }
@@ -94,6 +96,10 @@ pub enum Persistent {
     Registration,
     Calls,
     Requests,
+    /// Key recoveries of one handle.
+    Recovery,
+    /// Key recoveries from one client address.
+    RecoveryByAddress,
 }
 
 /// Limits counted in memory.
@@ -111,11 +117,13 @@ impl Persistent {
             Persistent::Registration => "registration",
             Persistent::Calls => "calls",
             Persistent::Requests => "requests",
+            Persistent::Recovery => "recovery",
+            Persistent::RecoveryByAddress => "recovery_by_address",
         }
     }
 
     fn by_ip(self) -> bool {
-        matches!(self, Persistent::Registration)
+        matches!(self, Persistent::Registration | Persistent::RecoveryByAddress)
     }
 }
 
@@ -215,6 +223,7 @@ impl RateLimits {
             Persistent::Registration => self.settings.registration,
             Persistent::Calls => self.settings.calls,
             Persistent::Requests => self.settings.requests,
+            Persistent::Recovery | Persistent::RecoveryByAddress => self.settings.recovery,
         }
     }
 
@@ -258,7 +267,7 @@ impl RateLimits {
 
     /// How far back any SQLite-counted window looks.
     pub fn longest_window_ms(&self) -> i64 {
-        [self.settings.registration, self.settings.calls, self.settings.requests]
+        [self.settings.registration, self.settings.calls, self.settings.requests, self.settings.recovery]
             .iter()
             .map(|r| r.window_ms)
             .max()

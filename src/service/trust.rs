@@ -3,52 +3,35 @@
 
 use std::sync::Arc;
 
-use rand::Rng;
-
 use super::agents::caller_row;
+use super::tokens;
 use super::{Caller, Directory};
-use crate::domain::trust::{CODE_DAYS, Instructions, OwnerClaimInput};
+use crate::domain::trust::{CODE_DAYS, CodePurpose, Instructions, OwnerClaimInput};
 use crate::error::{Error, Result};
 use crate::store::codes::{self, CodeRow};
 use crate::time::{DAY, Timestamp, now_ms};
 
 pub(crate) const CODE_LEN: usize = 24;
-pub const MAILBOX: &str = "mailbox";
-pub const OWNER: &str = "owner";
 
-fn new_code() -> String {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut rng = rand::rng();
-    (0..CODE_LEN).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
-}
-
-pub(crate) fn subject(purpose: &str, code: &str) -> String {
-    match purpose {
-        OWNER => format!("agentdir owner-claim {code}"),
-        _ => format!("agentdir verify {code}"),
-    }
+pub(crate) fn new_code() -> String {
+    tokens::random(CODE_LEN)
 }
 
 impl Directory {
     async fn instructions(
         self: &Arc<Self>,
         caller: Caller,
-        purpose: &'static str,
+        purpose: CodePurpose,
         from: String,
     ) -> Result<Instructions> {
         let code = new_code();
         let expires_at = now_ms() + CODE_DAYS * DAY;
-        let row = CodeRow {
-            agent_id: caller.id,
-            purpose: purpose.to_owned(),
-            code: code.clone(),
-            address: from.clone(),
-            expires_at,
-        };
+        let row =
+            CodeRow { agent_id: caller.id, purpose, code: code.clone(), address: from.clone(), expires_at };
         self.write(move |tx| codes::replace(tx, &row)).await?;
         let send_to = format!("verify@{}", self.settings.mail_domain);
-        let subject = subject(purpose, &code);
-        let (what_en, what_zh) = if purpose == OWNER {
+        let subject = purpose.subject(&code);
+        let (what_en, what_zh) = if purpose == CodePurpose::Owner {
             ("claim this agent as its owner", "认领该智能体的所有权")
         } else {
             ("verify the mailbox of this agent", "验证该智能体的邮箱")
@@ -73,7 +56,7 @@ impl Directory {
     pub async fn start_mailbox_verification(self: &Arc<Self>, caller: Caller) -> Result<Instructions> {
         let c = caller.clone();
         let a = self.run(move |d| caller_row(&*d.read()?, &c)).await?;
-        self.instructions(caller, MAILBOX, a.mailbox).await
+        self.instructions(caller, CodePurpose::Mailbox, a.mailbox).await
     }
 
     /// `POST /api/me/owner-claim`: instructions for the owner to claim the agent.
@@ -90,6 +73,6 @@ impl Directory {
         if a.mailbox_verified_at.is_none() {
             return Err(Error::MailboxNotVerified);
         }
-        self.instructions(caller, OWNER, input.owner_email).await
+        self.instructions(caller, CodePurpose::Owner, input.owner_email).await
     }
 }

@@ -1,14 +1,32 @@
 //! The `verification_codes` table: the single live code per agent and purpose that an inbound
 //! message must carry to verify a mailbox or claim an owner.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
+use rusqlite::{Connection, OptionalExtension, ToSql, named_params};
 
+use crate::domain::trust::CodePurpose;
 use crate::error::Result;
+
+impl ToSql for CodePurpose {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.as_str()))
+    }
+}
+
+impl FromSql for CodePurpose {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let text = value.as_str()?;
+        CodePurpose::ALL
+            .into_iter()
+            .find(|p| p.as_str() == text)
+            .ok_or_else(|| FromSqlError::Other(format!("unknown code purpose {text:?}").into()))
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct CodeRow {
     pub agent_id: i64,
-    pub purpose: String,
+    pub purpose: CodePurpose,
     pub code: String,
     pub address: String,
     pub expires_at: i64,
@@ -16,39 +34,42 @@ pub struct CodeRow {
 
 /// Stores a new code for (agent, purpose), replacing the previous one.
 pub fn replace(conn: &Connection, row: &CodeRow) -> Result<()> {
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO verification_codes (agent_id, purpose, code, address, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5)
+         VALUES (:agent_id, :purpose, :code, :address, :expires_at)
          ON CONFLICT (agent_id, purpose) DO UPDATE SET code = excluded.code,
             address = excluded.address, expires_at = excluded.expires_at",
-        params![row.agent_id, row.purpose, row.code, row.address, row.expires_at],
-    )?;
+    )?
+    .execute(named_params! {
+        ":agent_id": row.agent_id,
+        ":purpose": row.purpose,
+        ":code": row.code,
+        ":address": row.address,
+        ":expires_at": row.expires_at,
+    })?;
     Ok(())
 }
 
 pub fn by_code(conn: &Connection, code: &str) -> Result<Option<CodeRow>> {
     Ok(conn
-        .query_row(
-            "SELECT agent_id, purpose, code, address, expires_at FROM verification_codes WHERE code = ?1",
-            [code],
-            |r| {
-                Ok(CodeRow {
-                    agent_id: r.get(0)?,
-                    purpose: r.get(1)?,
-                    code: r.get(2)?,
-                    address: r.get(3)?,
-                    expires_at: r.get(4)?,
-                })
-            },
-        )
+        .prepare_cached(
+            "SELECT agent_id, purpose, code, address, expires_at FROM verification_codes WHERE code = :code",
+        )?
+        .query_row(named_params! {":code": code}, |r| {
+            Ok(CodeRow {
+                agent_id: r.get("agent_id")?,
+                purpose: r.get("purpose")?,
+                code: r.get("code")?,
+                address: r.get("address")?,
+                expires_at: r.get("expires_at")?,
+            })
+        })
         .optional()?)
 }
 
 /// Removes the code of (agent, purpose), used or no longer valid.
-pub fn remove(conn: &Connection, agent_id: i64, purpose: &str) -> Result<()> {
-    conn.execute(
-        "DELETE FROM verification_codes WHERE agent_id = ?1 AND purpose = ?2",
-        params![agent_id, purpose],
-    )?;
+pub fn remove(conn: &Connection, agent_id: i64, purpose: CodePurpose) -> Result<()> {
+    conn.prepare_cached("DELETE FROM verification_codes WHERE agent_id = :agent_id AND purpose = :purpose")?
+        .execute(named_params! {":agent_id": agent_id, ":purpose": purpose})?;
     Ok(())
 }

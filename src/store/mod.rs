@@ -12,6 +12,7 @@ pub mod meta;
 pub mod offerings;
 pub mod proofs;
 pub mod rate;
+pub mod recoveries;
 pub mod replies;
 pub mod reports;
 pub mod requests;
@@ -51,6 +52,7 @@ PRAGMA foreign_keys = ON;";
 const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/0001_init.sql")),
     (2, "change_log", include_str!("../../migrations/0002_change_log.sql")),
+    (3, "recovery", include_str!("../../migrations/0003_recovery.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";

@@ -8,6 +8,7 @@ use axum::response::Response;
 use super::{Created, Reply, created};
 use crate::domain::agent::{AgentList, AgentSearch, Registered, Registration};
 use crate::domain::contact_request::{ContactRequestDetail, NewContactRequest};
+use crate::domain::recovery::{Recovered, RecoveryExchange, RecoveryStarted};
 use crate::error::Result;
 use crate::http::extract::{Auth, ClientIp, JsonBody, PathParam, QueryParams};
 use crate::http::tagged;
@@ -42,4 +43,19 @@ pub async fn send_request(
     JsonBody(input): JsonBody<NewContactRequest>,
 ) -> Created<ContactRequestDetail> {
     Ok(created(app.send_request(caller, handle, input).await?))
+}
+
+pub async fn recover(
+    State(app): State<App>,
+    ClientIp(ip): ClientIp,
+    PathParam(handle): PathParam,
+) -> Reply<RecoveryStarted> {
+    Ok(Json(app.start_recovery(handle, ip).await?))
+}
+
+pub async fn recovered(
+    State(app): State<App>,
+    JsonBody(input): JsonBody<RecoveryExchange>,
+) -> Reply<Recovered> {
+    Ok(Json(app.complete_recovery(input).await?))
 }

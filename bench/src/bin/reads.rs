@@ -1,0 +1,291 @@
+//! Read throughput of a release server against a ceiling measured in the same run: nginx serving
+//! the very same bytes as static files. Pairs, each run in alternating rounds with `wrk`:
+//!
+//! - `GET /api/agents/{handle}` (a full card) against nginx serving that card's bytes;
+//! - `GET /api/posts/{id}` (a call with replies) against nginx serving those bytes;
+//! - MCP `tools/call get_agent` against the REST card;
+//! - `GET /healthz` against nginx serving its bytes.
+//!
+//! ```text
+//! cargo run --release -p agentdir-bench --bin reads [-- OPTIONS]
+//!   --connections N   connections (default 32; wrk uses 2 threads)
+//!   --seconds S       seconds per run (default 5)
+//!   --rounds R        alternating rounds per pair (default 3)
+//! ```
+//!
+//! Needs `wrk` and `nginx` on PATH (Debian: `apt-get install wrk nginx-light`). Every ratio is
+//! the median over the rounds of (agentdir / reference) measured back to back.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use agentdir_bench::{
+    Error, WrkRun, http_client, load_average, lua_string, median, send_json, start_server, wrk,
+};
+use serde_json::{Value, json};
+
+struct Options {
+    connections: usize,
+    seconds: u64,
+    rounds: usize,
+}
+
+fn options() -> Result<Options, Error> {
+    let mut o = Options { connections: 32, seconds: 5, rounds: 3 };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--connections" => o.connections = value()?.parse()?,
+            "--seconds" => o.seconds = value()?.parse()?,
+            "--rounds" => o.rounds = value()?.parse()?,
+            "-h" | "--help" => {
+                println!("see the header of bench/src/bin/reads.rs for the options");
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown option {other}").into()),
+        }
+    }
+    Ok(o)
+}
+
+/// nginx serving `root` on a free loopback port; stopped when dropped.
+struct Nginx {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGTERM, not SIGKILL: the master stops its workers before it exits.
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> Result<u16, Error> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn start_nginx(dir: &Path) -> Result<Nginx, Error> {
+    let port = free_port()?;
+    let d = dir.display();
+    let conf = format!(
+        "worker_processes 2;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\ndaemon off;\n\
+         events {{ worker_connections 4096; }}\n\
+         http {{\n  access_log off;\n  sendfile on;\n  tcp_nodelay on;\n  keepalive_requests 1000000;\n\
+           client_body_temp_path {d}/tmp;\n  proxy_temp_path {d}/tmp;\n  fastcgi_temp_path {d}/tmp;\n\
+           uwsgi_temp_path {d}/tmp;\n  scgi_temp_path {d}/tmp;\n\
+           server {{\n    listen 127.0.0.1:{port};\n    root {d}/www;\n    default_type application/json;\n  }}\n}}\n"
+    );
+    std::fs::create_dir_all(dir.join("tmp"))?;
+    std::fs::write(dir.join("nginx.conf"), conf)?;
+    let child = Command::new("nginx")
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start nginx (apt-get install nginx-light): {e}"))?;
+    let nginx = Nginx { child, port };
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(nginx);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err("nginx did not start listening".into())
+}
+
+/// A realistic card: three offerings, recent calls, English and Chinese text; and a call with
+/// replies.
+async fn seed(http: &reqwest::Client, base: &str) -> Result<(String, String), Error> {
+    let handle = "bench-translator".to_owned();
+    let registered = send_json(
+        http.post(format!("{base}/api/agents")),
+        json!({
+            "handle": handle, "name": "Bench Translator 翻译", "owner": "Bench Owner",
+            "mailbox": "bench@example.org", "accept_rules": true,
+            "tagline": "English ⇄ Chinese translation of technical documents",
+            "description_en": "Translates READMEs, API references and release notes between English and Chinese, keeping code blocks and links intact.",
+            "description_zh": "专注于技术文档的中英文互译，保留代码块和链接。",
+            "capabilities": ["translation", "localization", "proofreading"],
+            "languages": ["en", "zh"], "homepage": "https://example.org/bench",
+        }),
+    )
+    .await?;
+    let key = registered["api_key"].as_str().ok_or("no api_key")?.to_owned();
+    let offering = |title: &str, mode: &str| {
+        json!({"title": title, "deliverable": "A translated document with a glossary", "mode": mode,
+               "turnaround_days": 3, "languages": ["en", "zh"], "tags": ["translation", "docs"]})
+    };
+    send_json(
+        http.put(format!("{base}/api/me/offerings")).bearer_auth(&key),
+        json!({"offerings": [offering("README translation", "free"), offering("API docs", "quote"),
+                             offering("Release notes", "offsite_paid")]}),
+    )
+    .await?;
+    let mut call = String::new();
+    for i in 0..5 {
+        let c = send_json(
+            http.post(format!("{base}/api/posts")).bearer_auth(&key),
+            json!({"kind": "offering", "title": format!("Translating open-source docs, batch {i}"),
+                   "body": "Free English to Chinese translation for two open-source READMEs this week.",
+                   "tags": ["translation"]}),
+        )
+        .await?;
+        call = c["id"].as_str().ok_or("no call id")?.to_owned();
+    }
+    let others = agentdir_bench::register_agents(http, base, "reader", 3).await?;
+    for (i, (_, other)) in others.iter().enumerate() {
+        send_json(
+            http.post(format!("{base}/api/posts/{call}/replies")).bearer_auth(other),
+            json!({"body": format!("We would like two READMEs translated; reply {i}.")}),
+        )
+        .await?;
+    }
+    Ok((handle, call))
+}
+
+fn mcp_script(handle: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "get_agent", "arguments": {"handle": handle}}})
+    .to_string();
+    format!(
+        r#"
+wrk.method = "POST"
+wrk.body = {body}
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Accept"] = "application/json, text/event-stream"
+"#,
+        body = lua_string(&body)
+    )
+}
+
+struct Pair {
+    label: &'static str,
+    ours: (String, String),
+    reference: (String, String),
+    reference_label: &'static str,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    let o = options()?;
+    let server = start_server(None, &[])?;
+    let base = server.base.clone();
+    let http = http_client()?;
+    let (handle, call) = seed(&http, &base).await?;
+    let card_path = format!("/api/agents/{handle}");
+    let call_path = format!("/api/posts/{call}");
+
+    // The same bytes, served by nginx.
+    let dir = std::env::temp_dir().join(format!("agentdir-reads-{}", std::process::id()));
+    let www = dir.join("www");
+    std::fs::create_dir_all(&www)?;
+    for (path, file) in
+        [(&card_path, "card.json"), (&call_path, "call.json"), (&"/healthz".to_owned(), "healthz")]
+    {
+        let bytes = http.get(format!("{base}{path}")).send().await?.bytes().await?;
+        std::fs::write(www.join(file), &bytes)?;
+    }
+    let card_bytes = std::fs::read(www.join("card.json"))?;
+    let mcp: Value = http
+        .post(format!("{base}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "get_agent", "arguments": {"handle": handle}}})
+            .to_string(),
+        )
+        .send()
+        .await?
+        .json()
+        .await?;
+    if mcp["result"]["structuredContent"] != serde_json::from_slice::<Value>(&card_bytes)? {
+        return Err(format!("MCP and REST disagree on {handle}: {mcp}").into());
+    }
+    let nginx = start_nginx(&dir)?;
+    let nginx_base = format!("http://127.0.0.1:{}", nginx.port);
+
+    let pairs = [
+        Pair {
+            label: "GET /api/agents/{handle}",
+            ours: (format!("{base}{card_path}"), String::new()),
+            reference: (format!("{nginx_base}/card.json"), String::new()),
+            reference_label: "nginx, same bytes",
+        },
+        Pair {
+            label: "GET /api/posts/{id}",
+            ours: (format!("{base}{call_path}"), String::new()),
+            reference: (format!("{nginx_base}/call.json"), String::new()),
+            reference_label: "nginx, same bytes",
+        },
+        Pair {
+            label: "MCP tools/call get_agent",
+            ours: (format!("{base}/mcp"), mcp_script(&handle)),
+            reference: (format!("{base}{card_path}"), String::new()),
+            reference_label: "REST card",
+        },
+        Pair {
+            label: "GET /healthz",
+            ours: (format!("{base}/healthz"), String::new()),
+            reference: (format!("{nginx_base}/healthz"), String::new()),
+            reference_label: "nginx, same bytes",
+        },
+    ];
+    println!(
+        "agentdir reads: {base}; wrk -t2 -c{} -d{}s, {} alternating rounds per pair; card {} bytes; load average {}",
+        o.connections,
+        o.seconds,
+        o.rounds,
+        card_bytes.len(),
+        load_average()
+    );
+    println!();
+    println!("| read | req/s | p99 ms | reference | req/s | p99 ms | ratio (median) |");
+    println!("|---|---:|---:|---|---:|---:|---:|");
+    for pair in &pairs {
+        // Warm-up of both sides, not counted.
+        for (url, script) in [&pair.ours, &pair.reference] {
+            let (url, script) = (url.clone(), script.clone());
+            let c = o.connections;
+            tokio::task::spawn_blocking(move || wrk(&url, &script, c, 1)).await??;
+        }
+        let (mut ours, mut theirs, mut ratios) = (Vec::<WrkRun>::new(), Vec::<WrkRun>::new(), Vec::new());
+        for _ in 0..o.rounds {
+            let run = |(url, script): &(String, String)| {
+                let (url, script, c, s) = (url.clone(), script.clone(), o.connections, o.seconds);
+                std::thread::spawn(move || wrk(&url, &script, c, s))
+                    .join()
+                    .map_err(|_| "wrk thread panicked")?
+            };
+            let a = run(&pair.ours)?;
+            let b = run(&pair.reference)?;
+            if a.non_2xx + a.errors + b.non_2xx + b.errors > 0 {
+                return Err(format!("{}: failed requests in a run ({a:?} / {b:?})", pair.label).into());
+            }
+            ratios.push(a.ok_per_second() / b.ok_per_second());
+            ours.push(a);
+            theirs.push(b);
+        }
+        let m = |runs: &[WrkRun], f: fn(&WrkRun) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+        println!(
+            "| {} | {:.0} | {:.2} | {} | {:.0} | {:.2} | {:.2} |",
+            pair.label,
+            m(&ours, WrkRun::ok_per_second),
+            m(&ours, |r| r.p99_ms),
+            pair.reference_label,
+            m(&theirs, WrkRun::ok_per_second),
+            m(&theirs, |r| r.p99_ms),
+            median(&ratios)
+        );
+    }
+    println!();
+    println!("load average at the end: {}", load_average());
+    drop(nginx);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

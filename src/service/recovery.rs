@@ -1,0 +1,131 @@
+//! Key recovery through the mailbox: starting one (public), its mail step (`inbound`), and the
+//! exchange of the token for a new key.
+
+use std::sync::Arc;
+
+use super::rate_limit::Persistent;
+use super::trust::new_code;
+use super::{Directory, keys, tokens};
+use crate::domain::agent;
+use crate::domain::recovery::{RECOVERY_MINUTES, Recovered, RecoveryExchange, RecoveryStarted};
+use crate::domain::trust::CodePurpose;
+use crate::error::{Error, Result};
+use crate::store::codes::{self, CodeRow};
+use crate::store::recoveries::{self, RecoveryRow};
+use crate::store::{agents, audit};
+use crate::time::{SECOND, Timestamp, now_ms};
+
+const LIFETIME_MS: i64 = RECOVERY_MINUTES * 60 * SECOND;
+
+impl Directory {
+    /// `POST /api/agents/{handle}/recover`: a token and the mail to send. Replaces any earlier
+    /// recovery of the agent.
+    pub async fn start_recovery(
+        self: &Arc<Self>,
+        handle: String,
+        client_ip: String,
+    ) -> Result<RecoveryStarted> {
+        if !agent::is_handle(&handle) {
+            return Err(Error::NotFound);
+        }
+        let now = now_ms();
+        let token = tokens::RECOVERY.issue();
+        let code = new_code();
+        let expires_at = now + LIFETIME_MS;
+        let (token_id, token_hash) = (token.id.clone(), tokens::digest(&token.secret).to_vec());
+        let subject = CodePurpose::Recovery.subject(&code);
+        let dir = self.clone();
+        let shown = handle.clone();
+        self.write(move |tx| {
+            let a = match agents::by_handle(tx, &handle)? {
+                Some(a) if a.suspended_at.is_some() => return Err(Error::Suspended),
+                Some(a) => a,
+                None => return Err(Error::NotFound),
+            };
+            let by_handle = format!("handle:{}", a.handle);
+            dir.limits.check(tx, Persistent::Recovery, &by_handle, now)?;
+            dir.limits.check(tx, Persistent::RecoveryByAddress, &client_ip, now)?;
+            recoveries::replace(
+                tx,
+                &RecoveryRow { agent_id: a.id, token_id, token_hash, expires_at, confirmed_at: None },
+            )?;
+            codes::replace(
+                tx,
+                &CodeRow {
+                    agent_id: a.id,
+                    purpose: CodePurpose::Recovery,
+                    code,
+                    address: a.mailbox.clone(),
+                    expires_at,
+                },
+            )?;
+            dir.limits.record(tx, Persistent::Recovery, &by_handle, now)?;
+            dir.limits.record(tx, Persistent::RecoveryByAddress, &client_ip, now)?;
+            audit::record(tx, "recovery-started", &a.handle, "api", None, now)
+        })
+        .await?;
+        let send_to = format!("verify@{}", self.settings.mail_domain);
+        let until = Timestamp(expires_at).rfc3339();
+        Ok(RecoveryStarted {
+            how_en: format!(
+                "To get a new API key for {shown}, send one email from the mailbox registered for it to {send_to} with exactly this subject: {subject}. Then POST /api/recover with {{\"recovery_token\": …}} before {until}. The token works once; the old key stops working then. Keep the token secret."
+            ),
+            how_zh: format!(
+                "要为 {shown} 获取新的 API 密钥，请用该智能体登记的邮箱向 {send_to} 发送一封邮件，主题必须完全是：{subject}。随后在 {until} 之前调用 POST /api/recover，请求体为 {{\"recovery_token\": …}}。该令牌只能使用一次，届时旧密钥立即失效。请妥善保管令牌。"
+            ),
+            recovery_token: token.full,
+            send_to,
+            subject,
+            expires_at: Timestamp(expires_at),
+        })
+    }
+
+    /// `POST /api/recover`: the new key, once the mail confirmed the recovery.
+    pub async fn complete_recovery(self: &Arc<Self>, input: RecoveryExchange) -> Result<Recovered> {
+        let (token_id, secret) = tokens::RECOVERY.parse(&input.recovery_token).ok_or(Error::NotFound)?;
+        let (token_id, secret) = (token_id.to_owned(), secret.to_owned());
+        let now = now_ms();
+        // Checked before hashing a new key, so a wrong token costs no argon2 run.
+        let found = {
+            let token_id = token_id.clone();
+            self.run(move |d| Ok(recoveries::by_token_id(&*d.read()?, &token_id)?)).await?
+        };
+        let live = found.filter(|r| tokens::matches(&secret, &r.token_hash) && r.expires_at > now);
+        let Some(recovery) = live else {
+            return Err(Error::NotFound);
+        };
+        if recovery.confirmed_at.is_none() {
+            return Err(Error::RecoveryNotConfirmed);
+        }
+        let key = self.run(|_| keys::generate()).await?;
+        let (key_id, hash) = (key.key_id.clone(), key.hash.clone());
+        let (handle, old_key_id) = self
+            .write(move |tx| {
+                // Decided again under the write lock: a concurrent exchange or a new recovery
+                // may have come first.
+                let r = recoveries::by_token_id(tx, &token_id)?.ok_or(Error::NotFound)?;
+                if r.expires_at <= now_ms() {
+                    return Err(Error::NotFound);
+                }
+                if r.confirmed_at.is_none() {
+                    return Err(Error::RecoveryNotConfirmed);
+                }
+                let a = agents::by_id(tx, r.agent_id)?.ok_or(Error::NotFound)?;
+                if a.suspended_at.is_some() {
+                    return Err(Error::Suspended);
+                }
+                recoveries::remove(tx, a.id)?;
+                agents::set_key(tx, a.id, &key_id, &hash)?;
+                // The mail proved the mailbox.
+                if a.mailbox_verified_at.is_none() {
+                    agents::set_mailbox_verified(tx, a.id, Some(now))?;
+                }
+                audit::record(tx, "recovery-completed", &a.handle, "api", None, now)?;
+                Ok((a.handle, a.key_id))
+            })
+            .await?;
+        self.keys.forget(&old_key_id);
+        self.keys.remember_issued(&key);
+        Ok(Recovered { handle, api_key: key.key })
+    }
+}

@@ -1,0 +1,227 @@
+//! Key recovery through the mailbox, end to end with real raw messages piped to
+//! `agentdir inbound-mail`, and every way around it: mail from another address or from the old
+//! mailbox after a change, without authentication, a replaced recovery, a reused token, the rate
+//! limit (across a restart), a suspended agent; the old key dies and nothing shows the mailbox.
+
+mod common;
+
+use common::mail::{AUTHSERV, MAIL_DOMAIN, deliver, dkim_pass, message};
+use common::{Agent, RELAXED_LIMITS, Resp, Server};
+use serde_json::{Value, json};
+
+async fn server_with(extra: &[(&'static str, &'static str)]) -> Server {
+    let mut env: Vec<(&str, &str)> = RELAXED_LIMITS.to_vec();
+    env.push(("AGENTDIR_MAIL_DOMAIN", MAIL_DOMAIN));
+    env.push(("AGENTDIR_MAIL_AUTHSERV_ID", AUTHSERV));
+    env.push(("AGENTDIR_RATE_LIMIT_RECOVERY", "1000/h"));
+    env.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
+    env.extend_from_slice(extra);
+    Server::start_with(&env).await
+}
+
+async fn start(s: &Server, a: &Agent) -> Resp {
+    s.post_empty(&format!("/api/agents/{}/recover", a.handle), None).await
+}
+
+async fn exchange(s: &Server, token: &str) -> Resp {
+    s.post("/api/recover", None, json!({"recovery_token": token})).await
+}
+
+fn fields(r: &Resp) -> (String, String) {
+    (r.json["recovery_token"].as_str().unwrap().to_owned(), r.json["subject"].as_str().unwrap().to_owned())
+}
+
+#[tokio::test]
+async fn a_lost_key_is_recovered_by_one_mail_and_the_old_key_dies() {
+    let s = server_with(&[]).await;
+    let a = s.register("lost").await;
+    // The old key was in use (and so remembered by the server).
+    s.get("/api/me", Some(&a.key)).await.expect(200);
+
+    let r = start(&s, &a).await;
+    r.expect(200);
+    let (token, subject) = fields(&r);
+    assert!(token.starts_with("rt_"));
+    assert_eq!(r.json["send_to"], format!("verify@{MAIL_DOMAIN}"));
+    assert!(r.json["expires_at"].as_str().unwrap().ends_with('Z'));
+    for how in ["how_en", "how_zh"] {
+        assert!(r.json[how].as_str().unwrap().contains(&subject), "{how}");
+    }
+    // Nothing shows the mailbox, and the mail code is not the token.
+    assert!(!r.text.contains(&a.mailbox), "{}", r.text);
+    assert!(r.json.get("from").is_none());
+    assert!(!subject.contains(token.rsplit('_').next().unwrap()));
+
+    // Before the mail: not yet.
+    exchange(&s, &token).await.expect_error(409, "recovery_not_confirmed");
+    let (code, err) = deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox)));
+    assert_eq!(code, 0, "{err}");
+
+    let done = exchange(&s, &token).await;
+    done.expect(200);
+    assert_eq!(done.json["handle"], a.handle.as_str());
+    let new_key = done.json["api_key"].as_str().unwrap().to_owned();
+    assert!(new_key.starts_with("cq_"));
+    s.get("/api/me", Some(&new_key)).await.expect(200);
+    // The old key stops at once, cached verification and all.
+    s.get("/api/me", Some(&a.key)).await.expect_error(401, "unauthorized");
+    // The token works once.
+    exchange(&s, &token).await.expect_error(404, "not_found");
+    // The mail proved the mailbox.
+    let card = s.get(&format!("/api/agents/{}", a.handle), None).await;
+    assert_eq!(card.json["agent"]["trust"]["mailbox_verified"], true);
+    // Audited without secrets.
+    let audit = s.admin_ok(&["audit"]);
+    for action in ["recovery-started", "recovery-confirmed", "recovery-completed"] {
+        assert!(audit.contains(action), "{action} missing from the audit log:\n{audit}");
+    }
+    for secret in [token.as_str(), new_key.as_str(), &subject, &a.mailbox] {
+        assert!(!audit.contains(secret), "a secret is in the audit log");
+    }
+}
+
+#[tokio::test]
+async fn mail_that_does_not_prove_the_mailbox_confirms_nothing() {
+    let s = server_with(&[]).await;
+    let a = s.register("guarded").await;
+    let (token, subject) = fields(&start(&s, &a).await);
+    let intruder = "intruder@example.net";
+    let domain = a.mailbox.rsplit('@').next().unwrap();
+    let cases = [
+        ("another address", message(intruder, &subject, &dkim_pass(intruder))),
+        ("no authentication", message(&a.mailbox, &subject, &format!("{AUTHSERV}; dkim=none; spf=none"))),
+        (
+            "another host's verdict",
+            message(&a.mailbox, &subject, &format!("mx.elsewhere.example; dkim=pass header.d={domain}")),
+        ),
+        (
+            "dkim of another domain",
+            message(&a.mailbox, &subject, &format!("{AUTHSERV}; dkim=pass header.d=evil.example")),
+        ),
+        (
+            "the token as the subject",
+            message(&a.mailbox, &format!("agentdir recover {token}"), &dkim_pass(&a.mailbox)),
+        ),
+    ];
+    for (what, raw) in cases {
+        let (code, err) = deliver(&s, &raw);
+        assert_eq!(code, 65, "{what} was accepted: {err}");
+        exchange(&s, &token).await.expect_error(409, "recovery_not_confirmed");
+    }
+    // An unknown handle, and a handle that cannot exist.
+    s.post_empty("/api/agents/nobody-here/recover", None).await.expect_error(404, "not_found");
+    s.post_empty("/api/agents/NOT%20A%20HANDLE/recover", None).await.expect_error(404, "not_found");
+    // Tokens that were never issued.
+    for bad in ["rt_aaaaaaaaaaaa_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "nonsense", &a.key] {
+        exchange(&s, bad).await.expect_error(404, "not_found");
+    }
+    s.post("/api/recover", None, json!({})).await.expect_error(400, "validation_failed");
+    s.post("/api/recover", None, json!({"recovery_token": 7})).await.expect_error(400, "validation_failed");
+    // The key still works: nothing happened.
+    s.get("/api/me", Some(&a.key)).await.expect(200);
+}
+
+#[tokio::test]
+async fn mail_from_the_old_mailbox_after_a_change_is_refused() {
+    let s = server_with(&[]).await;
+    let a = s.register("moved").await;
+    let (token, subject) = fields(&start(&s, &a).await);
+    let new_mailbox = format!("{}-new@example.org", a.handle);
+    s.patch("/api/me", Some(&a.key), json!({"mailbox": new_mailbox})).await.expect(200);
+    let (code, _) = deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox)));
+    assert_eq!(code, 65);
+    exchange(&s, &token).await.expect_error(404, "not_found");
+    // A recovery started now goes by the new address.
+    let (token, subject) = fields(&start(&s, &a).await);
+    assert_eq!(deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox))).0, 65);
+    let (code, err) = deliver(&s, &message(&new_mailbox, &subject, &dkim_pass(&new_mailbox)));
+    assert_eq!(code, 0, "{err}");
+    exchange(&s, &token).await.expect(200);
+}
+
+#[tokio::test]
+async fn a_new_recovery_replaces_the_old_one() {
+    let s = server_with(&[]).await;
+    let a = s.register("replaced").await;
+    let (old_token, old_subject) = fields(&start(&s, &a).await);
+    let (new_token, new_subject) = fields(&start(&s, &a).await);
+    assert_ne!(old_token, new_token);
+    assert_ne!(old_subject, new_subject);
+    // The old subject confirms nothing, the old token is dead.
+    assert_eq!(deliver(&s, &message(&a.mailbox, &old_subject, &dkim_pass(&a.mailbox))).0, 65);
+    exchange(&s, &old_token).await.expect_error(404, "not_found");
+    assert_eq!(deliver(&s, &message(&a.mailbox, &new_subject, &dkim_pass(&a.mailbox))).0, 0);
+    exchange(&s, &old_token).await.expect_error(404, "not_found");
+    // A confirmed recovery replaced by a new one is dead too.
+    let (confirmed, _) = (new_token.clone(), new_subject);
+    let (latest, _) = fields(&start(&s, &a).await);
+    exchange(&s, &confirmed).await.expect_error(404, "not_found");
+    exchange(&s, &latest).await.expect_error(409, "recovery_not_confirmed");
+}
+
+#[tokio::test]
+async fn concurrent_exchanges_of_one_token_give_one_key() {
+    let s = server_with(&[]).await;
+    let a = s.register("race").await;
+    let (token, subject) = fields(&start(&s, &a).await);
+    assert_eq!(deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox))).0, 0);
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..6 {
+        let req = s.http.post(s.url("/api/recover")).json(&json!({"recovery_token": token}));
+        tasks.spawn(async move {
+            let r = req.send().await.expect("exchange");
+            (r.status().as_u16(), r.json::<Value>().await.unwrap_or(Value::Null))
+        });
+    }
+    let answers = tasks.join_all().await;
+    let keys: Vec<&Value> = answers.iter().filter(|(st, _)| *st == 200).map(|(_, b)| b).collect();
+    assert_eq!(keys.len(), 1, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .filter(|(st, _)| *st != 200)
+            .all(|(st, b)| *st == 404 && b["error"]["code"] == "not_found")
+    );
+    s.get("/api/me", Some(keys[0]["api_key"].as_str().unwrap())).await.expect(200);
+}
+
+#[tokio::test]
+async fn a_suspended_agent_cannot_recover() {
+    let s = server_with(&[]).await;
+    let a = s.register("banned").await;
+    let (token, subject) = fields(&start(&s, &a).await);
+    s.admin_ok(&["suspend", &a.handle]);
+    start(&s, &a).await.expect_error(403, "suspended");
+    // A recovery started before the suspension cannot be finished either.
+    assert_eq!(deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox))).0, 65);
+    exchange(&s, &token).await.expect_error(409, "recovery_not_confirmed");
+}
+
+#[tokio::test]
+async fn recoveries_are_limited_per_handle_and_per_address_across_a_restart() {
+    let mut s = server_with(&[("AGENTDIR_RATE_LIMIT_RECOVERY", "3/h")]).await;
+    let a = s.register("limited").await;
+    for _ in 0..3 {
+        start(&s, &a).await.expect(200);
+    }
+    let r = start(&s, &a).await;
+    r.expect_error(429, "rate_limited");
+    assert!(r.header("retry-after").is_some());
+    s.restart();
+    start(&s, &a).await.expect_error(429, "rate_limited");
+
+    // Per address: other handles from the same client are refused too once it used its three.
+    let mut s2 = server_with(&[("AGENTDIR_RATE_LIMIT_RECOVERY", "3/h")]).await;
+    let agents = [
+        s2.register("one").await,
+        s2.register("two").await,
+        s2.register("three").await,
+        s2.register("four").await,
+    ];
+    for a in &agents[..3] {
+        start(&s2, a).await.expect(200);
+    }
+    start(&s2, &agents[3]).await.expect_error(429, "rate_limited");
+    s2.restart();
+    start(&s2, &agents[3]).await.expect_error(429, "rate_limited");
+}
