@@ -1,37 +1,40 @@
-//! The layers every request passes through, outermost first:
+//! What every request passes through, in one function (`guard`) rather than a stack of layers:
+//! each layer boxed a future, allocated its labels and cloned its service per request, which
+//! cost two thirds of a hello-world's throughput. In order:
 //!
-//! 1. request context: an `X-Request-Id` (the client's when sane, else a new one), a log span
-//!    carrying it, one access-log line — method, path, status, latency; never headers or bodies,
-//!    so API keys and mailboxes cannot reach the logs;
-//! 2. security headers on every response;
-//! 3. metrics by route template, method and status;
-//! 4. a panic becomes a 500 envelope;
-//! 5. the request timeout (504 envelope), which also bounds how long a body may trickle in;
-//! 6. the 64 KiB body limit for every route, MCP included (413 envelope);
-//! 7. outside the operator endpoints: a global in-flight limit. A request past it waits its turn
+//! 1. an `X-Request-Id`: the client's when sane, else a new one (a per-process prefix and a
+//!    counter: unique, and free to make);
+//! 2. the request timeout (504 envelope), which also bounds how long a body may trickle in;
+//! 3. the 64 KiB body limit for every route, MCP included (413 envelope);
+//! 4. outside the operator endpoints: the in-flight limit. A request past it waits its turn
 //!    (first come, first served) for a bounded time, so a burst queues instead of failing; only
-//!    one that waited that long gets 503 and `Retry-After`.
+//!    one that waited that long gets 503 and `Retry-After`;
+//! 5. the handler; a panic in it becomes a 500 envelope;
+//! 6. on the way out: the request id, security headers, `Cache-Control: no-store` on keyed
+//!    requests, metrics by route template, method and status (handles looked up once per label
+//!    set, not per request), and a log line — at DEBUG for an answer, at WARN for a 5xx — with
+//!    method, path, status and latency, never headers or bodies, so API keys and mailboxes
+//!    cannot reach the logs.
 //!
 //! Header size and header read time are bounded earlier, in the connection (`server`).
 
 use std::any::Any;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, HttpBody};
-use axum::error_handling::HandleErrorLayer;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderName, HeaderValue, Method, header};
-use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::http::{HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use tokio::sync::Semaphore;
-use tower::timeout::TimeoutLayer;
-use tower::timeout::error::Elapsed;
-use tower::{BoxError, ServiceBuilder};
-use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::set_header::SetResponseHeaderLayer;
+use metrics::{Counter, Histogram};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
 use super::extract::BODY_LIMIT;
@@ -54,95 +57,150 @@ pub struct Hardening {
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Nothing on this origin is a web page: forbid every fetch, framing, and form or base targets.
-const CSP: &str = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+const SECURITY_HEADERS: [(HeaderName, HeaderValue); 4] = [
+    (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
+    (header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")),
+    (
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+        ),
+    ),
+    (header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")),
+];
+const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 
-/// Wraps `api` (the directory's routes and `/mcp`) and `ops` (health and metrics, which must
-/// answer even when the directory is saturated) in the layers above.
-pub fn stack(api: Router, ops: Router, limits: &Hardening) -> Router {
-    let turns =
-        InFlightLimit { slots: Arc::new(Semaphore::new(limits.max_in_flight)), wait: limits.queue_wait };
-    let admitted = api.layer(from_fn(stamp_route)).layer(from_fn_with_state(turns, wait_for_turn));
-    let routed = ops.layer(from_fn(stamp_route)).fallback_service(admitted);
-    let outer = ServiceBuilder::new()
-        .layer(from_fn(request_context))
-        .layer(security_header(header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-        .layer(security_header(header::REFERRER_POLICY, "no-referrer"))
-        .layer(security_header(header::CONTENT_SECURITY_POLICY, CSP))
-        .layer(security_header(header::X_FRAME_OPTIONS, "DENY"))
-        .layer(from_fn(record_metrics))
-        .layer(CatchPanicLayer::custom(panic_response))
-        .layer(HandleErrorLayer::new(timeout_error))
-        .layer(TimeoutLayer::new(limits.request_timeout))
-        .layer(from_fn(limit_body))
-        .service(routed);
-    Router::new().fallback_service(outer)
+/// Label of requests no route matched (so a client cannot grow the label set by inventing paths).
+const UNMATCHED: &str = "unmatched";
+
+/// The operator endpoints: answered even when the directory is saturated.
+pub const OPS_ROUTES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
+/// What `guard` needs, shared by every route (a cheap clone).
+#[derive(Clone)]
+struct Gate(Arc<GateInner>);
+
+struct GateInner {
+    slots: Arc<Semaphore>,
+    queue_wait: Duration,
+    request_timeout: Duration,
+    /// Route templates, as the static labels metrics use.
+    routes: HashMap<&'static str, &'static str>,
+    /// Random per process, so ids of two runs do not collide.
+    id_prefix: u32,
+    next_id: AtomicU64,
+    meters: Meters,
 }
 
-fn security_header(name: HeaderName, value: &'static str) -> SetResponseHeaderLayer<HeaderValue> {
-    SetResponseHeaderLayer::if_not_present(name, HeaderValue::from_static(value))
+/// Wraps `router` (every route, `/mcp` and the operator endpoints) in `guard`. `routes` are the
+/// templates it serves, for the metric labels.
+pub fn stack(router: Router, routes: impl IntoIterator<Item = &'static str>, limits: &Hardening) -> Router {
+    let gate = Gate(Arc::new(GateInner {
+        slots: Arc::new(Semaphore::new(limits.max_in_flight)),
+        queue_wait: limits.queue_wait,
+        request_timeout: limits.request_timeout,
+        routes: routes.into_iter().chain(OPS_ROUTES).map(|r| (r, r)).collect(),
+        id_prefix: rand::random(),
+        next_id: AtomicU64::new(0),
+        meters: Meters::default(),
+    }));
+    router.layer(from_fn_with_state(gate, guard))
 }
 
-/// The id of one request, as sent back in `X-Request-Id` and written in its log span.
-#[derive(Debug, Clone)]
-pub struct RequestId(pub Arc<str>);
+async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let g = &gate.0;
+    let id = request_id(&req, g);
+    let route = route_label(&req, g);
+    let method = method_label(req.method());
+    let keyed = req.headers().contains_key(header::AUTHORIZATION);
+    // The path only: no query string, no headers, no body. Disabled (and free) unless DEBUG.
+    let span = tracing::debug_span!("request", id = ?id, method, path = %req.uri().path());
+    let queued = !OPS_ROUTES.contains(&route);
+    let work = async {
+        let req = match limit_body(req).await {
+            Ok(req) => req,
+            Err(res) => return res,
+        };
+        let _slot = if queued {
+            match wait_for_turn(g).await {
+                Some(slot) => Some(slot),
+                None => return Error::Overloaded.into_response(),
+            }
+        } else {
+            None
+        };
+        AssertUnwindSafe(next.run(req)).catch_unwind().await.unwrap_or_else(panic_response)
+    };
+    let mut res = match tokio::time::timeout(g.request_timeout, work.instrument(span.clone())).await {
+        Ok(res) => res,
+        Err(_) => {
+            metrics::counter!(telemetry::HTTP_TIMEOUTS).increment(1);
+            Error::Timeout.into_response()
+        }
+    };
+    let headers = res.headers_mut();
+    for (name, value) in SECURITY_HEADERS {
+        headers.entry(name).or_insert(value);
+    }
+    if keyed {
+        // What a key unlocks (the own profile with its mailbox) must not sit in a shared cache.
+        headers.insert(header::CACHE_CONTROL, NO_STORE);
+    }
+    headers.insert(X_REQUEST_ID, id.clone());
+    let status = res.status();
+    let elapsed = started.elapsed();
+    g.meters.record(route, method, status, elapsed);
+    let latency_ms = elapsed.as_secs_f64() * 1000.0;
+    span.in_scope(|| {
+        if status.is_server_error() {
+            tracing::warn!(id = ?id, route, status = status.as_u16(), latency_ms, "request failed");
+        } else {
+            tracing::debug!(status = status.as_u16(), latency_ms, "request");
+        }
+    });
+    res
+}
 
-/// An incoming id is kept only when it is short and plain, so it cannot forge log lines or
-/// smuggle anything into headers.
+/// The client's id when it is short and plain (so it cannot forge log lines or smuggle anything
+/// into headers), else a new one.
+fn request_id(req: &Request, g: &GateInner) -> HeaderValue {
+    if let Some(v) = req.headers().get(X_REQUEST_ID)
+        && sane_request_id(v).is_some()
+    {
+        return v.clone();
+    }
+    let n = g.next_id.fetch_add(1, Ordering::Relaxed);
+    let mut buf = [0u8; 20];
+    hex_into(&mut buf[..8], u64::from(g.id_prefix));
+    hex_into(&mut buf[8..], n);
+    HeaderValue::from_bytes(&buf).unwrap_or(HeaderValue::from_static("0"))
+}
+
+/// Writes the low `out.len() * 4` bits of `n` as lower-case hex.
+fn hex_into(out: &mut [u8], mut n: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for slot in out.iter_mut().rev() {
+        *slot = DIGITS[(n & 0xf) as usize];
+        n >>= 4;
+    }
+}
+
 fn sane_request_id(v: &HeaderValue) -> Option<&str> {
     let s = v.to_str().ok()?;
     let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':');
     (!s.is_empty() && s.len() <= 64 && s.bytes().all(plain)).then_some(s)
 }
 
-async fn request_context(mut req: Request, next: Next) -> Response {
-    let id: Arc<str> = match req.headers().get(X_REQUEST_ID).and_then(sane_request_id) {
-        Some(s) => s.into(),
-        None => ulid::Ulid::new().to_string().to_ascii_lowercase().into(),
+fn route_label(req: &Request, g: &GateInner) -> &'static str {
+    let Some(matched) = req.extensions().get::<MatchedPath>() else {
+        return UNMATCHED;
     };
-    let header_value = HeaderValue::from_str(&id).ok();
-    if let Some(v) = &header_value {
-        req.headers_mut().insert(X_REQUEST_ID, v.clone());
+    let path = matched.as_str();
+    if path == "/mcp" || path.starts_with("/mcp/") {
+        return "/mcp";
     }
-    req.extensions_mut().insert(RequestId(id.clone()));
-    let keyed = req.headers().contains_key(header::AUTHORIZATION);
-    let method = req.method().clone();
-    // The path only: no query string, no headers, no body.
-    let span = tracing::info_span!("request", id = %id, method = %method, path = %req.uri().path());
-    let started = Instant::now();
-    let mut res = next.run(req).instrument(span.clone()).await;
-    if let Some(v) = header_value {
-        res.headers_mut().insert(X_REQUEST_ID, v);
-    }
-    if keyed {
-        // What a key unlocks (the own profile with its mailbox) must not sit in a shared cache.
-        res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    }
-    let status = res.status().as_u16();
-    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-    span.in_scope(|| {
-        if status >= 500 {
-            tracing::warn!(status, latency_ms, "request failed");
-        } else {
-            tracing::info!(status, latency_ms, "request");
-        }
-    });
-    res
-}
-
-/// The route template a response came from, for metric labels (set inside the router, where
-/// the match is known; read outside it).
-#[derive(Debug, Clone)]
-struct RouteLabel(Arc<str>);
-
-async fn stamp_route(req: Request, next: Next) -> Response {
-    let route = req.extensions().get::<MatchedPath>().map(|m| Arc::<str>::from(m.as_str()));
-    let mut res = next.run(req).await;
-    if let Some(route) = route
-        && res.extensions().get::<RouteLabel>().is_none()
-    {
-        res.extensions_mut().insert(RouteLabel(route));
-    }
-    res
+    g.routes.get(path).copied().unwrap_or(UNMATCHED)
 }
 
 /// Keeps label values to a fixed set, whatever clients send.
@@ -159,58 +217,26 @@ fn method_label(m: &Method) -> &'static str {
     }
 }
 
-/// Decrements the in-flight gauge even when the client goes away and the future is dropped.
-struct InFlight;
-
-impl InFlight {
-    fn enter() -> Self {
-        metrics::gauge!(telemetry::HTTP_IN_FLIGHT).increment(1.0);
-        InFlight
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        metrics::gauge!(telemetry::HTTP_IN_FLIGHT).decrement(1.0);
-    }
-}
-
-async fn record_metrics(req: Request, next: Next) -> Response {
-    let method = method_label(req.method());
-    let started = Instant::now();
-    let guard = InFlight::enter();
-    let res = next.run(req).await;
-    drop(guard);
-    // Requests refused before routing (413, 503, 504, unknown paths) share one label, so a
-    // client cannot grow the label set by inventing paths.
-    let route = res.extensions().get::<RouteLabel>().map_or("unmatched".to_owned(), |r| r.0.to_string());
-    let labels =
-        [("route", route), ("method", method.to_owned()), ("status", res.status().as_str().to_owned())];
-    metrics::counter!(telemetry::HTTP_REQUESTS, &labels).increment(1);
-    metrics::histogram!(telemetry::HTTP_DURATION, &labels).record(started.elapsed().as_secs_f64());
-    res
-}
-
 /// Buffers at most 64 KiB of any request body, so every route — the JSON extractors, the
 /// handlers without a body, `/mcp` — answers an oversized body with the same 413 envelope.
-async fn limit_body(req: Request, next: Next) -> Response {
+async fn limit_body(req: Request) -> Result<Request, Response> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
-        return too_large();
+        return Err(too_large());
+    }
+    if HttpBody::is_end_stream(req.body()) {
+        return Ok(req);
     }
     let (parts, body) = req.into_parts();
-    if HttpBody::is_end_stream(&body) {
-        return next.run(Request::from_parts(parts, body)).await;
-    }
     match Limited::new(body, BODY_LIMIT).collect().await {
-        Ok(collected) => next.run(Request::from_parts(parts, Body::from(collected.to_bytes()))).await,
-        Err(e) if e.is::<LengthLimitError>() => too_large(),
+        Ok(collected) => Ok(Request::from_parts(parts, Body::from(collected.to_bytes()))),
+        Err(e) if e.is::<LengthLimitError>() => Err(too_large()),
         // The client broke off mid-body; it will not read this answer.
-        Err(_) => Error::InvalidJson.into_response(),
+        Err(_) => Err(Error::InvalidJson.into_response()),
     }
 }
 
@@ -222,38 +248,18 @@ fn too_large() -> Response {
     res
 }
 
-/// The requests answered at once, and how long one may wait for its turn.
-#[derive(Clone)]
-struct InFlightLimit {
-    slots: Arc<Semaphore>,
-    wait: Duration,
-}
-
-/// Waits (in arrival order: tokio's semaphore is fair) for one of the in-flight slots; a request
-/// that waited `wait` in vain is answered 503 with `Retry-After`.
-async fn wait_for_turn(State(limit): State<InFlightLimit>, req: Request, next: Next) -> Response {
-    let slot = match limit.slots.clone().try_acquire_owned() {
-        Ok(slot) => slot,
-        Err(_) => match tokio::time::timeout(limit.wait, limit.slots.clone().acquire_owned()).await {
-            Ok(Ok(slot)) => slot,
-            _ => {
-                metrics::counter!(telemetry::HTTP_SHED).increment(1);
-                return Error::Overloaded.into_response();
-            }
-        },
-    };
-    let res = next.run(req).await;
-    drop(slot);
-    res
-}
-
-async fn timeout_error(err: BoxError) -> Error {
-    if err.is::<Elapsed>() {
-        metrics::counter!(telemetry::HTTP_TIMEOUTS).increment(1);
-        Error::Timeout
-    } else {
-        tracing::error!(error = %err, "unexpected error from the request timeout");
-        Error::Internal
+/// One of the in-flight slots, waited for in arrival order (tokio's semaphore is fair), or
+/// `None` after the queue wait.
+async fn wait_for_turn(g: &GateInner) -> Option<OwnedSemaphorePermit> {
+    if let Ok(slot) = g.slots.clone().try_acquire_owned() {
+        return Some(slot);
+    }
+    match tokio::time::timeout(g.queue_wait, g.slots.clone().acquire_owned()).await {
+        Ok(Ok(slot)) => Some(slot),
+        _ => {
+            metrics::counter!(telemetry::HTTP_SHED).increment(1);
+            None
+        }
     }
 }
 
@@ -265,6 +271,36 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
         .unwrap_or("(no message)");
     tracing::error!(panic = what, "a request handler panicked");
     Error::Internal.into_response()
+}
+
+type MeterKey = (&'static str, &'static str, StatusCode);
+
+/// The metric handles of each label set, registered once.
+#[derive(Default)]
+struct Meters {
+    cells: RwLock<HashMap<MeterKey, (Counter, Histogram)>>,
+}
+
+impl Meters {
+    fn record(&self, route: &'static str, method: &'static str, status: StatusCode, elapsed: Duration) {
+        let key = (route, method, status);
+        let seconds = elapsed.as_secs_f64();
+        if let Some((count, time)) = self.cells.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            count.increment(1);
+            time.record(seconds);
+            return;
+        }
+        let labels = [
+            ("route", route.to_owned()),
+            ("method", method.to_owned()),
+            ("status", status.as_str().to_owned()),
+        ];
+        let count = metrics::counter!(telemetry::HTTP_REQUESTS, &labels);
+        let time = metrics::histogram!(telemetry::HTTP_DURATION, &labels);
+        count.increment(1);
+        time.record(seconds);
+        self.cells.write().unwrap_or_else(|e| e.into_inner()).insert(key, (count, time));
+    }
 }
 
 #[cfg(test)]
@@ -279,5 +315,15 @@ mod tests {
             let v = HeaderValue::from_str(bad).expect("header value");
             assert_eq!(sane_request_id(&v), None, "{bad:?} should be replaced");
         }
+    }
+
+    #[test]
+    fn new_request_ids_are_distinct_hex() {
+        let mut a = [0u8; 8];
+        hex_into(&mut a, 0xdead_beef);
+        assert_eq!(&a, b"deadbeef");
+        let mut b = [0u8; 12];
+        hex_into(&mut b, 42);
+        assert_eq!(&b, b"00000000002a");
     }
 }

@@ -17,9 +17,9 @@ use axum::Router;
 
 use crate::service::App;
 
-/// Every REST route, with the envelope for unknown paths and wrong methods, and the read-only
-/// MCP endpoint at `/mcp`. Fails only when the base URL is not an absolute http(s) URL, which
-/// the MCP `Host`/`Origin` checks are derived from.
+/// Every REST route, the operator endpoints, the read-only MCP endpoint at `/mcp`, and the
+/// envelope for unknown paths and wrong methods. Fails only when the base URL is not an absolute
+/// http(s) URL, which the MCP `Host`/`Origin` checks are derived from.
 pub fn router(app: App) -> Result<Router, agentdir_mcp::ConfigError> {
     let mut router: Router<App> = Router::new();
     for route in routes::table() {
@@ -28,16 +28,17 @@ pub fn router(app: App) -> Result<Router, agentdir_mcp::ConfigError> {
     let mcp_config = agentdir_mcp::McpConfig::new(&app.settings.base_url)?;
     let mcp = agentdir_mcp::streamable_http_service(crate::mcp_port::McpPort::new(app.clone()), mcp_config);
     Ok(router
+        .merge(ops::routes())
         .nest_service("/mcp", mcp)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .with_state(app))
 }
 
-/// The whole application as served: the routes of `router`, the operator endpoints of `ops`,
-/// and the layers of `middleware` around them.
+/// The whole application as served: the routes of `router` inside `middleware`.
 pub fn app(app: App, limits: &middleware::Hardening) -> Result<Router, agentdir_mcp::ConfigError> {
-    Ok(middleware::stack(router(app.clone())?, ops::router(app), limits))
+    let templates = routes::endpoints().into_iter().map(|e| e.path);
+    Ok(middleware::stack(router(app)?, templates, limits))
 }
 
 /// Serves until SIGINT or SIGTERM, then lets in-flight requests finish (within the grace

@@ -1,7 +1,7 @@
 //! Operator endpoints: `GET /healthz` (the process answers), `GET /readyz` (the database and
 //! the search index answer) and `GET /metrics` (Prometheus text). They sit outside the route
 //! table, so they are not part of the public API documents, and outside the in-flight limit, so
-//! probes and scrapes still answer while the directory sheds load.
+//! probes and scrapes still answer while the directory is saturated.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -24,13 +24,13 @@ use crate::telemetry;
 /// is not ready for traffic either.
 const READY_POOL_WAIT: Duration = Duration::from_secs(2);
 
-pub fn router(app: App) -> Router {
+/// The operator routes (their paths are `middleware::OPS_ROUTES`).
+pub fn routes() -> Router<App> {
+    let [healthz_path, readyz_path, metrics_path] = super::middleware::OPS_ROUTES;
     Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics_text))
-        .method_not_allowed_fallback(super::error::method_not_allowed)
-        .with_state(app)
+        .route(healthz_path, get(healthz))
+        .route(readyz_path, get(readyz))
+        .route(metrics_path, get(metrics_text))
 }
 
 #[derive(Serialize)]
