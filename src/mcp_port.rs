@@ -161,6 +161,10 @@ impl<T> ToText for CachedOutput<T> {
     fn to_text(&self) -> String {
         self.view.text.clone()
     }
+
+    fn version(&self) -> Option<&str> {
+        Some(&self.view.rendered.etag)
+    }
 }
 
 /// Validates tool arguments exactly as REST validates the same query: against the input type's

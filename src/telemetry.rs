@@ -71,6 +71,10 @@ fn describe() {
     describe_gauge!(INDEX_APPLIED, "Change-log sequence number the search index has applied.");
     describe_gauge!(POOL_CONNECTIONS, "SQLite pool connections, by state (idle or in_use).");
     describe_gauge!(POOL_MAX, "Size limit of the SQLite connection pool.");
+    describe_counter!(
+        agentdir_mcp::FAST_ANSWERS,
+        "MCP reads of a card or a call answered on the short path from the rendered views."
+    );
     describe_counter!(VIEW_CACHE_HITS, "Cards and calls answered from memory.");
     describe_counter!(VIEW_CACHE_MISSES, "Cards and calls that had to be rendered from SQLite.");
     describe_gauge!(VIEW_CACHE_BYTES, "Bytes held by rendered cards and calls.");

@@ -581,6 +581,70 @@ async fn resources_are_the_rest_documents_and_handles_complete() {
     let _ = client.cancel().await;
 }
 
+async fn fast_answers(s: &Server) -> f64 {
+    let metrics = s.get("/metrics", None).await.text;
+    metrics
+        .lines()
+        .find(|l| l.starts_with("agentdir_mcp_fast_answers_total "))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn the_short_path_of_cards_and_calls_answers_exactly_what_rmcp_answers() {
+    let w = World::build(0).await;
+    let s = &w.server;
+    // `_meta` in the params sends a request down rmcp's general path; without it, the plain
+    // request takes the short one. Both must give the same result, for every revision.
+    let requests = [
+        json!({"method": "tools/call", "params": {"name": "get_agent", "arguments": {"handle": w.en.handle}}}),
+        json!({"method": "tools/call", "params": {"name": "get_call", "arguments": {"id": w.zh_call}}}),
+        json!({"method": "resources/read", "params": {"uri": format!("agentdir://agents/{}", w.zh.handle)}}),
+        json!({"method": "resources/read", "params": {"uri": format!("agentdir://calls/{}", w.en_call)}}),
+    ];
+    let before = fast_answers(s).await;
+    let mut taken = 0.0;
+    for revision in [None, Some("2025-03-26"), Some("2025-06-18"), Some("2025-11-25")] {
+        for (i, request) in requests.iter().enumerate() {
+            let headers: Vec<(&str, &str)> =
+                revision.map(|r| vec![("mcp-protocol-version", r)]).unwrap_or_default();
+            let mut plain = request.clone();
+            plain["jsonrpc"] = json!("2.0");
+            plain["id"] = json!(i + 10);
+            let mut general = plain.clone();
+            general["params"]["_meta"] = json!({});
+            let (status, _, fast) = raw(s, plain, &headers).await;
+            let (general_status, _, slow) = raw(s, general, &headers).await;
+            assert_eq!((status, general_status), (200, 200), "{request}");
+            assert_eq!(fast["id"], json!(i + 10));
+            assert_eq!(fast, slow, "{revision:?} {request}");
+            assert!(fast["result"].is_object(), "{fast}");
+            taken += 1.0;
+        }
+    }
+    // The short path took every plain request (and the general one none).
+    assert_eq!(fast_answers(s).await - before, taken);
+    // Anything else is left to rmcp: a string id works, an unknown handle is an error result.
+    let (_, _, named) = raw(
+        s,
+        json!({"jsonrpc": "2.0", "id": "x-1", "method": "tools/call", "params": {"name": "get_agent", "arguments": {"handle": "nobody-here"}}}),
+        &[],
+    )
+    .await;
+    assert_eq!(named["id"], "x-1");
+    assert_eq!(named["result"]["isError"], true);
+    // A new version of the card is a new answer at once.
+    s.patch("/api/me", Some(&w.en.key), json!({"tagline": "Changed just now"})).await.expect(200);
+    let (_, _, changed) = raw(
+        s,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_agent", "arguments": {"handle": w.en.handle}}}),
+        &[],
+    )
+    .await;
+    assert_eq!(changed["result"]["structuredContent"]["agent"]["tagline"], "Changed just now");
+}
+
 /// The JSON-RPC error of a failed `resources/read`, with the envelope in its data.
 async fn read_error(client: &Client, uri: &str) -> (i32, Value) {
     match client.read_resource(ReadResourceRequestParams::new(uri)).await {

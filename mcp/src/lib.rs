@@ -12,6 +12,7 @@
 
 mod config;
 mod error;
+mod fast;
 mod port;
 mod render;
 mod resources;
@@ -22,6 +23,7 @@ mod transport;
 
 pub use config::{ConfigError, McpConfig};
 pub use error::{ErrorKind, ToolError};
+pub use fast::FAST_ANSWERS;
 pub use port::{Arguments, DirectoryRead, ToText, ToolOutput};
 pub use server::McpServer;
 pub use transport::{McpService, streamable_http_service};

@@ -24,6 +24,13 @@ pub type Arguments = serde_json::Map<String, serde_json::Value>;
 /// call the next tool.
 pub trait ToText {
     fn to_text(&self) -> String;
+
+    /// A tag that changes whenever this output's JSON or text would (an ETag of the view it was
+    /// rendered from). With one, the adapter serialises an answer once per version and serves
+    /// it again to later reads of the same version. `None`: serialise every time.
+    fn version(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// What every tool result type must be: JSON with a published schema and a text rendering.

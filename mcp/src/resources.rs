@@ -57,21 +57,29 @@ pub(crate) fn templates() -> Vec<ResourceTemplate> {
     ]
 }
 
+/// What a resource URI of a template names.
+pub(crate) enum Target<'a> {
+    Agent(&'a str),
+    Call(&'a str),
+}
+
+pub(crate) fn parse_uri(uri: &str) -> Option<Target<'_>> {
+    key_after(uri, AGENT_PREFIX).map(Target::Agent).or_else(|| key_after(uri, CALL_PREFIX).map(Target::Call))
+}
+
 pub(crate) async fn read<P: DirectoryRead>(port: &P, uri: &str) -> Result<ReadResourceResult, ErrorData> {
     if uri == SKILL_URI {
         let text = ResourceContents::text(port.skill_md(), uri).with_mime_type(MARKDOWN);
         return Ok(ReadResourceResult::new(vec![text]));
     }
-    if let Some(handle) = key_after(uri, AGENT_PREFIX) {
-        return json_contents(uri, port.get_agent(single("handle", handle)).await);
+    match parse_uri(uri) {
+        Some(Target::Agent(handle)) => json_contents(uri, port.get_agent(single("handle", handle)).await),
+        Some(Target::Call(id)) => json_contents(uri, port.get_call(single("id", id)).await),
+        None => Err(ErrorData::resource_not_found(
+            format!("no resource at {uri}; see resources/list and resources/templates/list"),
+            None,
+        )),
     }
-    if let Some(id) = key_after(uri, CALL_PREFIX) {
-        return json_contents(uri, port.get_call(single("id", id)).await);
-    }
-    Err(ErrorData::resource_not_found(
-        format!("no resource at {uri}; see resources/list and resources/templates/list"),
-        None,
-    ))
 }
 
 pub(crate) async fn complete<P: DirectoryRead>(port: &P, params: &CompleteRequestParams) -> CompleteResult {
@@ -93,13 +101,13 @@ fn key_after<'a>(uri: &'a str, prefix: &str) -> Option<&'a str> {
     uri.strip_prefix(prefix).filter(|key| !key.is_empty() && !key.contains(['/', '?', '#']))
 }
 
-fn single(name: &str, value: &str) -> Arguments {
+pub(crate) fn single(name: &str, value: &str) -> Arguments {
     let mut args = Arguments::new();
     args.insert(name.to_owned(), Value::String(value.to_owned()));
     args
 }
 
-fn json_contents<T: Serialize>(
+pub(crate) fn json_contents<T: Serialize>(
     uri: &str,
     answer: Result<T, ToolError>,
 ) -> Result<ReadResourceResult, ErrorData> {
