@@ -53,7 +53,7 @@ pub enum Error {
     CursorExpired,
     HandleTaken,
     InvalidState {
-        status: String,
+        status: &'static str,
     },
     AlreadyPending,
     AlreadyClaimed,

@@ -236,20 +236,20 @@ async fn acknowledged_writes_survive_sigkill_and_stay_searchable() {
     assert_eq!(
         sqlite_count(
             &db,
-            "SELECT COUNT(*) FROM posts p LEFT JOIN agents a ON a.id = p.agent_id WHERE a.id IS NULL"
+            "SELECT COUNT(*) FROM calls p LEFT JOIN agents a ON a.id = p.agent_id WHERE a.id IS NULL"
         ),
         0
     );
     assert_eq!(
         sqlite_count(
             &db,
-            "SELECT COUNT(*) FROM replies r LEFT JOIN posts p ON p.seq = r.post_seq WHERE p.seq IS NULL"
+            "SELECT COUNT(*) FROM replies r LEFT JOIN calls p ON p.seq = r.call_seq WHERE p.seq IS NULL"
         ),
         0
     );
 
     let agents = sqlite_count(&db, "SELECT COUNT(*) FROM agents WHERE suspended_at IS NULL");
-    let posts = sqlite_count(&db, "SELECT COUNT(*) FROM posts WHERE status = 'active'");
+    let posts = sqlite_count(&db, "SELECT COUNT(*) FROM calls WHERE status = 'active'");
     let replies = sqlite_count(&db, "SELECT COUNT(*) FROM replies");
     assert!(agents as usize >= acked.agents.len() + RECIPIENTS + WRITERS);
     assert!(posts as usize >= acked.calls.len());

@@ -18,9 +18,21 @@ pub const TAG_LEN_MAX: u32 = 40;
 pub const REPLY_MAX: u32 = 2000;
 pub const REPORT_REASON_MAX: u32 = 300;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
 #[schemars(inline)]
+#[strum(serialize_all = "snake_case")]
 pub enum CallKind {
     Seeking,
     Offering,
@@ -29,24 +41,25 @@ pub enum CallKind {
 
 impl CallKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            CallKind::Seeking => "seeking",
-            CallKind::Offering => "offering",
-            CallKind::Announce => "announce",
-        }
-    }
-    pub fn parse(s: &str) -> CallKind {
-        match s {
-            "offering" => CallKind::Offering,
-            "announce" => CallKind::Announce,
-            _ => CallKind::Seeking,
-        }
+        self.into()
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
 #[schemars(inline)]
+#[strum(serialize_all = "snake_case")]
 pub enum Lang {
     Zh,
     En,
@@ -55,18 +68,7 @@ pub enum Lang {
 
 impl Lang {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Lang::Zh => "zh",
-            Lang::En => "en",
-            Lang::Other => "other",
-        }
-    }
-    pub fn parse(s: &str) -> Lang {
-        match s {
-            "zh" => Lang::Zh,
-            "en" => Lang::En,
-            _ => Lang::Other,
-        }
+        self.into()
     }
     /// The language of a call that did not say: Chinese when its text holds Han characters.
     pub fn detect(text: &str) -> Lang {
@@ -74,6 +76,40 @@ impl Lang {
             .chars()
             .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c));
         if han { Lang::Zh } else { Lang::En }
+    }
+}
+
+/// What a report is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr, strum::VariantArray)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum ReportTarget {
+    Call,
+    Request,
+}
+
+impl ReportTarget {
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+}
+
+/// Whether the public may see a call: operators hide the ones they act on; a deleted call is
+/// gone.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema, strum::IntoStaticStr, strum::VariantArray,
+)]
+#[serde(rename_all = "snake_case")]
+#[schemars(inline)]
+#[strum(serialize_all = "snake_case")]
+pub enum CallStatus {
+    Active,
+    Hidden,
+}
+
+impl CallStatus {
+    pub fn as_str(self) -> &'static str {
+        self.into()
     }
 }
 
@@ -149,7 +185,7 @@ pub struct CallSummary {
     pub created_at: Timestamp,
     pub reply_count: u64,
     /// `active`; calls hidden by the operators are not shown.
-    pub status: String,
+    pub status: CallStatus,
     pub author: AgentRef,
 }
 

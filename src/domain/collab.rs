@@ -11,9 +11,21 @@ use crate::validation::patterns;
 
 pub const SUMMARY_MAX: u32 = 300;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
 #[schemars(inline)]
+#[strum(serialize_all = "snake_case")]
 pub enum CollabStatus {
     Proposed,
     Confirmed,
@@ -22,18 +34,7 @@ pub enum CollabStatus {
 
 impl CollabStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            CollabStatus::Proposed => "proposed",
-            CollabStatus::Confirmed => "confirmed",
-            CollabStatus::Declined => "declined",
-        }
-    }
-    pub fn parse(s: &str) -> Self {
-        match s {
-            "confirmed" => CollabStatus::Confirmed,
-            "declined" => CollabStatus::Declined,
-            _ => CollabStatus::Proposed,
-        }
+        self.into()
     }
 }
 

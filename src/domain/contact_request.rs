@@ -18,9 +18,21 @@ pub const COOLDOWN_AFTER_DECLINE: i64 = 30 * DAY;
 /// `weekly_cap` counts requests received in this rolling window.
 pub const CAP_WINDOW: i64 = 7 * DAY;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
 #[schemars(inline)]
+#[strum(serialize_all = "snake_case")]
 pub enum Compensation {
     None,
     Discuss,
@@ -29,24 +41,25 @@ pub enum Compensation {
 
 impl Compensation {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Compensation::None => "none",
-            Compensation::Discuss => "discuss",
-            Compensation::OffsitePaid => "offsite_paid",
-        }
-    }
-    pub fn parse(s: &str) -> Self {
-        match s {
-            "discuss" => Compensation::Discuss,
-            "offsite_paid" => Compensation::OffsitePaid,
-            _ => Compensation::None,
-        }
+        self.into()
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
 #[schemars(inline)]
+#[strum(serialize_all = "snake_case")]
 pub enum RequestStatus {
     Pending,
     Accepted,
@@ -57,34 +70,34 @@ pub enum RequestStatus {
 
 impl RequestStatus {
     pub fn as_str(self) -> &'static str {
-        match self {
-            RequestStatus::Pending => "pending",
-            RequestStatus::Accepted => "accepted",
-            RequestStatus::Declined => "declined",
-            RequestStatus::Withdrawn => "withdrawn",
-            RequestStatus::Expired => "expired",
-        }
-    }
-    pub fn parse(s: &str) -> Self {
-        match s {
-            "accepted" => RequestStatus::Accepted,
-            "declined" => RequestStatus::Declined,
-            "withdrawn" => RequestStatus::Withdrawn,
-            "expired" => RequestStatus::Expired,
-            _ => RequestStatus::Pending,
-        }
+        self.into()
     }
     /// The status a reader sees: a pending request past its expiry is expired, whether or not
     /// anything has written that down yet.
-    pub fn effective(stored: &str, created_at: i64, now: i64) -> Self {
-        let s = Self::parse(stored);
-        if s == RequestStatus::Pending && now >= created_at + EXPIRY { RequestStatus::Expired } else { s }
+    pub fn effective(stored: RequestStatus, created_at: i64, now: i64) -> Self {
+        if stored == RequestStatus::Pending && now >= created_at + EXPIRY {
+            RequestStatus::Expired
+        } else {
+            stored
+        }
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
 #[schemars(inline)]
+#[strum(serialize_all = "snake_case")]
 pub enum DeclineReason {
     NotAFit,
     Busy,
@@ -94,12 +107,7 @@ pub enum DeclineReason {
 
 impl DeclineReason {
     pub fn as_str(self) -> &'static str {
-        match self {
-            DeclineReason::NotAFit => "not_a_fit",
-            DeclineReason::Busy => "busy",
-            DeclineReason::NeedMoreInfo => "need_more_info",
-            DeclineReason::Other => "other",
-        }
+        self.into()
     }
 }
 

@@ -18,9 +18,21 @@ pub const ID_LEN_MAX: u32 = 40;
 pub const TURNAROUND_DAYS_MIN: u8 = 1;
 pub const TURNAROUND_DAYS_MAX: u8 = 90;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+    strum::IntoStaticStr,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
 #[schemars(inline)]
+#[strum(serialize_all = "snake_case")]
 pub enum Mode {
     Free,
     Quote,
@@ -29,18 +41,7 @@ pub enum Mode {
 
 impl Mode {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Free => "free",
-            Mode::Quote => "quote",
-            Mode::OffsitePaid => "offsite_paid",
-        }
-    }
-    pub fn parse(s: &str) -> Mode {
-        match s {
-            "quote" => Mode::Quote,
-            "offsite_paid" => Mode::OffsitePaid,
-            _ => Mode::Free,
-        }
+        self.into()
     }
 }
 

@@ -13,7 +13,8 @@ pub const LINK_PROOF_DAYS: i64 = 180;
 pub const CODE_DAYS: i64 = 7;
 
 /// What an emailed code completes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum CodePurpose {
     /// Mailbox verification (trust level 1).
     Mailbox,
@@ -24,14 +25,8 @@ pub enum CodePurpose {
 }
 
 impl CodePurpose {
-    pub const ALL: [CodePurpose; 3] = [CodePurpose::Mailbox, CodePurpose::Owner, CodePurpose::Recovery];
-
     pub fn as_str(self) -> &'static str {
-        match self {
-            CodePurpose::Mailbox => "mailbox",
-            CodePurpose::Owner => "owner",
-            CodePurpose::Recovery => "recovery",
-        }
+        self.into()
     }
 
     /// The exact subject the mail must carry.

@@ -93,7 +93,7 @@ pub fn error_samples() -> Vec<Error> {
         Error::MethodNotAllowed,
         Error::CursorExpired,
         Error::HandleTaken,
-        Error::InvalidState { status: "accepted".into() },
+        Error::InvalidState { status: "accepted" },
         Error::AlreadyPending,
         Error::AlreadyClaimed,
         Error::MailboxNotVerified,

@@ -1,6 +1,7 @@
 //! Operator actions (`agentdir admin …`). They run in their own process beside the server and
 //! touch SQLite only; every action is written to the audit log with who, when and why.
 
+use crate::domain::call::CallStatus;
 use crate::error::{Error, Result};
 use crate::ids;
 use crate::store::reports::OpenReport;
@@ -60,7 +61,7 @@ pub fn set_call_hidden(pool: &Pool, id: &str, hidden: bool, by: &Actor<'_>) -> R
     let now = now_ms();
     store::write(&mut *pool.get()?, |tx| {
         let call = calls::by_id(tx, id)?.ok_or(Error::NotFound)?;
-        calls::set_status(tx, call.seq, if hidden { "hidden" } else { "active" })?;
+        calls::set_status(tx, call.seq, if hidden { CallStatus::Hidden } else { CallStatus::Active })?;
         if hidden {
             reports::resolve_target(tx, id, now)?;
         }

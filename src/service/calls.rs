@@ -9,7 +9,7 @@ use super::rate_limit::{InMemory, Persistent};
 use super::{Caller, Directory, views};
 use crate::domain::call::{
     CallDetail, CallList, CallSearch, CallSummary, Deleted, Lang, NewCall, NewReply, ReplyList, ReplyView,
-    ReportInput, Reported,
+    ReportInput, ReportTarget, Reported,
 };
 use crate::domain::list::{Page, Paging};
 use crate::domain::notice::NOTICE;
@@ -25,7 +25,7 @@ pub(crate) fn visible_call(conn: &rusqlite::Connection, id: &str) -> Result<Call
         return Err(Error::NotFound);
     }
     match calls_store::by_id(conn, id)? {
-        Some(c) if c.visible() => Ok(c),
+        Some(c) if c.visible => Ok(c),
         _ => Err(Error::NotFound),
     }
 }
@@ -52,7 +52,7 @@ impl Directory {
                 &NewCallRow {
                     id: &id,
                     agent_id: caller.id,
-                    kind: input.kind.as_str(),
+                    kind: input.kind,
                     title: &input.title,
                     body: &input.body,
                     deliverable: input.deliverable.as_deref(),
@@ -60,7 +60,7 @@ impl Directory {
                     constraints: input.constraints.as_deref(),
                     languages: &languages,
                     tags: &tags,
-                    lang: lang.as_str(),
+                    lang,
                     created_at: now,
                 },
             )?;
@@ -145,7 +145,7 @@ impl Directory {
                 tx,
                 &reports::NewReport {
                     id: &id,
-                    target_kind: "call",
+                    target_kind: ReportTarget::Call,
                     target_id: &post_id,
                     reporter_agent_id: None,
                     reporter_ip: Some(&client_ip),

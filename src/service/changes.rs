@@ -77,8 +77,7 @@ impl Directory {
         for agent in views::agents_by_ids(conn, &keys(ChangeKind::Agent), now_ms())? {
             out.insert((ChangeKind::Agent, agent.handle.clone()), ChangeData::Agent(Box::new(agent)));
         }
-        for row in calls::by_seqs(conn, &keys(ChangeKind::Call))?.into_iter().filter(calls::CallRow::visible)
-        {
+        for row in calls::by_seqs(conn, &keys(ChangeKind::Call))?.into_iter().filter(|c| c.visible) {
             out.insert((ChangeKind::Call, row.id.clone()), ChangeData::Call(Box::new(views::call(row))));
         }
         let collab_ids: Vec<String> =

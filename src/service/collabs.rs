@@ -24,7 +24,7 @@ impl Directory {
             }
             if let Some(post_id) = &input.post_id
                 && !(ids::has_prefix(post_id, ids::POST)
-                    && calls::by_id(tx, post_id)?.is_some_and(|c| c.visible()))
+                    && calls::by_id(tx, post_id)?.is_some_and(|c| c.visible))
             {
                 return Err(Error::NotFound);
             }
@@ -40,7 +40,7 @@ impl Directory {
                     proposer_id: caller.id,
                     partner_id: partner.id,
                     summary: &input.summary,
-                    post_id: input.post_id.as_deref(),
+                    call_id: input.post_id.as_deref(),
                     request_id: input.request_id.as_deref(),
                     created_at: now,
                 },
@@ -67,8 +67,8 @@ impl Directory {
             let row = collabs_store::by_id(tx, &id)?
                 .filter(|c| c.partner_id == caller.id)
                 .ok_or(Error::NotFound)?;
-            if !collabs_store::decide(tx, &id, to.as_str(), now)? {
-                return Err(Error::InvalidState { status: row.status });
+            if !collabs_store::decide(tx, &id, to, now)? {
+                return Err(Error::InvalidState { status: row.status.as_str() });
             }
             agents::touch(tx, caller.id, now, false)?;
             let row = collabs_store::by_id(tx, &id)?.ok_or(Error::Internal)?;

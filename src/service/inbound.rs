@@ -58,7 +58,7 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
         let applied = store::write(&mut conn, |tx| {
             // Single use: the code is consumed by the transaction that applies it.
             if codes::by_code(tx, &code)?.is_none_or(|r| r.expires_at <= now) {
-                return Err(Error::InvalidState { status: "used".into() });
+                return Err(Error::InvalidState { status: "used" });
             }
             codes::remove(tx, row.agent_id, row.purpose)?;
             let a = agents::by_id(tx, row.agent_id)?.ok_or(Error::NotFound)?;
@@ -75,7 +75,7 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
                 }
                 CodePurpose::Mailbox => {
                     if !a.mailbox.eq_ignore_ascii_case(&row.address) {
-                        return Err(Error::InvalidState { status: "changed".into() });
+                        return Err(Error::InvalidState { status: "changed" });
                     }
                     agents::set_mailbox_verified(tx, a.id, Some(now))?;
                     Ok(MailOutcome::MailboxVerified { handle: a.handle })
@@ -83,13 +83,13 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
                 CodePurpose::Recovery => {
                     // Only the address the agent has now proves control of the agent.
                     if !a.mailbox.eq_ignore_ascii_case(&row.address) {
-                        return Err(Error::InvalidState { status: "changed".into() });
+                        return Err(Error::InvalidState { status: "changed" });
                     }
                     if a.suspended_at.is_some() {
                         return Err(Error::Suspended);
                     }
                     if !recoveries::confirm(tx, a.id, now)? {
-                        return Err(Error::InvalidState { status: "expired".into() });
+                        return Err(Error::InvalidState { status: "expired" });
                     }
                     audit::record(tx, "recovery-confirmed", &a.handle, "inbound-mail", None, now)?;
                     Ok(MailOutcome::RecoveryConfirmed { handle: a.handle })

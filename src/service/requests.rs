@@ -6,10 +6,10 @@ use std::sync::Arc;
 use super::agents::{caller_row, visible_agent};
 use super::rate_limit::{InMemory, Persistent};
 use super::{Caller, Directory, views};
-use crate::domain::call::{ReportInput, Reported};
+use crate::domain::call::{ReportInput, ReportTarget, Reported};
 use crate::domain::contact_request::{
     CAP_WINDOW, COOLDOWN_AFTER_DECLINE, ContactRequestDetail, ContactRequestList, DeclineInput,
-    NewContactRequest, RequestFilter, RequestStatus,
+    DeclineReason, NewContactRequest, RequestFilter, RequestStatus,
 };
 use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
@@ -109,9 +109,9 @@ impl Directory {
                     purpose: input.purpose,
                     deliverable: input.deliverable,
                     deadline: input.deadline,
-                    compensation: input.compensation.as_str().to_owned(),
+                    compensation: input.compensation,
                     context: input.context,
-                    status: RequestStatus::Pending.as_str().to_owned(),
+                    status: RequestStatus::Pending,
                     decline_reason: None,
                     created_at: now,
                     decided_at: None,
@@ -134,7 +134,7 @@ impl Directory {
         id: String,
         needs: Role,
         to: RequestStatus,
-        reason: Option<&'static str>,
+        reason: Option<DeclineReason>,
     ) -> Result<ContactRequestDetail> {
         let now = now_ms();
         self.write(move |tx| {
@@ -143,8 +143,8 @@ impl Directory {
                 return Err(Error::Forbidden);
             }
             if !requests_store::decide(tx, &id, to, reason, now)? {
-                let status = RequestStatus::effective(&row.status, row.created_at, now);
-                return Err(Error::InvalidState { status: status.as_str().to_owned() });
+                let status = RequestStatus::effective(row.status, row.created_at, now);
+                return Err(Error::InvalidState { status: status.as_str() });
             }
             agents::touch(tx, caller.id, now, false)?;
             request_for(tx, &caller, &id)
@@ -166,7 +166,7 @@ impl Directory {
         id: String,
         input: DeclineInput,
     ) -> Result<ContactRequestDetail> {
-        let reason = input.reason.map(|r| r.as_str());
+        let reason = input.reason;
         self.move_request(caller, id, Role::Recipient, RequestStatus::Declined, reason).await
     }
 
@@ -200,7 +200,7 @@ impl Directory {
                 tx,
                 &reports::NewReport {
                     id: &report_id,
-                    target_kind: "request",
+                    target_kind: ReportTarget::Request,
                     target_id: &id,
                     reporter_agent_id: Some(caller.id),
                     reporter_ip: None,

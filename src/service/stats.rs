@@ -15,7 +15,7 @@ impl Directory {
             agents: c.agents,
             agents_verified: c.agents_verified,
             agents_owner_claimed: c.agents_owner_claimed,
-            posts: c.posts,
+            posts: c.calls,
             replies: c.replies,
             confirmed_collaborations: collabs::counted_total(&conn)?,
         })

@@ -5,17 +5,17 @@ use rusqlite::Connection;
 
 use crate::domain::AgentRef;
 use crate::domain::agent::{AgentView, Contact};
-use crate::domain::call::{CallKind, CallSummary, Lang, ReplyOnOwnCall, ReplyView};
-use crate::domain::collab::{CollabStatus, CollabView};
+use crate::domain::call::{CallSummary, ReplyOnOwnCall, ReplyView};
+use crate::domain::collab::CollabView;
 use crate::domain::contact_request::{
-    Compensation, ContactRequestView, DeclineReason, EXPIRY, Mailboxes, OfferingRef, Party, RequestStatus,
+    ContactRequestView, EXPIRY, Mailboxes, OfferingRef, Party, RequestStatus,
 };
 use crate::domain::offering::Offering;
 use crate::domain::trust::{LINK_PROOF_DAYS, LinkProofView, ProofStatus, TrustView};
 use crate::error::Result;
 use crate::store::agents::AgentRow;
 use crate::store::calls::CallRow;
-use crate::store::collabs::CollabRow;
+use crate::store::collabs::{CollabRow, PartyRow};
 use crate::store::proofs::ProofRow;
 use crate::store::replies::ReplyRow;
 use crate::store::requests::RequestRow;
@@ -132,7 +132,7 @@ pub fn agent_ref(a: &AgentRow) -> AgentRef {
 pub fn call(c: CallRow) -> CallSummary {
     CallSummary {
         id: c.id,
-        kind: CallKind::parse(&c.kind),
+        kind: c.kind,
         title: c.title,
         body: c.body,
         deliverable: c.deliverable,
@@ -140,7 +140,7 @@ pub fn call(c: CallRow) -> CallSummary {
         constraints: c.constraints,
         languages: c.languages,
         tags: c.tags,
-        lang: Lang::parse(&c.lang),
+        lang: c.lang,
         created_at: Timestamp(c.created_at),
         reply_count: c.reply_count,
         status: c.status,
@@ -150,13 +150,13 @@ pub fn call(c: CallRow) -> CallSummary {
 
 /// The visible calls among `seqs`, in that order: a page of search results as readers see it.
 pub fn calls_by_seqs(conn: &Connection, seqs: &[i64]) -> Result<Vec<CallSummary>> {
-    Ok(calls::by_seqs(conn, seqs)?.into_iter().filter(CallRow::visible).map(call).collect())
+    Ok(calls::by_seqs(conn, seqs)?.into_iter().filter(|c| c.visible).map(call).collect())
 }
 
 pub fn reply(r: ReplyRow) -> ReplyView {
     ReplyView {
         id: r.id,
-        post_id: r.post_id,
+        post_id: r.call_id,
         body: r.body,
         created_at: Timestamp(r.created_at),
         author: AgentRef { handle: r.author_handle, name: r.author_name, verified: r.author_verified },
@@ -166,8 +166,8 @@ pub fn reply(r: ReplyRow) -> ReplyView {
 pub fn reply_on_own_call(r: ReplyRow) -> ReplyOnOwnCall {
     ReplyOnOwnCall {
         id: r.id,
-        post_id: r.post_id,
-        post_title: r.post_title,
+        post_id: r.call_id,
+        post_title: r.call_title,
         body: r.body,
         created_at: Timestamp(r.created_at),
         author: AgentRef { handle: r.author_handle, name: r.author_name, verified: r.author_verified },
@@ -180,13 +180,9 @@ fn party(a: &AgentRow) -> Party {
 
 /// A contact request as one of its two parties sees it.
 pub fn request(r: RequestRow, sender: &AgentRow, recipient: &AgentRow, now: i64) -> ContactRequestView {
-    let status = RequestStatus::effective(&r.status, r.created_at, now);
+    let status = RequestStatus::effective(r.status, r.created_at, now);
     let mailboxes = (status == RequestStatus::Accepted)
         .then(|| Mailboxes { sender: sender.mailbox.clone(), recipient: recipient.mailbox.clone() });
-    let decline_reason = r
-        .decline_reason
-        .as_deref()
-        .and_then(|s| serde_json::from_value::<DeclineReason>(serde_json::Value::String(s.to_owned())).ok());
     ContactRequestView {
         id: r.id,
         status,
@@ -196,9 +192,9 @@ pub fn request(r: RequestRow, sender: &AgentRow, recipient: &AgentRow, now: i64)
         purpose: r.purpose,
         deliverable: r.deliverable,
         deadline: r.deadline,
-        compensation: Compensation::parse(&r.compensation),
+        compensation: r.compensation,
         context: r.context,
-        decline_reason,
+        decline_reason: r.decline_reason,
         created_at: Timestamp(r.created_at),
         decided_at: r.decided_at.map(Timestamp),
         expires_at: Timestamp(r.created_at + EXPIRY),
@@ -206,16 +202,19 @@ pub fn request(r: RequestRow, sender: &AgentRow, recipient: &AgentRow, now: i64)
     }
 }
 
+fn party_ref(p: PartyRow) -> AgentRef {
+    AgentRef { handle: p.handle, name: p.name, verified: p.verified }
+}
+
 /// A collaboration record; `private` shows the request id (for the two parties only).
 pub fn collab(c: CollabRow, private: bool) -> CollabView {
-    let aref = |(handle, name, verified): (String, String, bool)| AgentRef { handle, name, verified };
     CollabView {
         id: c.id,
-        status: CollabStatus::parse(&c.status),
-        proposer: aref(c.proposer),
-        partner: aref(c.partner),
+        status: c.status,
+        proposer: party_ref(c.proposer),
+        partner: party_ref(c.partner),
         summary: c.summary,
-        post_id: c.post_id,
+        post_id: c.call_id,
         request_id: if private { c.request_id } else { None },
         created_at: Timestamp(c.created_at),
         decided_at: c.decided_at.map(Timestamp),

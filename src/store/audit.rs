@@ -1,6 +1,6 @@
 //! The `audit_log` table: who did what to whom, and why, for every operator action.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, named_params};
 
 use crate::error::Result;
 
@@ -12,10 +12,10 @@ pub fn record(
     reason: Option<&str>,
     at: i64,
 ) -> Result<()> {
-    conn.execute(
-        "INSERT INTO audit_log (action, target, actor, reason, at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![action, target, actor, reason, at],
-    )?;
+    conn.prepare_cached(
+        "INSERT INTO audit_log (action, target, actor, reason, at) VALUES (:action, :target, :actor, :reason, :at)",
+    )?
+    .execute(named_params! {":action": action, ":target": target, ":actor": actor, ":reason": reason, ":at": at})?;
     Ok(())
 }
 
@@ -29,15 +29,16 @@ pub struct AuditEntry {
 }
 
 pub fn recent(conn: &Connection, limit: u32) -> Result<Vec<AuditEntry>> {
-    let mut stmt =
-        conn.prepare("SELECT action, target, actor, reason, at FROM audit_log ORDER BY id DESC LIMIT ?1")?;
-    let rows = stmt.query_map([limit], |r| {
+    let mut stmt = conn.prepare_cached(
+        "SELECT action, target, actor, reason, at FROM audit_log ORDER BY id DESC LIMIT :limit",
+    )?;
+    let rows = stmt.query_map(named_params! {":limit": limit}, |r| {
         Ok(AuditEntry {
-            action: r.get(0)?,
-            target: r.get(1)?,
-            actor: r.get(2)?,
-            reason: r.get(3)?,
-            at: r.get(4)?,
+            action: r.get("action")?,
+            target: r.get("target")?,
+            actor: r.get("actor")?,
+            reason: r.get("reason")?,
+            at: r.get("at")?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

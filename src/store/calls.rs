@@ -1,18 +1,23 @@
-//! The `posts` table: calls, their status, and the summaries shown in lists and cards.
+//! The `calls` table: calls, their status, and the summaries shown in lists and cards.
 
 use std::collections::HashMap;
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
 use super::{from_json, id_list, to_json};
+use crate::domain::call::{CallKind, CallStatus, Lang};
 use crate::error::Result;
+
+/// The one rule of a call the public may see, over a call `p` and its author `a`: active (not
+/// hidden by the operators), and its author not suspended.
+pub(crate) const VISIBLE: &str = "p.status = 'active' AND a.suspended_at IS NULL";
 
 #[derive(Debug, Clone)]
 pub struct CallRow {
     pub seq: i64,
     pub id: String,
     pub agent_id: i64,
-    pub kind: String,
+    pub kind: CallKind,
     pub title: String,
     pub body: String,
     pub deliverable: Option<String>,
@@ -20,59 +25,54 @@ pub struct CallRow {
     pub constraints: Option<String>,
     pub languages: Vec<String>,
     pub tags: Vec<String>,
-    pub lang: String,
-    pub status: String,
+    pub lang: Lang,
+    pub status: CallStatus,
     pub created_at: i64,
     /// Filled by the reads that join it.
     pub reply_count: u64,
     pub author_handle: String,
     pub author_name: String,
     pub author_verified: bool,
-    pub author_suspended: bool,
-}
-
-impl CallRow {
-    /// Shown to the public: active, and its author not suspended.
-    pub fn visible(&self) -> bool {
-        self.status == "active" && !self.author_suspended
-    }
+    pub visible: bool,
 }
 
 const SELECT: &str = "SELECT p.seq, p.id, p.agent_id, p.kind, p.title, p.body, p.deliverable,
     p.deadline, p.constraints, p.languages, p.tags, p.lang, p.status, p.created_at,
     (SELECT COUNT(*) FROM replies r JOIN agents ra ON ra.id = r.agent_id
-        WHERE r.post_seq = p.seq AND ra.suspended_at IS NULL),
-    a.handle, a.name, a.mailbox_verified_at IS NOT NULL, a.suspended_at IS NOT NULL
-    FROM posts p JOIN agents a ON a.id = p.agent_id";
+        WHERE r.call_seq = p.seq AND ra.suspended_at IS NULL) AS reply_count,
+    a.handle AS author_handle, a.name AS author_name,
+    a.mailbox_verified_at IS NOT NULL AS author_verified,
+    p.status = 'active' AND a.suspended_at IS NULL AS visible
+    FROM calls p JOIN agents a ON a.id = p.agent_id";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<CallRow> {
     Ok(CallRow {
-        seq: r.get(0)?,
-        id: r.get(1)?,
-        agent_id: r.get(2)?,
-        kind: r.get(3)?,
-        title: r.get(4)?,
-        body: r.get(5)?,
-        deliverable: r.get(6)?,
-        deadline: r.get(7)?,
-        constraints: r.get(8)?,
-        languages: from_json(&r.get::<_, String>(9)?),
-        tags: from_json(&r.get::<_, String>(10)?),
-        lang: r.get(11)?,
-        status: r.get(12)?,
-        created_at: r.get(13)?,
-        reply_count: r.get::<_, i64>(14)? as u64,
-        author_handle: r.get(15)?,
-        author_name: r.get(16)?,
-        author_verified: r.get(17)?,
-        author_suspended: r.get(18)?,
+        seq: r.get("seq")?,
+        id: r.get("id")?,
+        agent_id: r.get("agent_id")?,
+        kind: r.get("kind")?,
+        title: r.get("title")?,
+        body: r.get("body")?,
+        deliverable: r.get("deliverable")?,
+        deadline: r.get("deadline")?,
+        constraints: r.get("constraints")?,
+        languages: from_json(&r.get::<_, String>("languages")?),
+        tags: from_json(&r.get::<_, String>("tags")?),
+        lang: r.get("lang")?,
+        status: r.get("status")?,
+        created_at: r.get("created_at")?,
+        reply_count: r.get::<_, i64>("reply_count")? as u64,
+        author_handle: r.get("author_handle")?,
+        author_name: r.get("author_name")?,
+        author_verified: r.get("author_verified")?,
+        visible: r.get("visible")?,
     })
 }
 
 pub struct NewCallRow<'a> {
     pub id: &'a str,
     pub agent_id: i64,
-    pub kind: &'a str,
+    pub kind: CallKind,
     pub title: &'a str,
     pub body: &'a str,
     pub deliverable: Option<&'a str>,
@@ -80,68 +80,76 @@ pub struct NewCallRow<'a> {
     pub constraints: Option<&'a str>,
     pub languages: &'a [String],
     pub tags: &'a [String],
-    pub lang: &'a str,
+    pub lang: Lang,
     pub created_at: i64,
 }
 
 pub fn insert(conn: &Connection, c: &NewCallRow<'_>) -> Result<i64> {
     conn.prepare_cached(
-        "INSERT INTO posts (id, agent_id, kind, title, body, deliverable, deadline, constraints,
+        "INSERT INTO calls (id, agent_id, kind, title, body, deliverable, deadline, constraints,
             languages, tags, lang, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+         VALUES (:id, :agent_id, :kind, :title, :body, :deliverable, :deadline, :constraints,
+            :languages, :tags, :lang, :created_at)",
     )?
-    .execute(params![
-        c.id,
-        c.agent_id,
-        c.kind,
-        c.title,
-        c.body,
-        c.deliverable,
-        c.deadline,
-        c.constraints,
-        to_json(c.languages),
-        to_json(c.tags),
-        c.lang,
-        c.created_at,
-    ])?;
+    .execute(named_params! {
+        ":id": c.id,
+        ":agent_id": c.agent_id,
+        ":kind": c.kind,
+        ":title": c.title,
+        ":body": c.body,
+        ":deliverable": c.deliverable,
+        ":deadline": c.deadline,
+        ":constraints": c.constraints,
+        ":languages": to_json(c.languages),
+        ":tags": to_json(c.tags),
+        ":lang": c.lang,
+        ":created_at": c.created_at,
+    })?;
     Ok(conn.last_insert_rowid())
 }
 
 pub fn by_id(conn: &Connection, id: &str) -> Result<Option<CallRow>> {
-    Ok(conn.prepare_cached(&format!("{SELECT} WHERE p.id = ?1"))?.query_row([id], from_row).optional()?)
+    Ok(conn
+        .prepare_cached(&format!("{SELECT} WHERE p.id = :id"))?
+        .query_row(named_params! {":id": id}, from_row)
+        .optional()?)
 }
 
 pub fn by_seq(conn: &Connection, seq: i64) -> Result<Option<CallRow>> {
-    Ok(conn.prepare_cached(&format!("{SELECT} WHERE p.seq = ?1"))?.query_row([seq], from_row).optional()?)
+    Ok(conn
+        .prepare_cached(&format!("{SELECT} WHERE p.seq = :seq"))?
+        .query_row(named_params! {":seq": seq}, from_row)
+        .optional()?)
 }
 
 /// Rows for the given keys, in the order given (missing ones skipped; a repeated key is
 /// returned once), in one statement.
 pub fn by_seqs(conn: &Connection, seqs: &[i64]) -> Result<Vec<CallRow>> {
     let mut stmt =
-        conn.prepare_cached(&format!("{SELECT} WHERE p.seq IN (SELECT value FROM json_each(?1))"))?;
+        conn.prepare_cached(&format!("{SELECT} WHERE p.seq IN (SELECT value FROM json_each(:seqs))"))?;
     let mut found: HashMap<i64, CallRow> = stmt
-        .query_map([id_list(seqs)], from_row)?
+        .query_map(named_params! {":seqs": id_list(seqs)}, from_row)?
         .map(|r| r.map(|c| (c.seq, c)))
         .collect::<rusqlite::Result<_>>()?;
     Ok(seqs.iter().filter_map(|seq| found.remove(seq)).collect())
 }
 
-/// The newest active calls of one agent.
+/// The newest visible calls of one agent.
 pub fn recent_of(conn: &Connection, agent_id: i64, limit: usize) -> Result<Vec<CallRow>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "{SELECT} WHERE p.agent_id = ?1 AND p.status = 'active' ORDER BY p.created_at DESC, p.seq DESC LIMIT ?2"
+        "{SELECT} WHERE p.agent_id = :agent_id AND {VISIBLE} ORDER BY p.created_at DESC, p.seq DESC LIMIT :limit"
     ))?;
-    let rows = stmt.query_map(params![agent_id, limit as i64], from_row)?;
+    let rows = stmt.query_map(named_params! {":agent_id": agent_id, ":limit": limit as i64}, from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 pub fn delete(conn: &Connection, seq: i64) -> Result<()> {
-    conn.execute("DELETE FROM posts WHERE seq = ?1", [seq])?;
+    conn.prepare_cached("DELETE FROM calls WHERE seq = :seq")?.execute(named_params! {":seq": seq})?;
     Ok(())
 }
 
-pub fn set_status(conn: &Connection, seq: i64, status: &str) -> Result<()> {
-    conn.execute("UPDATE posts SET status = ?2 WHERE seq = ?1", params![seq, status])?;
+pub fn set_status(conn: &Connection, seq: i64, status: CallStatus) -> Result<()> {
+    conn.prepare_cached("UPDATE calls SET status = :status WHERE seq = :seq")?
+        .execute(named_params! {":seq": seq, ":status": status})?;
     Ok(())
 }

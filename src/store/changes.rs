@@ -1,13 +1,13 @@
 //! The `changes` table: the compacted change log every follower reads (see
 //! `migrations/0002_change_log.sql` for what the triggers record and why).
 
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
-use rusqlite::{Connection, OptionalExtension, ToSql, named_params};
+use rusqlite::{Connection, OptionalExtension, named_params};
 
 use crate::error::Result;
 
 /// What kind of public entity a change is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 pub enum ChangeKind {
     /// An agent: its card (the id is the handle).
     Agent,
@@ -19,28 +19,7 @@ pub enum ChangeKind {
 
 impl ChangeKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeKind::Agent => "agent",
-            ChangeKind::Call => "call",
-            ChangeKind::Collab => "collab",
-        }
-    }
-}
-
-impl ToSql for ChangeKind {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::from(self.as_str()))
-    }
-}
-
-impl FromSql for ChangeKind {
-    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-        match value.as_str()? {
-            "agent" => Ok(ChangeKind::Agent),
-            "call" => Ok(ChangeKind::Call),
-            "collab" => Ok(ChangeKind::Collab),
-            other => Err(FromSqlError::Other(format!("unknown change kind {other:?}").into())),
-        }
+        self.into()
     }
 }
 
@@ -104,16 +83,21 @@ pub fn pruned_through(conn: &Connection) -> Result<u64> {
     meta_u64(conn, PRUNED_THROUGH)
 }
 
-/// Whether the entity of a log row is publicly readable now, in SQL over the row `c`.
-const PUBLIC: &str = "CASE c.kind
-    WHEN 'agent' THEN EXISTS (SELECT 1 FROM agents a WHERE a.handle = c.id AND a.suspended_at IS NULL)
-    WHEN 'call' THEN EXISTS (SELECT 1 FROM posts p JOIN agents a ON a.id = p.agent_id
-                             WHERE p.id = c.id AND p.status = 'active' AND a.suspended_at IS NULL)
-    ELSE EXISTS (SELECT 1 FROM collaborations k JOIN agents p ON p.id = k.proposer_id
-                 JOIN agents q ON q.id = k.partner_id
-                 WHERE k.id = c.id AND k.status = 'confirmed'
-                   AND p.suspended_at IS NULL AND q.suspended_at IS NULL)
-    END";
+/// Whether the entity of a log row `ch` is publicly readable now: the same rules as the public
+/// reads (`calls::VISIBLE`, `collabs::PUBLIC`).
+fn public() -> String {
+    format!(
+        "CASE ch.kind
+            WHEN 'agent' THEN EXISTS (SELECT 1 FROM agents a WHERE a.handle = ch.id AND a.suspended_at IS NULL)
+            WHEN 'call' THEN EXISTS (SELECT 1 FROM calls p JOIN agents a ON a.id = p.agent_id
+                                     WHERE p.id = ch.id AND {visible})
+            ELSE EXISTS (SELECT 1 FROM collaborations c JOIN agents p ON p.id = c.proposer_id
+                         JOIN agents q ON q.id = c.partner_id WHERE c.id = ch.id AND {public})
+         END",
+        visible = super::calls::VISIBLE,
+        public = super::collabs::PUBLIC,
+    )
+}
 
 /// Forgets deletions older than `cutoff` (unix ms), looking at up to `batch` rows past where
 /// the last pass stopped; returns how many were forgotten. A row it looked at and kept (a
@@ -122,8 +106,9 @@ const PUBLIC: &str = "CASE c.kind
 pub fn forget_old_deletions(conn: &Connection, cutoff: i64, batch: u32) -> Result<usize> {
     let scanned = meta_u64(conn, SCANNED_THROUGH)?;
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT c.seq, {PUBLIC} AS public FROM changes c
-         WHERE c.seq > :scanned AND c.at < :cutoff ORDER BY c.seq LIMIT :batch"
+        "SELECT ch.seq, {} AS public FROM changes ch
+         WHERE ch.seq > :scanned AND ch.at < :cutoff ORDER BY ch.seq LIMIT :batch",
+        public()
     ))?;
     let rows: Vec<(i64, bool)> = stmt
         .query_map(named_params! {":scanned": scanned as i64, ":cutoff": cutoff, ":batch": batch}, |r| {

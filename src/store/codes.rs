@@ -1,27 +1,10 @@
 //! The `verification_codes` table: the single live code per agent and purpose that an inbound
 //! message must carry to verify a mailbox or claim an owner.
 
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
-use rusqlite::{Connection, OptionalExtension, ToSql, named_params};
+use rusqlite::{Connection, OptionalExtension, named_params};
 
 use crate::domain::trust::CodePurpose;
 use crate::error::Result;
-
-impl ToSql for CodePurpose {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(ToSqlOutput::from(self.as_str()))
-    }
-}
-
-impl FromSql for CodePurpose {
-    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-        let text = value.as_str()?;
-        CodePurpose::ALL
-            .into_iter()
-            .find(|p| p.as_str() == text)
-            .ok_or_else(|| FromSqlError::Other(format!("unknown code purpose {text:?}").into()))
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct CodeRow {

@@ -53,6 +53,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "init", include_str!("../../migrations/0001_init.sql")),
     (2, "change_log", include_str!("../../migrations/0002_change_log.sql")),
     (3, "recovery", include_str!("../../migrations/0003_recovery.sql")),
+    (4, "calls", include_str!("../../migrations/0004_calls.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
@@ -111,12 +112,12 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     )?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let current: i64 =
-        tx.query_row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", [], |r| r.get(0))?;
+        tx.query_row("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations", [], |r| r.get("v"))?;
     for (version, name, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
         tx.execute_batch(sql)?;
         tx.execute(
-            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",
-            rusqlite::params![version, name, crate::time::now_ms()],
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (:version, :name, :at)",
+            rusqlite::named_params! {":version": version, ":name": name, ":at": crate::time::now_ms()},
         )?;
         tracing::info!(version, name, "applied migration");
     }
@@ -132,6 +133,43 @@ pub fn write<T>(conn: &mut Connection, f: impl FnOnce(&Transaction) -> Result<T>
     tx.commit()?;
     Ok(out)
 }
+
+/// States stored as their snake_case names, read back strictly: a value the enum does not
+/// know is an error, never a default.
+macro_rules! stored_as_text {
+    ($($state:ty),* $(,)?) => {$(
+        impl rusqlite::ToSql for $state {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                Ok(rusqlite::types::ToSqlOutput::from(self.as_str()))
+            }
+        }
+
+        impl rusqlite::types::FromSql for $state {
+            fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+                let text = value.as_str()?;
+                <$state as strum::VariantArray>::VARIANTS.iter().copied().find(|v| v.as_str() == text).ok_or_else(|| {
+                    rusqlite::types::FromSqlError::Other(
+                        format!("unknown {} {text:?} in the database", stringify!($state)).into(),
+                    )
+                })
+            }
+        }
+    )*};
+}
+
+stored_as_text!(
+    crate::domain::call::CallKind,
+    crate::domain::call::CallStatus,
+    crate::domain::call::Lang,
+    crate::domain::call::ReportTarget,
+    crate::domain::collab::CollabStatus,
+    crate::domain::contact_request::Compensation,
+    crate::domain::contact_request::DeclineReason,
+    crate::domain::contact_request::RequestStatus,
+    crate::domain::offering::Mode,
+    crate::domain::trust::CodePurpose,
+    changes::ChangeKind,
+);
 
 pub(crate) fn to_json(list: &[String]) -> String {
     serde_json::to_string(list).unwrap_or_else(|_| "[]".into())

@@ -1,12 +1,13 @@
 //! The `reports` table: reports of calls and contact requests, for the operators.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, named_params};
 
+use crate::domain::call::ReportTarget;
 use crate::error::Result;
 
 pub struct NewReport<'a> {
     pub id: &'a str,
-    pub target_kind: &'a str,
+    pub target_kind: ReportTarget,
     pub target_id: &'a str,
     pub reporter_agent_id: Option<i64>,
     pub reporter_ip: Option<&'a str>,
@@ -15,18 +16,26 @@ pub struct NewReport<'a> {
 }
 
 pub fn insert(conn: &Connection, r: &NewReport<'_>) -> Result<()> {
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO reports (id, target_kind, target_id, reporter_agent_id, reporter_ip, reason, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-        params![r.id, r.target_kind, r.target_id, r.reporter_agent_id, r.reporter_ip, r.reason, r.created_at],
-    )?;
+         VALUES (:id, :target_kind, :target_id, :reporter_agent_id, :reporter_ip, :reason, :created_at)",
+    )?
+    .execute(named_params! {
+        ":id": r.id,
+        ":target_kind": r.target_kind,
+        ":target_id": r.target_id,
+        ":reporter_agent_id": r.reporter_agent_id,
+        ":reporter_ip": r.reporter_ip,
+        ":reason": r.reason,
+        ":created_at": r.created_at,
+    })?;
     Ok(())
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct OpenReport {
     pub id: String,
-    pub target_kind: String,
+    pub target_kind: ReportTarget,
     pub target_id: String,
     pub reporter: Option<String>,
     pub reporter_ip: Option<String>,
@@ -35,20 +44,20 @@ pub struct OpenReport {
 }
 
 pub fn open_reports(conn: &Connection, limit: u32) -> Result<Vec<OpenReport>> {
-    let mut stmt = conn.prepare(
-        "SELECT r.id, r.target_kind, r.target_id, a.handle, r.reporter_ip, r.reason, r.created_at
+    let mut stmt = conn.prepare_cached(
+        "SELECT r.id, r.target_kind, r.target_id, a.handle AS reporter, r.reporter_ip, r.reason, r.created_at
          FROM reports r LEFT JOIN agents a ON a.id = r.reporter_agent_id
-         WHERE r.resolved_at IS NULL ORDER BY r.created_at, r.id LIMIT ?1",
+         WHERE r.resolved_at IS NULL ORDER BY r.created_at, r.id LIMIT :limit",
     )?;
-    let rows = stmt.query_map([limit], |r| {
+    let rows = stmt.query_map(named_params! {":limit": limit}, |r| {
         Ok(OpenReport {
-            id: r.get(0)?,
-            target_kind: r.get(1)?,
-            target_id: r.get(2)?,
-            reporter: r.get(3)?,
-            reporter_ip: r.get(4)?,
-            reason: r.get(5)?,
-            created_at: r.get(6)?,
+            id: r.get("id")?,
+            target_kind: r.get("target_kind")?,
+            target_id: r.get("target_id")?,
+            reporter: r.get("reporter")?,
+            reporter_ip: r.get("reporter_ip")?,
+            reason: r.get("reason")?,
+            created_at: r.get("created_at")?,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -56,16 +65,17 @@ pub fn open_reports(conn: &Connection, limit: u32) -> Result<Vec<OpenReport>> {
 
 /// Closes the open reports about one target; returns how many.
 pub fn resolve_target(conn: &Connection, target_id: &str, now: i64) -> Result<usize> {
-    Ok(conn.execute(
-        "UPDATE reports SET resolved_at = ?2 WHERE target_id = ?1 AND resolved_at IS NULL",
-        params![target_id, now],
-    )?)
+    Ok(conn
+        .prepare_cached(
+            "UPDATE reports SET resolved_at = :now WHERE target_id = :target_id AND resolved_at IS NULL",
+        )?
+        .execute(named_params! {":target_id": target_id, ":now": now})?)
 }
 
 /// Closes one report by id; false when there was no such open report.
 pub fn resolve(conn: &Connection, id: &str, now: i64) -> Result<bool> {
-    Ok(conn.execute(
-        "UPDATE reports SET resolved_at = ?2 WHERE id = ?1 AND resolved_at IS NULL",
-        params![id, now],
-    )? == 1)
+    Ok(conn
+        .prepare_cached("UPDATE reports SET resolved_at = :now WHERE id = :id AND resolved_at IS NULL")?
+        .execute(named_params! {":id": id, ":now": now})?
+        == 1)
 }

@@ -2,60 +2,69 @@
 //! see them.
 
 use agentdir_search_index::{AgentDoc, CallDoc, Change};
-use rusqlite::{Connection, OptionalExtension, Row};
+use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
+use super::calls::VISIBLE;
 use super::from_json;
 use crate::error::Result;
 
+/// A public agent `a` as the index sees it.
 const AGENT_DOC: &str = "SELECT a.id, a.handle, a.name, a.tagline, a.description_en,
-    a.description_zh, a.capabilities, a.languages, COALESCE(a.model, ''),
-    a.mailbox_verified_at IS NOT NULL, a.owner_claimed_at IS NOT NULL, a.created_at,
-    a.last_active_at,
-    (SELECT json_group_array(o.title) FROM offerings o WHERE o.agent_id = a.id),
-    (SELECT json_group_array(o.deliverable) FROM offerings o WHERE o.agent_id = a.id),
+    a.description_zh, a.capabilities, a.languages, COALESCE(a.model, '') AS model,
+    a.mailbox_verified_at IS NOT NULL AS verified, a.owner_claimed_at IS NOT NULL AS claimed,
+    a.created_at, a.last_active_at,
+    (SELECT json_group_array(o.title) FROM offerings o WHERE o.agent_id = a.id) AS offering_titles,
+    (SELECT json_group_array(o.deliverable) FROM offerings o WHERE o.agent_id = a.id)
+        AS offering_deliverables,
     (SELECT json_group_array(t.value) FROM offerings o, json_each(o.tags) t WHERE o.agent_id = a.id)
+        AS offering_tags
     FROM agents a WHERE a.suspended_at IS NULL";
 
 fn agent_doc(r: &Row<'_>) -> rusqlite::Result<AgentDoc> {
-    let verified: bool = r.get(9)?;
-    let claimed: bool = r.get(10)?;
+    let verified: bool = r.get("verified")?;
+    let claimed: bool = r.get("claimed")?;
     Ok(AgentDoc {
-        key: r.get::<_, i64>(0)? as u64,
-        handle: r.get(1)?,
-        name: r.get(2)?,
-        tagline: r.get(3)?,
-        description_en: r.get(4)?,
-        description_zh: r.get(5)?,
-        capabilities: from_json(&r.get::<_, String>(6)?),
-        languages: from_json(&r.get::<_, String>(7)?),
-        model: r.get(8)?,
+        key: r.get::<_, i64>("id")? as u64,
+        handle: r.get("handle")?,
+        name: r.get("name")?,
+        tagline: r.get("tagline")?,
+        description_en: r.get("description_en")?,
+        description_zh: r.get("description_zh")?,
+        capabilities: from_json(&r.get::<_, String>("capabilities")?),
+        languages: from_json(&r.get::<_, String>("languages")?),
+        model: r.get("model")?,
         level: crate::domain::trust::level(verified, claimed) as u64,
         mailbox_verified: verified,
-        joined_at: r.get(11)?,
-        last_active_at: r.get(12)?,
-        offering_titles: from_json(&r.get::<_, String>(13)?),
-        offering_deliverables: from_json(&r.get::<_, String>(14)?),
-        offering_tags: from_json(&r.get::<_, String>(15)?),
+        joined_at: r.get("created_at")?,
+        last_active_at: r.get("last_active_at")?,
+        offering_titles: from_json(&r.get::<_, String>("offering_titles")?),
+        offering_deliverables: from_json(&r.get::<_, String>("offering_deliverables")?),
+        offering_tags: from_json(&r.get::<_, String>("offering_tags")?),
     })
 }
 
-const CALL_DOC: &str = "SELECT p.seq, p.title, p.body, COALESCE(p.deliverable, ''),
-    COALESCE(p.constraints, ''), p.tags, p.kind, p.lang, a.handle, p.created_at
-    FROM posts p JOIN agents a ON a.id = p.agent_id
-    WHERE p.status = 'active' AND a.suspended_at IS NULL";
+/// A visible call `p` with its author `a` as the index sees it.
+fn call_doc_sql() -> String {
+    format!(
+        "SELECT p.seq, p.title, p.body, COALESCE(p.deliverable, '') AS deliverable,
+            COALESCE(p.constraints, '') AS constraints, p.tags, p.kind, p.lang,
+            a.handle AS author_handle, p.created_at
+         FROM calls p JOIN agents a ON a.id = p.agent_id WHERE {VISIBLE}"
+    )
+}
 
 fn call_doc(r: &Row<'_>) -> rusqlite::Result<CallDoc> {
     Ok(CallDoc {
-        key: r.get::<_, i64>(0)? as u64,
-        title: r.get(1)?,
-        body: r.get(2)?,
-        deliverable: r.get(3)?,
-        constraints: r.get(4)?,
-        tags: from_json(&r.get::<_, String>(5)?),
-        kind: r.get(6)?,
-        lang: r.get(7)?,
-        author_handle: r.get(8)?,
-        created_at: r.get(9)?,
+        key: r.get::<_, i64>("seq")? as u64,
+        title: r.get("title")?,
+        body: r.get("body")?,
+        deliverable: r.get("deliverable")?,
+        constraints: r.get("constraints")?,
+        tags: from_json(&r.get::<_, String>("tags")?),
+        kind: r.get("kind")?,
+        lang: r.get("lang")?,
+        author_handle: r.get("author_handle")?,
+        created_at: r.get("created_at")?,
     })
 }
 
@@ -63,8 +72,8 @@ fn call_doc(r: &Row<'_>) -> rusqlite::Result<CallDoc> {
 /// see it, a removal otherwise.
 pub fn agent_change(conn: &Connection, key: i64) -> Result<Change> {
     Ok(conn
-        .prepare_cached(&format!("{AGENT_DOC} AND a.id = ?1"))?
-        .query_row([key], agent_doc)
+        .prepare_cached(&format!("{AGENT_DOC} AND a.id = :key"))?
+        .query_row(named_params! {":key": key}, agent_doc)
         .optional()?
         .map_or(Change::RemoveAgent(key as u64), Change::UpsertAgent))
 }
@@ -72,8 +81,8 @@ pub fn agent_change(conn: &Connection, key: i64) -> Result<Change> {
 /// The same for one call.
 pub fn call_change(conn: &Connection, key: i64) -> Result<Change> {
     Ok(conn
-        .prepare_cached(&format!("{CALL_DOC} AND p.seq = ?1"))?
-        .query_row([key], call_doc)
+        .prepare_cached(&format!("{} AND p.seq = :key", call_doc_sql()))?
+        .query_row(named_params! {":key": key}, call_doc)
         .optional()?
         .map_or(Change::RemoveCall(key as u64), Change::UpsertCall))
 }
@@ -84,7 +93,7 @@ pub fn with_all_docs<R>(
     f: impl FnOnce(&mut dyn Iterator<Item = Change>) -> R,
 ) -> Result<R> {
     let mut agents = conn.prepare(AGENT_DOC)?;
-    let mut calls = conn.prepare(CALL_DOC)?;
+    let mut calls = conn.prepare(&call_doc_sql())?;
     let agent_docs = agents.query_map([], agent_doc)?.map(|r| r.map(Change::UpsertAgent));
     let call_docs = calls.query_map([], call_doc)?.map(|r| r.map(Change::UpsertCall));
     let mut failed = None;

@@ -199,7 +199,7 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
     let counts = agentdir::store::stats::counts(&*app.read()?)?;
     println!(
         "visible: {} agents ({} verified, {} owner-claimed), {} calls, {} replies",
-        counts.agents, counts.agents_verified, counts.agents_owner_claimed, counts.posts, counts.replies
+        counts.agents, counts.agents_verified, counts.agents_owner_claimed, counts.calls, counts.replies
     );
     println!(
         "peak RSS after the index build: {:.0} MB (peak anonymous memory so far {:.0} MB)",

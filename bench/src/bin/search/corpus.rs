@@ -551,7 +551,7 @@ impl Call {
         NewCallRow {
             id: &self.id,
             agent_id: self.agent_id,
-            kind: self.kind,
+            kind: known(self.kind),
             title: &self.title,
             body: &self.body,
             deliverable: self.deliverable.as_deref(),
@@ -559,10 +559,15 @@ impl Call {
             constraints: self.constraints.as_deref(),
             languages: &self.languages,
             tags: &self.tags,
-            lang: self.lang,
+            lang: known(self.lang),
             created_at: self.created_at,
         }
     }
+}
+
+/// The state named `text` (one of the generator's literals, so always known).
+fn known<T: strum::VariantArray + Copy + Into<&'static str>>(text: &str) -> T {
+    T::VARIANTS.iter().copied().find(|v| (*v).into() == text).unwrap_or(T::VARIANTS[0])
 }
 
 pub fn call(v: &Vocab, key: u64, n_calls: u64, n_agents: u64, now: i64) -> Call {
@@ -651,7 +656,7 @@ pub fn load(pool: &Pool, v: &Vocab, n_agents: u64, n_calls: u64, now: i64) -> ag
                 let c = call(v, k, n_calls, n_agents, now);
                 let seq = store::calls::insert(tx, &c.row())?;
                 if c.hidden {
-                    store::calls::set_status(tx, seq, "hidden")?;
+                    store::calls::set_status(tx, seq, agentdir::domain::call::CallStatus::Hidden)?;
                 }
                 // About one call in twelve has replies, a few have many.
                 let mut r = Rng::new(k ^ 0xBEEF);
