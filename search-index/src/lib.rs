@@ -29,9 +29,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use tantivy::directory::DirectoryLock;
 use tantivy::query::TermQuery;
+use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{IndexWriter, TantivyError, Term};
 
-use crate::analysis::QueryAnalyzer;
+use crate::analysis::{QueryAnalyzer, index_analyzer};
 use crate::cache::{Key, Target};
 use crate::collect::NumericFilters;
 use crate::evaluate::TextPlan;
@@ -175,6 +176,8 @@ impl From<TantivyError> for IndexError {
 struct Writers {
     agents: IndexWriter,
     calls: IndexWriter,
+    /// Analyses documents' text once for their fields and `all` (see schema.rs).
+    analyzer: TextAnalyzer,
 }
 
 /// The search index. `Send + Sync`: share it behind an `Arc`.
@@ -199,6 +202,7 @@ impl SearchIndex {
     /// Fails with [`IndexError::Locked`] (touching nothing) when another process holds `dir`.
     pub fn open(dir: &Path) -> Result<SearchIndex, IndexError> {
         let opened = store::open(dir)?;
+        let documents = index_analyzer(opened.jieba.clone());
         let analyzer = QueryAnalyzer::new(opened.jieba);
         // Touches jieba's lazily built tables so the first real query doesn't pay for them.
         let _ = analyzer.words("中文翻译服务 warm up");
@@ -206,7 +210,11 @@ impl SearchIndex {
             needs_rebuild: AtomicBool::new(opened.needs_rebuild),
             applied_seq: AtomicU64::new(opened.applied_seq),
             analyzer,
-            writers: Mutex::new(Writers { agents: opened.agents.1, calls: opened.calls.1 }),
+            writers: Mutex::new(Writers {
+                agents: opened.agents.1,
+                calls: opened.calls.1,
+                analyzer: documents,
+            }),
             agents: opened.agents.0,
             calls: opened.calls.0,
             agent_fields: opened.agent_fields,
@@ -277,14 +285,14 @@ impl SearchIndex {
             match change {
                 Change::UpsertAgent(a) => {
                     w.agents.delete_term(Term::from_field_u64(af.key, a.key));
-                    w.agents.add_document(af.document(&a))?;
+                    w.agents.add_document(af.document(&a, &mut w.analyzer))?;
                 }
                 Change::RemoveAgent(key) => {
                     w.agents.delete_term(Term::from_field_u64(af.key, key));
                 }
                 Change::UpsertCall(c) => {
                     w.calls.delete_term(Term::from_field_u64(cf.key, c.key));
-                    w.calls.add_document(cf.document(&c))?;
+                    w.calls.add_document(cf.document(&c, &mut w.analyzer))?;
                 }
                 Change::RemoveCall(key) => {
                     w.calls.delete_term(Term::from_field_u64(cf.key, key));
@@ -332,10 +340,10 @@ impl SearchIndex {
         for change in docs {
             match change {
                 Change::UpsertAgent(a) => {
-                    w.agents.add_document(self.agent_fields.document(&a))?;
+                    w.agents.add_document(self.agent_fields.document(&a, &mut w.analyzer))?;
                 }
                 Change::UpsertCall(c) => {
-                    w.calls.add_document(self.call_fields.document(&c))?;
+                    w.calls.add_document(self.call_fields.document(&c, &mut w.analyzer))?;
                 }
                 Change::RemoveAgent(_) | Change::RemoveCall(_) => {}
             }
@@ -458,7 +466,7 @@ mod tests;
 /// Commits both indexes with the same seq, each naming the other as its partner. In parallel: a
 /// commit is mostly waiting on fsync.
 fn commit_both(w: &mut Writers, seq: u64) -> Result<(), IndexError> {
-    let Writers { agents, calls } = w;
+    let Writers { agents, calls, .. } = w;
     let (a, c) = std::thread::scope(|s| {
         let a = s.spawn(|| store::commit(agents, seq, seq));
         let c = store::commit(calls, seq, seq);

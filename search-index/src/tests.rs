@@ -910,3 +910,44 @@ fn a_half_committed_batch_is_not_counted_as_applied() {
     force_payload(dir.path(), "calls", 12, 0);
     assert_eq!(open(dir.path()).applied_seq(), 12);
 }
+
+/// The `all` field holds exactly the words of the scored text fields.
+#[test]
+fn all_field_is_the_union_of_the_text_fields() {
+    use tantivy::collector::DocSetCollector;
+    use tantivy::query::{BooleanQuery, Query, TermQuery};
+    use tantivy::schema::{Field, IndexRecordOption};
+
+    let (_d, idx) = fresh();
+    let mut r = Rng(0xa11);
+    let mut changes: Vec<Change> = (1..=200).map(|k| Change::UpsertAgent(random_agent(&mut r, k))).collect();
+    for k in 1..=200u64 {
+        let mut c = call(k, &r.words(EN, 4));
+        c.body = format!("{} {}", r.words(EN, 8), r.words(ZH, 4).replace(' ', ""));
+        c.tags = vec![r.pick(EN).into()];
+        c.author_handle = format!("{}-{k}", r.pick(EN));
+        changes.push(Change::UpsertCall(c));
+    }
+    idx.apply(changes, 1).expect("apply");
+    let docs = |part: &Part, q: &dyn Query| {
+        let mut d: Vec<_> =
+            part.reader.searcher().search(q, &DocSetCollector).expect("search").into_iter().collect();
+        d.sort();
+        d
+    };
+    let check = |part: &Part, all: Field, fields: &[(Field, f32)]| {
+        for word in EN.iter().chain(ZH) {
+            for term in idx.analyzer.words(word) {
+                let t = |f: Field| -> Box<dyn Query> {
+                    Box::new(TermQuery::new(Term::from_field_text(f, &term.term), IndexRecordOption::Basic))
+                };
+                let union = BooleanQuery::union(fields.iter().map(|(f, _)| t(*f)).collect());
+                let found = docs(part, &*t(all));
+                assert!(!found.is_empty(), "{word}");
+                assert_eq!(found, docs(part, &union), "{word}");
+            }
+        }
+    };
+    check(&idx.agents, idx.agent_fields.all, &idx.agent_fields.text_fields());
+    check(&idx.calls, idx.call_fields.all, &idx.call_fields.text_fields());
+}
