@@ -55,6 +55,11 @@ pub(crate) struct Hits {
 }
 
 impl Hits {
+    /// `values` are sort values (see [`sort_value`]), in any order.
+    pub(crate) fn new(total: u64, values: Vec<u128>) -> Hits {
+        Hits { total, values }
+    }
+
     /// The first `k` keys of the full order (fewer if there are fewer hits).
     pub(crate) fn into_keys(mut self) -> (u64, Vec<u64>) {
         self.values.sort_unstable_by(|a, b| b.cmp(a));
@@ -62,18 +67,25 @@ impl Hits {
     }
 }
 
-fn encode_score(score: Score) -> u64 {
+pub(crate) fn encode_score(score: Score) -> u64 {
     // Maps f32 to u32 preserving order (negatives included, though BM25 never yields them).
     let bits = score.to_bits();
     let ordered = if bits & 0x8000_0000 != 0 { !bits } else { bits | 0x8000_0000 };
     u64::from(ordered)
 }
 
+/// The score [`encode_score`] encoded.
+pub(crate) fn decode_score(encoded: u64) -> Score {
+    let ordered = encoded as u32;
+    let bits = if ordered & 0x8000_0000 != 0 { ordered & 0x7fff_ffff } else { !ordered };
+    Score::from_bits(bits)
+}
+
 fn encode_i64(v: i64) -> u64 {
     (v as u64) ^ (1 << 63)
 }
 
-fn sort_value(primary: u64, key: u64) -> u128 {
+pub(crate) fn sort_value(primary: u64, key: u64) -> u128 {
     (u128::from(primary) << 64) | u128::from(key)
 }
 
@@ -124,7 +136,7 @@ impl TopK {
 }
 
 /// A fast-field column read as "one value per doc", whatever its cardinality.
-fn dense<T>(column: Column<T>, default: T) -> Arc<dyn ColumnValues<T>>
+pub(crate) fn dense<T>(column: Column<T>, default: T) -> Arc<dyn ColumnValues<T>>
 where
     T: PartialOrd + Copy + Send + Sync + std::fmt::Debug + 'static,
 {
@@ -135,20 +147,37 @@ where
     }
 }
 
-pub(crate) struct PageSegmentCollector {
-    order: Order,
-    key: Arc<dyn ColumnValues<u64>>,
-    ts: Option<Arc<dyn ColumnValues<i64>>>,
+/// The numeric filters of a search, bound to one segment's columns.
+pub(crate) struct NumericColumns {
     level: Option<(u64, Arc<dyn ColumnValues<u64>>)>,
     joined: Option<(i64, Arc<dyn ColumnValues<i64>>)>,
     verified: Option<(bool, Arc<dyn ColumnValues<bool>>)>,
-    total: u64,
-    top: TopK,
 }
 
-impl PageSegmentCollector {
+impl NumericColumns {
+    pub(crate) fn for_segment(segment: &SegmentReader, filters: &NumericFilters) -> tantivy::Result<Self> {
+        let ff = segment.fast_fields();
+        let level = match filters.min_level {
+            Some(min) if min > 0 => Some((min, dense(ff.u64(LEVEL)?, 0))),
+            _ => None,
+        };
+        let joined = match filters.joined_since {
+            Some(since) => Some((since, dense(ff.i64(JOINED)?, i64::MIN))),
+            None => None,
+        };
+        let verified = match filters.verified {
+            Some(want) => Some((want, dense(ff.bool(VERIFIED)?, false))),
+            None => None,
+        };
+        Ok(NumericColumns { level, joined, verified })
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.level.is_none() && self.joined.is_none() && self.verified.is_none()
+    }
+
     #[inline]
-    fn passes(&self, doc: DocId) -> bool {
+    pub(crate) fn passes(&self, doc: DocId) -> bool {
         if let Some((min, col)) = &self.level
             && col.get_val(doc) < *min
         {
@@ -168,12 +197,21 @@ impl PageSegmentCollector {
     }
 }
 
+pub(crate) struct PageSegmentCollector {
+    order: Order,
+    key: Arc<dyn ColumnValues<u64>>,
+    ts: Option<Arc<dyn ColumnValues<i64>>>,
+    numeric: NumericColumns,
+    total: u64,
+    top: TopK,
+}
+
 impl SegmentCollector for PageSegmentCollector {
     type Fruit = Hits;
 
     #[inline]
     fn collect(&mut self, doc: DocId, score: Score) {
-        if !self.passes(doc) {
+        if !self.numeric.passes(doc) {
             return;
         }
         self.total += 1;
@@ -209,25 +247,11 @@ impl Collector for PageCollector {
             Order::Recency => Some(dense(ff.i64(TS)?, i64::MIN)),
             Order::Score => None,
         };
-        let level = match self.filters.min_level {
-            Some(min) if min > 0 => Some((min, dense(ff.u64(LEVEL)?, 0))),
-            _ => None,
-        };
-        let joined = match self.filters.joined_since {
-            Some(since) => Some((since, dense(ff.i64(JOINED)?, i64::MIN))),
-            None => None,
-        };
-        let verified = match self.filters.verified {
-            Some(want) => Some((want, dense(ff.bool(VERIFIED)?, false))),
-            None => None,
-        };
         Ok(PageSegmentCollector {
             order: self.order,
             key,
             ts,
-            level,
-            joined,
-            verified,
+            numeric: NumericColumns::for_segment(segment, &self.filters)?,
             total: 0,
             top: TopK::new(self.k),
         })
@@ -303,6 +327,9 @@ mod tests {
             assert!(encode_score(w[0]) < encode_score(w[1]));
         }
         assert!(encode_score(-1.0) < encode_score(0.0));
+        for s in [0.0f32, 1e-6, 0.5, 3.25, 1e9, -1.0] {
+            assert_eq!(decode_score(encode_score(s)), s);
+        }
         let ts = [i64::MIN, -5, 0, 7, i64::MAX];
         for w in ts.windows(2) {
             assert!(encode_i64(w[0]) < encode_i64(w[1]));

@@ -18,8 +18,10 @@ mod analysis;
 mod cache;
 mod collect;
 mod evaluate;
+mod matches;
 mod part;
 mod query;
+mod rank;
 mod schema;
 mod store;
 
@@ -28,7 +30,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use tantivy::directory::DirectoryLock;
-use tantivy::query::TermQuery;
 use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{IndexWriter, TantivyError, Term};
 
@@ -38,7 +39,7 @@ use crate::collect::NumericFilters;
 use crate::evaluate::TextPlan;
 use crate::part::Part;
 use crate::part::Plan;
-use crate::query::{EXACT_HANDLE_SCORE, exact_term, word_query};
+use crate::query::{EXACT_HANDLE_SCORE, exact_term};
 use crate::schema::{AgentFields, CallFields, exact_term_value};
 
 /// Largest page the index hands out; larger limits are clamped.
@@ -400,15 +401,14 @@ impl SearchIndex {
             let Some(text) = text else {
                 return Some(Plan::Recency(filters));
             };
-            let fields = f.text_fields();
             let words = self.analyzer.words(text);
             let exact = handle_candidate(text).map(|h| (exact_term(f.handle_exact, &h), EXACT_HANDLE_SCORE));
             // Text with nothing searchable in it (punctuation, emoji) matches nothing.
             if words.is_empty() && exact.is_none() {
                 return None;
             }
-            let words = words.iter().map(|w| word_query(w, &fields)).collect();
-            Some(Plan::Text(TextPlan { words, exact, filters }))
+            let fields = f.text_fields().to_vec();
+            Some(Plan::Text(TextPlan { words, fields, all: f.all, exact, filters }))
         })
     }
 
@@ -442,13 +442,12 @@ impl SearchIndex {
             let Some(text) = text else {
                 return Some(Plan::Recency(filters));
             };
-            let fields = f.text_fields();
             let words = self.analyzer.words(text);
             if words.is_empty() {
                 return None;
             }
-            let words = words.iter().map(|w| word_query(w, &fields)).collect();
-            Some(Plan::Text(TextPlan { words, exact: None, filters }))
+            let fields = f.text_fields().to_vec();
+            Some(Plan::Text(TextPlan { words, fields, all: f.all, exact: None, filters }))
         })
     }
 
@@ -496,7 +495,7 @@ fn present(value: Option<&str>) -> Option<&str> {
 
 enum Filter {
     None,
-    Term(String, TermQuery),
+    Term(String, Term),
     Impossible,
 }
 

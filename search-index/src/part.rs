@@ -1,8 +1,7 @@
 //! One searchable index (agents or calls): its manually reloaded reader, its result cache, and
 //! the running of one search into a page.
 
-use tantivy::IndexReader;
-use tantivy::query::TermQuery;
+use tantivy::{IndexReader, Term};
 
 use crate::cache::{DEPTH, Entry, Key, ResultCache};
 use crate::collect::{NumericFilters, Order, PageCollector};
@@ -16,7 +15,7 @@ const MAX_CACHED_TEXT_BYTES: usize = 1024;
 /// What to run on a cache miss.
 pub(crate) enum Plan {
     /// No text: the documents matching every exact filter, most recent first.
-    Recency(Vec<TermQuery>),
+    Recency(Vec<Term>),
     /// Free text, ranked by score.
     Text(TextPlan),
 }
@@ -69,10 +68,7 @@ impl Part {
                 let collector = PageCollector { order: Order::Recency, filters: numeric, k };
                 searcher.search(filters_only(filters).as_ref(), &collector)?
             }
-            Plan::Text(text) => {
-                let collector = PageCollector { order: Order::Score, filters: numeric, k };
-                evaluate::search(&searcher, &text, &collector)?
-            }
+            Plan::Text(text) => evaluate::search(&searcher, &text, &numeric, k)?,
         };
         let (total, keys) = hits.into_keys();
         let entry = Entry { total, keys };

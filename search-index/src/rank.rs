@@ -1,0 +1,663 @@
+//! The best `k` matches of a free-text search by score, without scoring every match.
+//!
+//! A document's score is the sum over the query words of the word's score, which is
+//! `DisjunctionMax` (tie breaker 0.1) over the scored fields of the BM25 score of its term, each
+//! field with its boost; a long Chinese word also adds the sum of its sub-words' scores when all
+//! of them are present. Each (term, field) posting list is a *clause*, and each clause has an
+//! upper bound: its BM25 weight, which no score of its list reaches (the tf factor is below 1).
+//!
+//! The search is MaxScore, document at a time: once the page holds `k` documents, its lowest
+//! score is a threshold, and the clauses split into *essential* ones and the rest, such that a
+//! document found in no essential list cannot reach the threshold even if every other list held
+//! it at its bound (or cannot match at all: every word needs one of its own lists). Only the
+//! documents of the essential lists are visited, in document order; each is first bounded with
+//! its exact essential scores (read from the block already decoded) and the others' bounds, and
+//! only a document that may still reach the threshold is checked against the match set and
+//! has its other lists sought. As the threshold rises the essential set shrinks: for a common
+//! word, soon only its title list is walked, and most of its documents are dismissed by one
+//! comparison.
+//!
+//! Bounds are compared with a relative margin so that float rounding can never prune a document
+//! whose exact score would tie or beat the threshold; ties are then broken by key as everywhere.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use tantivy::columnar::ColumnValues;
+use tantivy::fieldnorm::FieldNormReader;
+use tantivy::postings::BlockSegmentPostings;
+use tantivy::query::Bm25Weight;
+use tantivy::schema::IndexRecordOption;
+use tantivy::{DocId, Score, SegmentReader, TERMINATED, Term};
+
+use crate::collect::{decode_score, encode_score, sort_value};
+use crate::matches::{Bits, Members};
+
+/// Other fields' scores add this fraction on top of the best field's: a word matching name and
+/// description ranks a little above one matching only the name, but many weak fields never
+/// outweigh one strong one.
+pub(crate) const TIE_BREAKER: Score = 0.1;
+
+/// A bound must stay below the threshold by this factor to prune: covers float rounding.
+const MARGIN: Score = 1.0 + 1e-4;
+
+/// One scored (term, field) list of the search, the same for every segment.
+pub(crate) struct ClauseSpec {
+    pub word: usize,
+    /// 0 for the word's own term, 1.. for its sub-words.
+    pub slot: usize,
+    pub term: Term,
+    /// BM25 weight with the field's boost, from searcher-wide statistics.
+    pub weight: Bm25Weight,
+    /// The searcher-wide average length of the field, which `weight` was made with.
+    pub average: Score,
+}
+
+/// The best `k` sort values seen so far (score and key, see collect.rs).
+pub(crate) struct Top {
+    k: usize,
+    heap: BinaryHeap<Reverse<u128>>,
+}
+
+impl Top {
+    pub(crate) fn new(k: usize) -> Top {
+        Top { k, heap: BinaryHeap::with_capacity(k.saturating_add(1).min(4096)) }
+    }
+
+    /// Offers a document; offering the same document (same score and key) again is harmless.
+    pub(crate) fn push(&mut self, score: Score, key: u64) {
+        if self.k == 0 {
+            return;
+        }
+        let v = sort_value(encode_score(score), key);
+        let enters = self.heap.len() < self.k || self.heap.peek().is_some_and(|min| v > min.0);
+        if !enters || self.heap.iter().any(|h| h.0 == v) {
+            return;
+        }
+        if self.heap.len() < self.k {
+            self.heap.push(Reverse(v));
+        } else if let Some(mut min) = self.heap.peek_mut() {
+            min.0 = v;
+        }
+    }
+
+    /// The score a document must at least reach to enter, once the page is full.
+    pub(crate) fn threshold(&self) -> Option<Score> {
+        if self.k == 0 {
+            return Some(Score::INFINITY);
+        }
+        #[cfg(test)]
+        if EXHAUSTIVE.get() {
+            return None;
+        }
+        if self.heap.len() < self.k {
+            return None;
+        }
+        self.heap.peek().map(|min| decode_score((min.0 >> 64) as u64))
+    }
+
+    pub(crate) fn into_values(self) -> Vec<u128> {
+        self.heap.into_iter().map(|v| v.0).collect()
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Unknown,
+    Present,
+    Absent,
+}
+
+/// A forward cursor over one posting list with its term frequencies, block by block (tantivy's
+/// own scorer does not expose its blocks' maximum scores).
+struct Cursor {
+    block: BlockSegmentPostings,
+    at: usize,
+    len: usize,
+}
+
+impl Cursor {
+    fn new(block: BlockSegmentPostings) -> Cursor {
+        let len = block.block_len();
+        Cursor { block, at: 0, len }
+    }
+
+    #[inline]
+    fn doc(&self) -> DocId {
+        if self.at < self.len { self.block.doc(self.at) } else { TERMINATED }
+    }
+
+    #[inline]
+    fn freq(&self) -> u32 {
+        self.block.freq(self.at)
+    }
+
+    /// Moves to the first document at or after `target`.
+    #[inline]
+    fn seek(&mut self, target: DocId) -> DocId {
+        let doc = self.doc();
+        if doc >= target {
+            return doc;
+        }
+        if self.block.doc(self.len - 1) >= target {
+            while self.block.doc(self.at) < target {
+                self.at += 1;
+            }
+        } else {
+            self.at = self.block.seek(target);
+            self.len = self.block.block_len();
+        }
+        self.doc()
+    }
+}
+
+struct Clause {
+    word: usize,
+    slot: usize,
+    cursor: Cursor,
+    fieldnorms: FieldNormReader,
+    weight: Bm25Weight,
+    bound: Score,
+    /// Multiplies tantivy's block maxima into bounds (see [`block_factor`]).
+    block_factor: Score,
+    cost: u32,
+}
+
+impl Clause {
+    /// Moves to `doc` if the list holds it; lists only move forward.
+    #[inline]
+    fn seek(&mut self, doc: DocId) -> bool {
+        self.cursor.seek(doc) == doc
+    }
+
+    /// Exact score at the document the cursor is on.
+    #[inline]
+    fn score(&self) -> Score {
+        self.weight.score(self.fieldnorms.fieldnorm_id(self.cursor.doc()), self.cursor.freq())
+    }
+}
+
+/// `max + tie × (sum − max)` over the present values, as tantivy's DisjunctionMax combines.
+#[inline]
+fn dismax(values: impl Iterator<Item = Score>) -> Option<Score> {
+    let mut any = false;
+    let (mut max, mut sum) = (0.0f32, 0.0f32);
+    for v in values {
+        any = true;
+        max = max.max(v);
+        sum += v;
+    }
+    any.then_some(max + (sum - max) * TIE_BREAKER)
+}
+
+/// Whether a document bounded by `bound` cannot enter a page whose lowest score is `threshold`.
+#[inline]
+fn prunable(bound: Option<Score>, threshold: Option<Score>) -> bool {
+    match (bound, threshold) {
+        (None, _) => true,
+        (Some(b), Some(t)) => b * MARGIN < t,
+        (Some(_), None) => false,
+    }
+}
+
+/// No score of the clause's list reaches this: BM25's tf factor `tf / (tf + norm)` is below 1.
+fn bound(weight: &Bm25Weight) -> Score {
+    weight.score(0, u32::MAX)
+}
+
+/// tantivy stores, per block of 128 documents, the (length, frequency) pair with the highest
+/// score under the segment's own average field length when it was written; scoring uses the
+/// searcher's. Between two averages in a ratio `r` no score changes by more than a factor `r`
+/// (BM25's length normalisation is linear in the average), so the stored pair's score times
+/// `max(r, 1/r)` bounds the block under any average. 1 for a single segment.
+fn block_factor(segment: &SegmentReader, term: &Term, searcher_average: Score) -> tantivy::Result<Score> {
+    let tokens = segment.inverted_index(term.field())?.total_num_tokens();
+    let own = tokens as Score / segment.max_doc().max(1) as Score;
+    if own <= 0.0 || searcher_average <= 0.0 {
+        return Ok(Score::INFINITY);
+    }
+    let r = own / searcher_average;
+    Ok(r.max(1.0 / r) * MARGIN)
+}
+
+/// Ratio of matches to walked postings below which walking the matches themselves is cheaper.
+const MEMBER_WALK_RATIO: u64 = 16;
+
+/// One segment's clauses and the scoring state of the document being looked at.
+pub(crate) struct Ranker<'a> {
+    segment: &'a SegmentReader,
+    specs: &'a [ClauseSpec],
+    clauses: Vec<Clause>,
+    /// Per word, per slot: the range of its clauses (clauses are ordered by word, slot).
+    slots: Vec<Vec<std::ops::Range<usize>>>,
+    state: Vec<State>,
+    value: Vec<Score>,
+    /// Each word's value under the current states, and with every list unknown.
+    words: Vec<Option<Score>>,
+    unknown: Vec<Option<Score>>,
+    /// The lists whose state is not unknown.
+    changed: Vec<usize>,
+    key: Arc<dyn ColumnValues<u64>>,
+    members: &'a Members<'a>,
+    /// Documents already ranked by the caller (the exact-handle matches), sorted.
+    skip: &'a [DocId],
+}
+
+impl<'a> Ranker<'a> {
+    /// `slots_per_word[w]` is 1 + the number of sub-words of word `w`.
+    pub(crate) fn new(
+        segment: &'a SegmentReader,
+        specs: &'a [ClauseSpec],
+        slots_per_word: &[usize],
+        key: Arc<dyn ColumnValues<u64>>,
+        members: &'a Members<'a>,
+        skip: &'a [DocId],
+    ) -> tantivy::Result<Ranker<'a>> {
+        let mut ranker = Ranker {
+            segment,
+            specs,
+            clauses: Vec::new(),
+            slots: slots_per_word.iter().map(|n| vec![0..0; *n]).collect(),
+            state: Vec::new(),
+            value: Vec::new(),
+            words: Vec::new(),
+            unknown: Vec::new(),
+            changed: Vec::new(),
+            key,
+            members,
+            skip,
+        };
+        ranker.open()?;
+        let n = ranker.clauses.len();
+        ranker.state = vec![State::Unknown; n];
+        ranker.value = vec![0.0; n];
+        let mut start = 0;
+        while start < n {
+            let (w, s) = (ranker.clauses[start].word, ranker.clauses[start].slot);
+            let end =
+                start + ranker.clauses[start..].iter().take_while(|c| (c.word, c.slot) == (w, s)).count();
+            ranker.slots[w][s] = start..end;
+            start = end;
+        }
+        ranker.unknown = (0..ranker.slots.len()).map(|w| ranker.word(w)).collect();
+        ranker.words = ranker.unknown.clone();
+        Ok(ranker)
+    }
+
+    /// (Re)opens every clause's list at its start.
+    fn open(&mut self) -> tantivy::Result<()> {
+        let mut clauses = Vec::with_capacity(self.specs.len());
+        for spec in self.specs {
+            let field = spec.term.field();
+            let inverted = self.segment.inverted_index(field)?;
+            let Some(block) = inverted.read_block_postings(&spec.term, IndexRecordOption::WithFreqs)? else {
+                continue;
+            };
+            let cost = block.doc_freq();
+            clauses.push(Clause {
+                word: spec.word,
+                slot: spec.slot,
+                cursor: Cursor::new(block),
+                fieldnorms: self.segment.get_fieldnorms_reader(field)?,
+                weight: spec.weight.clone(),
+                bound: bound(&spec.weight),
+                block_factor: block_factor(self.segment, &spec.term, spec.average)?,
+                cost,
+            });
+        }
+        clauses.sort_by_key(|c| (c.word, c.slot));
+        self.clauses = clauses;
+        Ok(())
+    }
+
+    /// A clause's value for a bound: exact when present, its bound when unknown.
+    #[inline]
+    fn value(&self, c: usize) -> Option<Score> {
+        match self.state[c] {
+            State::Present => Some(self.value[c]),
+            State::Unknown => Some(self.clauses[c].bound),
+            State::Absent => None,
+        }
+    }
+
+    fn slot(&self, w: usize, s: usize) -> Option<Score> {
+        dismax(self.slots[w][s].clone().filter_map(|c| self.value(c)))
+    }
+
+    /// The word's score (or bound) under the current states; `None` if it cannot match.
+    fn word(&self, w: usize) -> Option<Score> {
+        let whole = self.slot(w, 0);
+        let parts = if self.slots[w].len() > 1 {
+            (1..self.slots[w].len()).map(|s| self.slot(w, s)).sum::<Option<Score>>()
+        } else {
+            None
+        };
+        match (whole, parts) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        }
+    }
+
+    /// The score (or bound) under the current states; `None` if some word cannot match.
+    #[inline]
+    fn total(&self) -> Option<Score> {
+        self.words.iter().copied().sum()
+    }
+
+    /// Sets a list's state and updates its word's value.
+    #[inline]
+    fn set(&mut self, c: usize, state: State, value: Score) {
+        if self.state[c] == State::Unknown {
+            self.changed.push(c);
+        }
+        self.state[c] = state;
+        self.value[c] = value;
+        let w = self.clauses[c].word;
+        self.words[w] = self.word(w);
+    }
+
+    /// Makes every list unknown again.
+    fn reset(&mut self) {
+        for c in self.changed.drain(..) {
+            self.state[c] = State::Unknown;
+            let w = self.clauses[c].word;
+            self.words[w] = self.unknown[w];
+        }
+    }
+
+    /// Whether the list holds `doc`, recording it and its score there.
+    #[inline]
+    fn resolve(&mut self, c: usize, doc: DocId) -> bool {
+        let clause = &mut self.clauses[c];
+        if clause.seek(doc) {
+            let score = clause.score();
+            self.set(c, State::Present, score);
+            true
+        } else {
+            self.set(c, State::Absent, 0.0);
+            false
+        }
+    }
+
+    /// Exact scores of `docs` (increasing), each `None` if it does not contain every word. For
+    /// the few documents ranked outside [`walk`](Self::walk), on a ranker of their own.
+    pub(crate) fn exact(&mut self, docs: &[DocId]) -> Vec<Option<Score>> {
+        let mut out = Vec::with_capacity(docs.len());
+        for &doc in docs {
+            for c in 0..self.clauses.len() {
+                self.resolve(c, doc);
+            }
+            out.push(self.total());
+            self.reset();
+        }
+        out
+    }
+
+    /// Offers every match that can enter `top` to it, looking at as few as it can.
+    pub(crate) fn walk(&mut self, top: &mut Top, matches: u64) -> tantivy::Result<()> {
+        let n = self.clauses.len();
+        if n == 0 {
+            return Ok(());
+        }
+        if let Members::Bits(bits) = self.members {
+            // The strongest list of each word is walked in any case: when the matches are far
+            // fewer, looking each of them up is cheaper.
+            let strongest: u64 = (0..self.slots.len())
+                .filter_map(|w| {
+                    self.slots[w][0]
+                        .clone()
+                        .max_by(|a, b| self.clauses[*a].bound.total_cmp(&self.clauses[*b].bound))
+                })
+                .map(|c| u64::from(self.clauses[c].cost))
+                .sum();
+            if matches.saturating_mul(MEMBER_WALK_RATIO) < strongest {
+                self.walk_members(bits, top);
+                return Ok(());
+            }
+        }
+        let mut walked = vec![false; n];
+        loop {
+            let threshold = top.threshold();
+            let Some(next) = self.next_list(&walked, threshold) else {
+                return Ok(());
+            };
+            self.open()?;
+            self.pass(next, &walked, top);
+            walked[next] = true;
+        }
+    }
+
+    /// The bound of a document found in none of the `absent` lists (`None`: cannot match).
+    fn ceiling(&mut self, absent: &[bool]) -> Option<Score> {
+        for (c, absent) in absent.iter().enumerate() {
+            if *absent {
+                self.set(c, State::Absent, 0.0);
+            }
+        }
+        let ceiling = self.total();
+        self.reset();
+        ceiling
+    }
+
+    /// Which list to walk next, or `None` when every document found in no walked list is known
+    /// not to qualify. Either the lists with the highest bounds, as few as make the rest
+    /// harmless, or the remaining lists of one word (after which nothing else can match):
+    /// whichever costs less; the highest bound first.
+    fn next_list(&mut self, walked: &[bool], threshold: Option<Score>) -> Option<usize> {
+        if prunable(self.ceiling(walked), threshold) {
+            return None;
+        }
+        let mut by_bound: Vec<usize> = (0..self.clauses.len()).filter(|c| !walked[*c]).collect();
+        by_bound.sort_by(|a, b| self.clauses[*b].bound.total_cmp(&self.clauses[*a].bound));
+        // The shortest prefix of `by_bound` whose walking would leave only harmless documents
+        // (all of it when nothing is known of the threshold yet).
+        let (mut lo, mut hi) = (1, by_bound.len());
+        let mut absent = walked.to_vec();
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            absent.copy_from_slice(walked);
+            for &c in &by_bound[..mid] {
+                absent[c] = true;
+            }
+            if prunable(self.ceiling(&absent), threshold) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        let mut best = by_bound[..hi].to_vec();
+        let mut best_cost = self.cost(&best);
+        for w in 0..self.slots.len() {
+            let mut word: Vec<usize> =
+                (0..self.clauses.len()).filter(|c| !walked[*c] && self.clauses[*c].word == w).collect();
+            let cost = self.cost(&word);
+            if cost < best_cost {
+                word.sort_by(|a, b| self.clauses[*b].bound.total_cmp(&self.clauses[*a].bound));
+                best_cost = cost;
+                best = word;
+            }
+        }
+        best.first().copied()
+    }
+
+    fn cost(&self, set: &[usize]) -> u64 {
+        set.iter().map(|c| u64::from(self.clauses[*c].cost)).sum()
+    }
+
+    /// Every match, in order, each scored list by list until it is known not to qualify.
+    fn walk_members(&mut self, bits: &Bits, top: &mut Top) {
+        let mut order: Vec<usize> = (0..self.clauses.len()).collect();
+        order.sort_by(|a, b| self.clauses[*b].bound.total_cmp(&self.clauses[*a].bound));
+        bits.for_each(|doc| {
+            #[cfg(test)]
+            VISITED.set(VISITED.get() + 1);
+            if self.skip.binary_search(&doc).is_ok() {
+                return;
+            }
+            let threshold = top.threshold();
+            let mut qualifies = true;
+            for &c in &order {
+                self.resolve(c, doc);
+                if threshold.is_some() && prunable(self.total(), threshold) {
+                    qualifies = false;
+                    break;
+                }
+            }
+            if qualifies && let Some(score) = self.total() {
+                top.push(score, self.key.get_val(doc));
+            }
+            self.reset();
+        });
+    }
+
+    /// The highest score in list `e` at which a document found there and in none of the
+    /// `walked` lists still cannot qualify (`-1` when any score might).
+    fn needed(&mut self, e: usize, walked: &[bool], threshold: Option<Score>) -> Score {
+        if threshold.is_none() {
+            return -1.0;
+        }
+        let at = |ranker: &mut Ranker, s: Score| -> bool {
+            for (c, walked) in walked.iter().enumerate() {
+                if *walked {
+                    ranker.set(c, State::Absent, 0.0);
+                }
+            }
+            ranker.set(e, State::Present, s);
+            let prune = prunable(ranker.total(), threshold);
+            ranker.reset();
+            prune
+        };
+        let top = self.clauses[e].bound;
+        if at(self, top) {
+            return Score::INFINITY;
+        }
+        if !at(self, 0.0) {
+            return -1.0;
+        }
+        // The bound is increasing in the list's score: bisect for the last prunable score.
+        let (mut lo, mut hi) = (0.0f32, top);
+        for _ in 0..16 {
+            let mid = (lo + hi) / 2.0;
+            if at(self, mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Walks list `e` block by block: blocks whose best score cannot qualify are skipped, then
+    /// documents that are no match or score too low there; the rest are scored in full, except
+    /// those in an already `walked` list (offered then).
+    fn pass(&mut self, e: usize, walked: &[bool], top: &mut Top) {
+        let mut order: Vec<usize> = (0..self.clauses.len()).filter(|c| *c != e && !walked[*c]).collect();
+        order.sort_by(|a, b| self.clauses[*b].bound.total_cmp(&self.clauses[*a].bound));
+        let walked_lists: Vec<usize> = (0..self.clauses.len()).filter(|c| walked[*c]).collect();
+        let mut planned_at: Option<Score> = None;
+        let mut need = -1.0;
+        let mut candidates: Vec<(DocId, Score)> = Vec::with_capacity(COMPRESSION_BLOCK);
+        loop {
+            let threshold = top.threshold();
+            let moved = match (threshold, planned_at) {
+                (Some(t), Some(at)) => t > at * 1.01,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            if moved {
+                need = self.needed(e, walked, threshold);
+                planned_at = threshold;
+            }
+            let clause = &mut self.clauses[e];
+            let block = &mut clause.cursor.block;
+            if block.block_len() == 0 {
+                return;
+            }
+            if need >= 0.0
+                && block.block_max_score(&clause.fieldnorms, &clause.weight) * clause.block_factor <= need
+            {
+                block.advance();
+                continue;
+            }
+            let docs = block.docs();
+            #[cfg(test)]
+            VISITED.set(VISITED.get() + docs.len() as u64);
+            candidates.clear();
+            let freqs = block.freqs();
+            for (&doc, &freq) in docs.iter().zip(freqs) {
+                if self.members.contains(doc) {
+                    let score = clause.weight.score(clause.fieldnorms.fieldnorm_id(doc), freq);
+                    if score > need {
+                        candidates.push((doc, score));
+                    }
+                }
+            }
+            clause.cursor.block.advance();
+            for &(doc, score) in &candidates {
+                self.visit(doc, e, score, &walked_lists, &order, top);
+            }
+        }
+    }
+
+    /// Scores `doc`, found in list `e` with `score`, unless it was offered in an earlier pass or
+    /// cannot qualify, and offers it to `top`. `order`: the other unwalked lists, highest bound
+    /// first.
+    fn visit(
+        &mut self,
+        doc: DocId,
+        e: usize,
+        score: Score,
+        walked: &[usize],
+        order: &[usize],
+        top: &mut Top,
+    ) {
+        if self.skip.binary_search(&doc).is_ok() {
+            return;
+        }
+        for &c in walked {
+            if self.resolve(c, doc) {
+                // Offered when its list was walked.
+                self.reset();
+                return;
+            }
+        }
+        self.set(e, State::Present, score);
+        let threshold = top.threshold();
+        let mut qualifies = !prunable(self.total(), threshold);
+        if qualifies {
+            for &c in order {
+                self.resolve(c, doc);
+                if prunable(self.total(), threshold) {
+                    qualifies = false;
+                    break;
+                }
+            }
+        }
+        if qualifies && let Some(score) = self.total() {
+            top.push(score, self.key.get_val(doc));
+        }
+        self.reset();
+    }
+}
+
+/// Documents per block of a posting list.
+const COMPRESSION_BLOCK: usize = 128;
+
+#[cfg(test)]
+thread_local! {
+    static EXHAUSTIVE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static VISITED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Makes this thread's searches score every match (no threshold), to check pruning against.
+#[cfg(test)]
+pub(crate) fn set_exhaustive(on: bool) {
+    EXHAUSTIVE.set(on);
+}
+
+/// Documents this thread's searches have looked at so far.
+#[cfg(test)]
+pub(crate) fn visited() -> u64 {
+    VISITED.get()
+}
