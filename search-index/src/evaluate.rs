@@ -24,6 +24,7 @@ use tantivy::{DocId, DocSet, Score, Searcher, SegmentReader, TERMINATED, Term};
 
 use crate::analysis::QueryWord;
 use crate::collect::{Hits, NumericColumns, NumericFilters, dense};
+use crate::dense::DenseTerms;
 use crate::matches::{self, Bits, MatchSet, Members, WordCondition, seek_to};
 use crate::rank::{ClauseSpec, Ranker, Top};
 use crate::schema::KEY;
@@ -45,6 +46,7 @@ pub(crate) struct TextPlan {
 /// The total number of matches and the best `k` sort values.
 pub(crate) fn search(
     searcher: &Searcher,
+    dense: &DenseTerms,
     plan: &TextPlan,
     numeric: &NumericFilters,
     k: usize,
@@ -59,7 +61,7 @@ pub(crate) fn search(
         .collect();
     let specs = clause_specs(searcher, plan)?;
     let slots: Vec<usize> = plan.words.iter().map(|w| 1 + w.parts.len()).collect();
-    let query = Query { plan, words, specs, slots, numeric };
+    let query = Query { plan, words, specs, slots, numeric, dense };
     let mut top = Top::new(k);
     let mut total = 0;
     for segment in searcher.segment_readers() {
@@ -104,6 +106,7 @@ struct Query<'q> {
     specs: Vec<ClauseSpec>,
     slots: Vec<usize>,
     numeric: &'q NumericFilters,
+    dense: &'q DenseTerms,
 }
 
 impl Query<'_> {
@@ -114,7 +117,8 @@ impl Query<'_> {
         let found = if self.words.is_empty() {
             MatchSet { count: 0, members: Members::Bits(Bits::empty(0)) }
         } else {
-            matches::compute(segment, &self.words, &self.plan.filters, &numeric)?
+            let dense = self.dense.for_segment(segment);
+            matches::compute(segment, dense.as_deref(), &self.words, &self.plan.filters, &numeric)?
         };
         let mut count = found.count;
         let handles = self.handle_matches(segment, &numeric)?;

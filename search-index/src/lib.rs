@@ -17,6 +17,7 @@
 mod analysis;
 mod cache;
 mod collect;
+mod dense;
 mod evaluate;
 mod matches;
 mod part;

@@ -9,12 +9,15 @@
 //! seeks for each remaining document. A single plain word without filters needs no set at all:
 //! its total is the list's document count, less the deleted documents it holds.
 
+use std::borrow::Cow;
+
 use tantivy::fastfield::AliveBitSet;
 use tantivy::postings::{BlockSegmentPostings, SegmentPostings};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{BitSet, DocId, DocSet, SegmentReader, TERMINATED, Term};
 
 use crate::collect::NumericColumns;
+use crate::dense::SegmentBitmaps;
 
 /// A set of document ids of one segment, one bit each.
 #[derive(Clone)]
@@ -28,7 +31,7 @@ impl Bits {
     }
 
     /// Every document of a posting list.
-    fn of_block_postings(max_doc: DocId, mut block: BlockSegmentPostings) -> Bits {
+    pub(crate) fn of_block_postings(max_doc: DocId, mut block: BlockSegmentPostings) -> Bits {
         let mut bits = Bits::empty(max_doc);
         loop {
             let docs = block.docs();
@@ -43,13 +46,20 @@ impl Bits {
         bits
     }
 
-    /// Every document of `term`'s posting list.
-    fn of_term(segment: &SegmentReader, term: &Term) -> tantivy::Result<Bits> {
+    /// Every document of `term`'s posting list: its bitmap if it has one, else decoded.
+    fn of_term<'a>(
+        segment: &SegmentReader,
+        dense: Option<&'a SegmentBitmaps>,
+        term: &Term,
+    ) -> tantivy::Result<Cow<'a, Bits>> {
+        if let Some(bits) = dense.and_then(|d| d.get(term)) {
+            return Ok(Cow::Borrowed(bits));
+        }
         let inverted = segment.inverted_index(term.field())?;
-        Ok(match inverted.read_block_postings(term, IndexRecordOption::Basic)? {
+        Ok(Cow::Owned(match inverted.read_block_postings(term, IndexRecordOption::Basic)? {
             Some(block) => Bits::of_block_postings(segment.max_doc(), block),
             None => Bits::empty(segment.max_doc()),
-        })
+        }))
     }
 
     #[inline]
@@ -71,6 +81,14 @@ impl Bits {
 
     pub(crate) fn len(&self) -> u64 {
         self.words.iter().map(|w| u64::from(w.count_ones())).sum()
+    }
+
+    /// How many of the documents are not deleted.
+    fn len_alive(&self, alive: &AliveBitSet) -> u64 {
+        live_words(alive, self.words.len())
+            .zip(&self.words)
+            .map(|(l, w)| u64::from((l & w).count_ones()))
+            .sum()
     }
 
     /// Calls `f` with every document, in increasing order.
@@ -194,17 +212,21 @@ impl Condition<'_> {
         })
     }
 
-    fn bits(&self, segment: &SegmentReader) -> tantivy::Result<Bits> {
+    fn bits<'a>(
+        &self,
+        segment: &SegmentReader,
+        dense: Option<&'a SegmentBitmaps>,
+    ) -> tantivy::Result<Cow<'a, Bits>> {
         match self {
-            Condition::Filter(term) => Bits::of_term(segment, term),
+            Condition::Filter(term) => Bits::of_term(segment, dense, term),
             Condition::Word(w) => {
-                let mut bits = Bits::of_term(segment, &w.term)?;
+                let mut bits = Bits::of_term(segment, dense, &w.term)?;
                 if let Some((first, rest)) = w.parts.split_first() {
-                    let mut parts = Bits::of_term(segment, first)?;
+                    let mut parts = Bits::of_term(segment, dense, first)?.into_owned();
                     for p in rest {
-                        parts.and(&Bits::of_term(segment, p)?);
+                        parts.and(&*Bits::of_term(segment, dense, p)?);
                     }
-                    bits.or(&parts);
+                    bits.to_mut().or(&parts);
                 }
                 Ok(bits)
             }
@@ -251,6 +273,7 @@ pub(crate) struct MatchSet<'a> {
 /// numeric filters and are not deleted. `words` must not be empty.
 pub(crate) fn compute<'a>(
     segment: &'a SegmentReader,
+    dense: Option<&SegmentBitmaps>,
     words: &[WordCondition],
     filters: &[Term],
     numeric: &NumericColumns,
@@ -261,7 +284,10 @@ pub(crate) fn compute<'a>(
         && filters.is_empty()
         && numeric.is_empty()
     {
-        let count = count_alive(segment, &word.term, alive)?;
+        let count = match (alive, dense.and_then(|d| d.get(&word.term))) {
+            (Some(alive), Some(bits)) => bits.len_alive(alive),
+            _ => count_alive(segment, &word.term, alive)?,
+        };
         return Ok(MatchSet { count, members: Members::Alive(alive) });
     }
     let mut conditions: Vec<(u64, Condition)> = Vec::with_capacity(words.len() + filters.len());
@@ -277,16 +303,18 @@ pub(crate) fn compute<'a>(
     let Some((_, first)) = conditions.next() else {
         return Ok(MatchSet { count: 0, members: Members::Bits(Bits::empty(0)) });
     };
-    let mut bits = first.bits(segment)?;
+    let mut bits = first.bits(segment, dense)?.into_owned();
     let mut count = bits.len();
     for (size, c) in conditions {
         if count == 0 {
             break;
         }
-        if size > count.saturating_mul(PROBE_RATIO) {
+        let held = matches!(c, Condition::Filter(t) if dense.is_some_and(|d| d.get(t).is_some()))
+            || matches!(c, Condition::Word(w) if w.parts.is_empty() && dense.is_some_and(|d| d.get(&w.term).is_some()));
+        if !held && size > count.saturating_mul(PROBE_RATIO) {
             c.probe(segment, &mut bits)?;
         } else {
-            bits.and(&c.bits(segment)?);
+            bits.and(&*c.bits(segment, dense)?);
         }
         count = bits.len();
     }

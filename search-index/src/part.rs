@@ -1,10 +1,13 @@
 //! One searchable index (agents or calls): its manually reloaded reader, its result cache, and
 //! the running of one search into a page.
 
+use std::sync::Arc;
+
 use tantivy::{IndexReader, Term};
 
 use crate::cache::{DEPTH, Entry, Key, ResultCache};
 use crate::collect::{NumericFilters, Order, PageCollector};
+use crate::dense::DenseTerms;
 use crate::evaluate::{self, TextPlan};
 use crate::query::filters_only;
 use crate::{DEFAULT_CACHE_ENTRIES, IndexError, MAX_LIMIT, Page};
@@ -23,11 +26,13 @@ pub(crate) enum Plan {
 pub(crate) struct Part {
     pub reader: IndexReader,
     pub cache: ResultCache,
+    /// Registered with `reader` as a warmer, which holds it weakly.
+    pub dense: Arc<DenseTerms>,
 }
 
 impl Part {
-    pub(crate) fn new(reader: IndexReader) -> Self {
-        Part { reader, cache: ResultCache::new(DEFAULT_CACHE_ENTRIES) }
+    pub(crate) fn new(reader: IndexReader, dense: Arc<DenseTerms>) -> Self {
+        Part { reader, cache: ResultCache::new(DEFAULT_CACHE_ENTRIES), dense }
     }
 
     /// Runs the search identified by `key`. `build` makes the query only on a cache miss; it
@@ -68,7 +73,7 @@ impl Part {
                 let collector = PageCollector { order: Order::Recency, filters: numeric, k };
                 searcher.search(filters_only(filters).as_ref(), &collector)?
             }
-            Plan::Text(text) => evaluate::search(&searcher, &text, &numeric, k)?,
+            Plan::Text(text) => evaluate::search(&searcher, &self.dense, &text, &numeric, k)?,
         };
         let (total, keys) = hits.into_keys();
         let entry = Entry { total, keys };

@@ -158,6 +158,11 @@ impl AgentFields {
         (b.build(), fields)
     }
 
+    /// The fields whose terms searches count (see dense.rs).
+    pub(crate) fn counted(&self) -> [Field; 3] {
+        [self.all, self.capability, self.language]
+    }
+
     pub(crate) fn text_fields(&self) -> [(Field, f32); 3] {
         [(self.title, boost::TITLE), (self.summary, boost::SUMMARY), (self.body, boost::BODY)]
     }
@@ -228,6 +233,11 @@ impl CallFields {
             ts: b.add_i64_field(TS, fast()),
         };
         (b.build(), fields)
+    }
+
+    /// The fields whose terms searches count (see dense.rs).
+    pub(crate) fn counted(&self) -> [Field; 3] {
+        [self.all, self.tag, self.kind]
     }
 
     pub(crate) fn text_fields(&self) -> [(Field, f32); 4] {

@@ -16,12 +16,13 @@ use tantivy::directory::error::LockError;
 use tantivy::directory::{DirectoryLock, Lock, MmapDirectory};
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::merge_policy::{LogMergePolicy, NoMergePolicy};
-use tantivy::schema::Schema;
-use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyError};
+use tantivy::schema::{Field, Schema};
+use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyError, Warmer};
 use tantivy_jieba::jieba_rs::Jieba;
 
 use crate::IndexError;
 use crate::analysis::{TEXT_TOKENIZER, index_analyzer, jieba};
+use crate::dense::DenseTerms;
 use crate::part::Part;
 use crate::schema::{AgentFields, CallFields, SCHEMA_VERSION};
 
@@ -82,9 +83,20 @@ pub(crate) fn open(dir: &Path) -> Result<Opened, IndexError> {
     let jieba = jieba();
     let (agent_schema, agent_fields) = AgentFields::build();
     let (call_schema, call_fields) = CallFields::build();
-    let (agents, agents_seq) =
-        open_part(&dir.join("agents"), &agent_schema, &jieba, AGENTS_BUDGET_PER_THREAD)?;
-    let (calls, calls_seq) = open_part(&dir.join("calls"), &call_schema, &jieba, CALLS_BUDGET_PER_THREAD)?;
+    let (agents, agents_seq) = open_part(
+        &dir.join("agents"),
+        &agent_schema,
+        agent_fields.counted().to_vec(),
+        &jieba,
+        AGENTS_BUDGET_PER_THREAD,
+    )?;
+    let (calls, calls_seq) = open_part(
+        &dir.join("calls"),
+        &call_schema,
+        call_fields.counted().to_vec(),
+        &jieba,
+        CALLS_BUDGET_PER_THREAD,
+    )?;
     let (needs_rebuild, applied_seq) = match (agents_seq, calls_seq) {
         (Some(a), Some(c)) => (false, applied_seq(a, c)),
         _ => (true, 0),
@@ -96,15 +108,17 @@ pub(crate) fn open(dir: &Path) -> Result<Opened, IndexError> {
 fn open_part(
     path: &Path,
     schema: &Schema,
+    counted: Vec<Field>,
     jieba: &Arc<Jieba>,
     budget: usize,
 ) -> Result<((Part, IndexWriter), Option<Payload>), IndexError> {
+    let dense = Arc::new(DenseTerms::new(counted));
     fs::create_dir_all(path)?;
     if path.join("meta.json").exists() {
         // A damaged file must not be able to take the server down at start: a panic inside
         // tantivy while reading it is treated like any other unreadable index.
         let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            open_existing(path, schema, jieba, budget)
+            open_existing(path, schema, jieba, budget, &dense)
         }))
         .unwrap_or_else(|_| Err(Unusable::Reason("panicked while opening".into())));
         match attempt {
@@ -121,8 +135,8 @@ fn open_part(
     let index = Index::builder().schema(schema.clone()).create_in_dir(path)?;
     let mut writer = prepare(&index, jieba, budget)?;
     commit(&mut writer, 0, 0)?;
-    let reader = reader(&index)?;
-    Ok(((Part::new(reader), writer), None))
+    let reader = reader(&index, &dense)?;
+    Ok(((Part::new(reader, dense), writer), None))
 }
 
 enum Unusable {
@@ -144,6 +158,7 @@ fn open_existing(
     schema: &Schema,
     jieba: &Arc<Jieba>,
     budget: usize,
+    dense: &Arc<DenseTerms>,
 ) -> Result<(Part, IndexWriter, Payload), Unusable> {
     let index = Index::open_in_dir(path)?;
     if index.schema() != *schema {
@@ -168,8 +183,8 @@ fn open_existing(
         return Err(Unusable::Reason(format!("{} damaged file(s)", damaged.len())));
     }
     let writer = prepare(&index, jieba, budget)?;
-    let reader = reader(&index)?;
-    Ok((Part::new(reader), writer, payload))
+    let reader = reader(&index, dense)?;
+    Ok((Part::new(reader, dense.clone()), writer, payload))
 }
 
 fn prepare(index: &Index, jieba: &Arc<Jieba>, budget: usize) -> Result<IndexWriter, TantivyError> {
@@ -182,8 +197,13 @@ fn prepare(index: &Index, jieba: &Arc<Jieba>, budget: usize) -> Result<IndexWrit
     index.writer_with_options(options)
 }
 
-fn reader(index: &Index) -> Result<IndexReader, TantivyError> {
-    index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()
+fn reader(index: &Index, dense: &Arc<DenseTerms>) -> Result<IndexReader, TantivyError> {
+    let warmer: Arc<dyn Warmer> = dense.clone();
+    index
+        .reader_builder()
+        .reload_policy(ReloadPolicy::Manual)
+        .warmers(vec![Arc::downgrade(&warmer)])
+        .try_into()
 }
 
 /// Commits with `seq` in the payload; `partner` as described on [`Payload`].

@@ -1139,3 +1139,52 @@ fn all_field_is_the_union_of_the_text_fields() {
     check(&idx.agents, idx.agent_fields.all, &idx.agent_fields.text_fields());
     check(&idx.calls, idx.call_fields.all, &idx.call_fields.text_fields());
 }
+
+/// Counting with the dense terms' bitmaps finds exactly what decoding the lists finds.
+#[test]
+fn dense_bitmaps_count_like_decoded_lists() {
+    use crate::collect::{NumericColumns, NumericFilters};
+    use crate::matches::{self, Members, WordCondition};
+
+    let (_d, idx) = fresh();
+    let mut r = Rng(0xde5e);
+    ranking_corpus(&idx, &mut r);
+    let searcher = idx.calls.reader.searcher();
+    let cf = &idx.call_fields;
+    let mut covered = 0;
+    for segment in searcher.segment_readers() {
+        let Some(dense) = idx.calls.dense.for_segment(segment) else {
+            continue;
+        };
+        covered += 1;
+        let numeric = NumericColumns::for_segment(segment, &NumericFilters::default()).expect("columns");
+        for i in 0..60 {
+            let text = random_text(&mut r, i);
+            let words: Vec<WordCondition> = idx
+                .analyzer
+                .words(&text)
+                .iter()
+                .map(|w| WordCondition {
+                    term: Term::from_field_text(cf.all, &w.term),
+                    parts: w.parts.iter().map(|p| Term::from_field_text(cf.all, p)).collect(),
+                })
+                .collect();
+            if words.is_empty() {
+                continue;
+            }
+            let filters = if i % 2 == 0 { vec![exact_term(cf.tag, r.pick(EN))] } else { Vec::new() };
+            let members = |m: &Members| -> Vec<u32> {
+                let mut out = Vec::new();
+                if let Members::Bits(bits) = m {
+                    bits.for_each(|d| out.push(d));
+                }
+                out
+            };
+            let with = matches::compute(segment, Some(&dense), &words, &filters, &numeric).expect("with");
+            let without = matches::compute(segment, None, &words, &filters, &numeric).expect("without");
+            assert_eq!(with.count, without.count, "{text:?}");
+            assert_eq!(members(&with.members), members(&without.members), "{text:?}");
+        }
+    }
+    assert!(covered > 0, "some segment should have bitmaps");
+}
