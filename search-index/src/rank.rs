@@ -6,16 +6,16 @@
 //! of them are present. Each (term, field) posting list is a *clause*, and each clause has an
 //! upper bound: its BM25 weight, which no score of its list reaches (the tf factor is below 1).
 //!
-//! The search is MaxScore, document at a time: once the page holds `k` documents, its lowest
-//! score is a threshold, and the clauses split into *essential* ones and the rest, such that a
-//! document found in no essential list cannot reach the threshold even if every other list held
-//! it at its bound (or cannot match at all: every word needs one of its own lists). Only the
-//! documents of the essential lists are visited, in document order; each is first bounded with
-//! its exact essential scores (read from the block already decoded) and the others' bounds, and
-//! only a document that may still reach the threshold is checked against the match set and
-//! has its other lists sought. As the threshold rises the essential set shrinks: for a common
-//! word, soon only its title list is walked, and most of its documents are dismissed by one
-//! comparison.
+//! The search is MaxScore, list at a time: once the page holds `k` documents its lowest score is
+//! a threshold, and a document found in none of the lists walked so far is bounded by the other
+//! lists' bounds. Lists are walked one after the other, highest bound first, until that bound
+//! falls below the threshold (or every list of one word has been walked: then nothing else can
+//! match). In a walked list, blocks whose best score (tantivy's block maximum) cannot qualify are
+//! skipped, then the documents that are no match (match set, matches.rs) or score too low in it;
+//! only the few left have their other lists sought, highest bound first, each step tightening the
+//! bound until the document is dismissed or fully scored. For a common word this is typically its
+//! title list alone, most of whose documents are dismissed by one comparison. When the matches
+//! are far fewer than the postings that would be walked, each match is scored directly instead.
 //!
 //! Bounds are compared with a relative margin so that float rounding can never prune a document
 //! whose exact score would tie or beat the threshold; ties are then broken by key as everywhere.
@@ -41,6 +41,16 @@ pub(crate) const TIE_BREAKER: Score = 0.1;
 
 /// A bound must stay below the threshold by this factor to prune: covers float rounding.
 const MARGIN: Score = 1.0 + 1e-4;
+
+/// The value of a list that does not hold the document, and of a word or a search that cannot
+/// match; every real score or bound is at least 0.
+const ABSENT: Score = -1.0;
+
+/// The threshold while the page is not full: nothing can be pruned.
+const NO_THRESHOLD: Score = Score::NEG_INFINITY;
+
+/// Ratio of matches to walked postings below which scoring each match directly is cheaper.
+const MEMBER_WALK_RATIO: u64 = 16;
 
 /// One scored (term, field) list of the search, the same for every segment.
 pub(crate) struct ClauseSpec {
@@ -82,19 +92,20 @@ impl Top {
         }
     }
 
-    /// The score a document must at least reach to enter, once the page is full.
-    pub(crate) fn threshold(&self) -> Option<Score> {
+    /// The score a document must at least reach to enter ([`NO_THRESHOLD`] while the page is
+    /// not full).
+    pub(crate) fn threshold(&self) -> Score {
         if self.k == 0 {
-            return Some(Score::INFINITY);
+            return Score::INFINITY;
         }
         #[cfg(test)]
         if EXHAUSTIVE.get() {
-            return None;
+            return NO_THRESHOLD;
         }
         if self.heap.len() < self.k {
-            return None;
+            return NO_THRESHOLD;
         }
-        self.heap.peek().map(|min| decode_score((min.0 >> 64) as u64))
+        self.heap.peek().map_or(NO_THRESHOLD, |min| decode_score((min.0 >> 64) as u64))
     }
 
     pub(crate) fn into_values(self) -> Vec<u128> {
@@ -102,11 +113,10 @@ impl Top {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum State {
-    Unknown,
-    Present,
-    Absent,
+/// Whether a document bounded by `bound` cannot enter a page whose lowest score is `threshold`.
+#[inline]
+fn prunable(bound: Score, threshold: Score) -> bool {
+    bound < 0.0 || bound * MARGIN < threshold
 }
 
 /// A forward cursor over one posting list with its term frequencies, block by block (tantivy's
@@ -153,9 +163,12 @@ impl Cursor {
 }
 
 struct Clause {
+    spec: usize,
     word: usize,
     slot: usize,
     cursor: Cursor,
+    /// Whether the cursor has left the start of its list.
+    moved: bool,
     fieldnorms: FieldNormReader,
     weight: Bm25Weight,
     bound: Score,
@@ -168,6 +181,7 @@ impl Clause {
     /// Moves to `doc` if the list holds it; lists only move forward.
     #[inline]
     fn seek(&mut self, doc: DocId) -> bool {
+        self.moved = true;
         self.cursor.seek(doc) == doc
     }
 
@@ -175,29 +189,6 @@ impl Clause {
     #[inline]
     fn score(&self) -> Score {
         self.weight.score(self.fieldnorms.fieldnorm_id(self.cursor.doc()), self.cursor.freq())
-    }
-}
-
-/// `max + tie × (sum − max)` over the present values, as tantivy's DisjunctionMax combines.
-#[inline]
-fn dismax(values: impl Iterator<Item = Score>) -> Option<Score> {
-    let mut any = false;
-    let (mut max, mut sum) = (0.0f32, 0.0f32);
-    for v in values {
-        any = true;
-        max = max.max(v);
-        sum += v;
-    }
-    any.then_some(max + (sum - max) * TIE_BREAKER)
-}
-
-/// Whether a document bounded by `bound` cannot enter a page whose lowest score is `threshold`.
-#[inline]
-fn prunable(bound: Option<Score>, threshold: Option<Score>) -> bool {
-    match (bound, threshold) {
-        (None, _) => true,
-        (Some(b), Some(t)) => b * MARGIN < t,
-        (Some(_), None) => false,
     }
 }
 
@@ -221,9 +212,6 @@ fn block_factor(segment: &SegmentReader, term: &Term, searcher_average: Score) -
     Ok(r.max(1.0 / r) * MARGIN)
 }
 
-/// Ratio of matches to walked postings below which walking the matches themselves is cheaper.
-const MEMBER_WALK_RATIO: u64 = 16;
-
 /// One segment's clauses and the scoring state of the document being looked at.
 pub(crate) struct Ranker<'a> {
     segment: &'a SegmentReader,
@@ -231,13 +219,14 @@ pub(crate) struct Ranker<'a> {
     clauses: Vec<Clause>,
     /// Per word, per slot: the range of its clauses (clauses are ordered by word, slot).
     slots: Vec<Vec<std::ops::Range<usize>>>,
-    state: Vec<State>,
+    /// Per list: its exact score for the document, [`ABSENT`], or its bound while unknown.
     value: Vec<Score>,
-    /// Each word's value under the current states, and with every list unknown.
-    words: Vec<Option<Score>>,
-    unknown: Vec<Option<Score>>,
-    /// The lists whose state is not unknown.
+    /// The lists whose value is not their bound, to undo.
     changed: Vec<usize>,
+    known: Vec<bool>,
+    /// Each word's value under the current values, and with every list unknown.
+    words: Vec<Score>,
+    unknown: Vec<Score>,
     key: Arc<dyn ColumnValues<u64>>,
     members: &'a Members<'a>,
     /// Documents already ranked by the caller (the exact-handle matches), sorted.
@@ -254,128 +243,149 @@ impl<'a> Ranker<'a> {
         members: &'a Members<'a>,
         skip: &'a [DocId],
     ) -> tantivy::Result<Ranker<'a>> {
+        let mut clauses = Vec::with_capacity(specs.len());
+        for (i, spec) in specs.iter().enumerate() {
+            let field = spec.term.field();
+            let inverted = segment.inverted_index(field)?;
+            let Some(block) = inverted.read_block_postings(&spec.term, IndexRecordOption::WithFreqs)? else {
+                continue;
+            };
+            clauses.push(Clause {
+                spec: i,
+                word: spec.word,
+                slot: spec.slot,
+                cost: block.doc_freq(),
+                cursor: Cursor::new(block),
+                moved: false,
+                fieldnorms: segment.get_fieldnorms_reader(field)?,
+                weight: spec.weight.clone(),
+                bound: bound(&spec.weight),
+                block_factor: block_factor(segment, &spec.term, spec.average)?,
+            });
+        }
+        clauses.sort_by_key(|c| (c.word, c.slot));
+        let n = clauses.len();
+        let mut slots: Vec<Vec<std::ops::Range<usize>>> =
+            slots_per_word.iter().map(|s| vec![0..0; *s]).collect();
+        let mut start = 0;
+        while start < n {
+            let (w, s) = (clauses[start].word, clauses[start].slot);
+            let end = start + clauses[start..].iter().take_while(|c| (c.word, c.slot) == (w, s)).count();
+            slots[w][s] = start..end;
+            start = end;
+        }
+        let value = clauses.iter().map(|c| c.bound).collect();
         let mut ranker = Ranker {
             segment,
             specs,
-            clauses: Vec::new(),
-            slots: slots_per_word.iter().map(|n| vec![0..0; *n]).collect(),
-            state: Vec::new(),
-            value: Vec::new(),
+            clauses,
+            slots,
+            value,
+            changed: Vec::new(),
+            known: vec![false; n],
             words: Vec::new(),
             unknown: Vec::new(),
-            changed: Vec::new(),
             key,
             members,
             skip,
         };
-        ranker.open()?;
-        let n = ranker.clauses.len();
-        ranker.state = vec![State::Unknown; n];
-        ranker.value = vec![0.0; n];
-        let mut start = 0;
-        while start < n {
-            let (w, s) = (ranker.clauses[start].word, ranker.clauses[start].slot);
-            let end =
-                start + ranker.clauses[start..].iter().take_while(|c| (c.word, c.slot) == (w, s)).count();
-            ranker.slots[w][s] = start..end;
-            start = end;
-        }
         ranker.unknown = (0..ranker.slots.len()).map(|w| ranker.word(w)).collect();
         ranker.words = ranker.unknown.clone();
         Ok(ranker)
     }
 
-    /// (Re)opens every clause's list at its start.
-    fn open(&mut self) -> tantivy::Result<()> {
-        let mut clauses = Vec::with_capacity(self.specs.len());
-        for spec in self.specs {
-            let field = spec.term.field();
-            let inverted = self.segment.inverted_index(field)?;
-            let Some(block) = inverted.read_block_postings(&spec.term, IndexRecordOption::WithFreqs)? else {
-                continue;
-            };
-            let cost = block.doc_freq();
-            clauses.push(Clause {
-                word: spec.word,
-                slot: spec.slot,
-                cursor: Cursor::new(block),
-                fieldnorms: self.segment.get_fieldnorms_reader(field)?,
-                weight: spec.weight.clone(),
-                bound: bound(&spec.weight),
-                block_factor: block_factor(self.segment, &spec.term, spec.average)?,
-                cost,
-            });
+    /// Puts every list that has moved back at its start.
+    fn rewind(&mut self) -> tantivy::Result<()> {
+        for clause in self.clauses.iter_mut().filter(|c| c.moved) {
+            let term = &self.specs[clause.spec].term;
+            let inverted = self.segment.inverted_index(term.field())?;
+            if let Some(block) = inverted.read_block_postings(term, IndexRecordOption::WithFreqs)? {
+                clause.cursor = Cursor::new(block);
+            }
+            clause.moved = false;
         }
-        clauses.sort_by_key(|c| (c.word, c.slot));
-        self.clauses = clauses;
         Ok(())
     }
 
-    /// A clause's value for a bound: exact when present, its bound when unknown.
+    /// `max + tie × (sum − max)` over the slot's lists that may hold the document, as tantivy's
+    /// DisjunctionMax combines; [`ABSENT`] if none may.
     #[inline]
-    fn value(&self, c: usize) -> Option<Score> {
-        match self.state[c] {
-            State::Present => Some(self.value[c]),
-            State::Unknown => Some(self.clauses[c].bound),
-            State::Absent => None,
+    fn slot(&self, range: std::ops::Range<usize>) -> Score {
+        let (mut max, mut sum) = (ABSENT, 0.0f32);
+        for &v in &self.value[range] {
+            if v >= 0.0 {
+                max = max.max(v);
+                sum += v;
+            }
         }
+        if max < 0.0 { ABSENT } else { max + (sum - max) * TIE_BREAKER }
     }
 
-    fn slot(&self, w: usize, s: usize) -> Option<Score> {
-        dismax(self.slots[w][s].clone().filter_map(|c| self.value(c)))
-    }
-
-    /// The word's score (or bound) under the current states; `None` if it cannot match.
-    fn word(&self, w: usize) -> Option<Score> {
-        let whole = self.slot(w, 0);
-        let parts = if self.slots[w].len() > 1 {
-            (1..self.slots[w].len()).map(|s| self.slot(w, s)).sum::<Option<Score>>()
-        } else {
-            None
-        };
-        match (whole, parts) {
-            (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    /// The word's value under the current values; [`ABSENT`] if it cannot match.
+    fn word(&self, w: usize) -> Score {
+        let slots = &self.slots[w];
+        let whole = self.slot(slots[0].clone());
+        let mut parts = ABSENT;
+        if slots.len() > 1 {
+            parts = 0.0;
+            for range in &slots[1..] {
+                let s = self.slot(range.clone());
+                if s < 0.0 {
+                    parts = ABSENT;
+                    break;
+                }
+                parts += s;
+            }
         }
+        if whole < 0.0 && parts < 0.0 { ABSENT } else { whole.max(0.0) + parts.max(0.0) }
     }
 
-    /// The score (or bound) under the current states; `None` if some word cannot match.
+    /// The score (or bound) under the current values; [`ABSENT`] if some word cannot match.
     #[inline]
-    fn total(&self) -> Option<Score> {
-        self.words.iter().copied().sum()
+    fn total(&self) -> Score {
+        let mut sum = 0.0;
+        for &w in &self.words {
+            if w < 0.0 {
+                return ABSENT;
+            }
+            sum += w;
+        }
+        sum
     }
 
-    /// Sets a list's state and updates its word's value.
+    /// Sets a list's value (a score or [`ABSENT`]) and updates its word's.
     #[inline]
-    fn set(&mut self, c: usize, state: State, value: Score) {
-        if self.state[c] == State::Unknown {
+    fn set(&mut self, c: usize, value: Score) {
+        if !self.known[c] {
+            self.known[c] = true;
             self.changed.push(c);
         }
-        self.state[c] = state;
         self.value[c] = value;
         let w = self.clauses[c].word;
         self.words[w] = self.word(w);
     }
 
     /// Makes every list unknown again.
+    #[inline]
     fn reset(&mut self) {
         for c in self.changed.drain(..) {
-            self.state[c] = State::Unknown;
+            self.known[c] = false;
+            self.value[c] = self.clauses[c].bound;
             let w = self.clauses[c].word;
             self.words[w] = self.unknown[w];
         }
     }
 
-    /// Whether the list holds `doc`, recording it and its score there.
+    /// Whether list `c` holds `doc`, recording its score there (or its absence).
     #[inline]
     fn resolve(&mut self, c: usize, doc: DocId) -> bool {
         let clause = &mut self.clauses[c];
         if clause.seek(doc) {
             let score = clause.score();
-            self.set(c, State::Present, score);
+            self.set(c, score);
             true
         } else {
-            self.set(c, State::Absent, 0.0);
+            self.set(c, ABSENT);
             false
         }
     }
@@ -388,7 +398,8 @@ impl<'a> Ranker<'a> {
             for c in 0..self.clauses.len() {
                 self.resolve(c, doc);
             }
-            out.push(self.total());
+            let total = self.total();
+            out.push((total >= 0.0).then_some(total));
             self.reset();
         }
         out
@@ -417,22 +428,19 @@ impl<'a> Ranker<'a> {
             }
         }
         let mut walked = vec![false; n];
-        loop {
-            let threshold = top.threshold();
-            let Some(next) = self.next_list(&walked, threshold) else {
-                return Ok(());
-            };
-            self.open()?;
+        while let Some(next) = self.next_list(&walked, top.threshold()) {
+            self.rewind()?;
             self.pass(next, &walked, top);
             walked[next] = true;
         }
+        Ok(())
     }
 
-    /// The bound of a document found in none of the `absent` lists (`None`: cannot match).
-    fn ceiling(&mut self, absent: &[bool]) -> Option<Score> {
+    /// The bound of a document found in none of the `absent` lists ([`ABSENT`]: cannot match).
+    fn ceiling(&mut self, absent: &[bool]) -> Score {
         for (c, absent) in absent.iter().enumerate() {
             if *absent {
-                self.set(c, State::Absent, 0.0);
+                self.set(c, ABSENT);
             }
         }
         let ceiling = self.total();
@@ -444,14 +452,14 @@ impl<'a> Ranker<'a> {
     /// not to qualify. Either the lists with the highest bounds, as few as make the rest
     /// harmless, or the remaining lists of one word (after which nothing else can match):
     /// whichever costs less; the highest bound first.
-    fn next_list(&mut self, walked: &[bool], threshold: Option<Score>) -> Option<usize> {
+    fn next_list(&mut self, walked: &[bool], threshold: Score) -> Option<usize> {
         if prunable(self.ceiling(walked), threshold) {
             return None;
         }
         let mut by_bound: Vec<usize> = (0..self.clauses.len()).filter(|c| !walked[*c]).collect();
         by_bound.sort_by(|a, b| self.clauses[*b].bound.total_cmp(&self.clauses[*a].bound));
         // The shortest prefix of `by_bound` whose walking would leave only harmless documents
-        // (all of it when nothing is known of the threshold yet).
+        // (all of it while nothing is known of the threshold).
         let (mut lo, mut hi) = (1, by_bound.len());
         let mut absent = walked.to_vec();
         while lo < hi {
@@ -485,10 +493,20 @@ impl<'a> Ranker<'a> {
         set.iter().map(|c| u64::from(self.clauses[*c].cost)).sum()
     }
 
-    /// Every match, in order, each scored list by list until it is known not to qualify.
+    /// Every match, in order, each looked up list by list, highest bound first, until it is
+    /// known not to qualify.
     fn walk_members(&mut self, bits: &Bits, top: &mut Top) {
         let mut order: Vec<usize> = (0..self.clauses.len()).collect();
         order.sort_by(|a, b| self.clauses[*b].bound.total_cmp(&self.clauses[*a].bound));
+        // `clear[j]`: the bound of a document none of the first `j` lists of `order` holds.
+        let mut clear = Vec::with_capacity(order.len() + 1);
+        for j in 0..=order.len() {
+            for &c in &order[..j] {
+                self.set(c, ABSENT);
+            }
+            clear.push(self.total());
+            self.reset();
+        }
         bits.for_each(|doc| {
             #[cfg(test)]
             VISITED.set(VISITED.get() + 1);
@@ -496,16 +514,30 @@ impl<'a> Ranker<'a> {
                 return;
             }
             let threshold = top.threshold();
+            // While every list looked at lacks the document, its bound is `clear[j]`.
+            let mut j = 0;
+            while j < order.len() && !self.clauses[order[j]].seek(doc) {
+                j += 1;
+                if prunable(clear[j], threshold) {
+                    return;
+                }
+            }
+            for &c in &order[..j] {
+                self.set(c, ABSENT);
+            }
             let mut qualifies = true;
-            for &c in &order {
+            for &c in &order[j..] {
                 self.resolve(c, doc);
-                if threshold.is_some() && prunable(self.total(), threshold) {
+                if prunable(self.total(), threshold) {
                     qualifies = false;
                     break;
                 }
             }
-            if qualifies && let Some(score) = self.total() {
-                top.push(score, self.key.get_val(doc));
+            if qualifies {
+                let score = self.total();
+                if score >= 0.0 {
+                    top.push(score, self.key.get_val(doc));
+                }
             }
             self.reset();
         });
@@ -513,17 +545,17 @@ impl<'a> Ranker<'a> {
 
     /// The highest score in list `e` at which a document found there and in none of the
     /// `walked` lists still cannot qualify (`-1` when any score might).
-    fn needed(&mut self, e: usize, walked: &[bool], threshold: Option<Score>) -> Score {
-        if threshold.is_none() {
+    fn needed(&mut self, e: usize, walked: &[bool], threshold: Score) -> Score {
+        if threshold == NO_THRESHOLD {
             return -1.0;
         }
         let at = |ranker: &mut Ranker, s: Score| -> bool {
             for (c, walked) in walked.iter().enumerate() {
                 if *walked {
-                    ranker.set(c, State::Absent, 0.0);
+                    ranker.set(c, ABSENT);
                 }
             }
-            ranker.set(e, State::Present, s);
+            ranker.set(e, s);
             let prune = prunable(ranker.total(), threshold);
             ranker.reset();
             prune
@@ -555,17 +587,13 @@ impl<'a> Ranker<'a> {
         let mut order: Vec<usize> = (0..self.clauses.len()).filter(|c| *c != e && !walked[*c]).collect();
         order.sort_by(|a, b| self.clauses[*b].bound.total_cmp(&self.clauses[*a].bound));
         let walked_lists: Vec<usize> = (0..self.clauses.len()).filter(|c| walked[*c]).collect();
-        let mut planned_at: Option<Score> = None;
+        let mut planned_at = NO_THRESHOLD;
         let mut need = -1.0;
-        let mut candidates: Vec<(DocId, Score)> = Vec::with_capacity(COMPRESSION_BLOCK);
+        let mut candidates: Vec<(DocId, Score)> = Vec::with_capacity(BLOCK);
+        self.clauses[e].moved = true;
         loop {
             let threshold = top.threshold();
-            let moved = match (threshold, planned_at) {
-                (Some(t), Some(at)) => t > at * 1.01,
-                (Some(_), None) => true,
-                _ => false,
-            };
-            if moved {
+            if threshold > planned_at && (planned_at == NO_THRESHOLD || threshold > planned_at * 1.01) {
                 need = self.needed(e, walked, threshold);
                 planned_at = threshold;
             }
@@ -584,8 +612,7 @@ impl<'a> Ranker<'a> {
             #[cfg(test)]
             VISITED.set(VISITED.get() + docs.len() as u64);
             candidates.clear();
-            let freqs = block.freqs();
-            for (&doc, &freq) in docs.iter().zip(freqs) {
+            for (&doc, &freq) in docs.iter().zip(block.freqs()) {
                 if self.members.contains(doc) {
                     let score = clause.weight.score(clause.fieldnorms.fieldnorm_id(doc), freq);
                     if score > need {
@@ -622,7 +649,7 @@ impl<'a> Ranker<'a> {
                 return;
             }
         }
-        self.set(e, State::Present, score);
+        self.set(e, score);
         let threshold = top.threshold();
         let mut qualifies = !prunable(self.total(), threshold);
         if qualifies {
@@ -634,15 +661,18 @@ impl<'a> Ranker<'a> {
                 }
             }
         }
-        if qualifies && let Some(score) = self.total() {
-            top.push(score, self.key.get_val(doc));
+        if qualifies {
+            let score = self.total();
+            if score >= 0.0 {
+                top.push(score, self.key.get_val(doc));
+            }
         }
         self.reset();
     }
 }
 
 /// Documents per block of a posting list.
-const COMPRESSION_BLOCK: usize = 128;
+const BLOCK: usize = 128;
 
 #[cfg(test)]
 thread_local! {
