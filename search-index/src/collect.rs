@@ -1,9 +1,11 @@
-//! The collector behind every search: exact total, numeric filters, and a deterministic top-k.
+//! Deterministic order, and the collector behind listings without text: exact total, numeric
+//! filters, most recent first.
 //!
 //! tantivy's `TopDocs` breaks score ties by `DocAddress`, which changes when segments merge, so
 //! paging could skip or repeat documents. Here every hit becomes one `u128` sort value, primary
 //! order in the high 64 bits (score or timestamp, order-preserving encoded) and the document key
 //! in the low 64 bits. Keys are unique, so the order is total and depends only on the data.
+//! Free-text searches use the same sort values (rank.rs).
 //!
 //! The per-segment buffer keeps at most about `2k` values (k = offset + limit): when it fills, a
 //! linear-time selection keeps the best `k` and raises a threshold below which hits are dropped
@@ -19,15 +21,8 @@ use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Cardinality, Column, ColumnValues};
 use tantivy::{DocId, Score, Searcher, SegmentOrdinal, SegmentReader};
 
-use crate::schema::{JOINED, KEY, LEVEL, TS, VERIFIED};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Order {
-    /// BM25 score desc, then key desc.
-    Score,
-    /// The `ts` fast field desc, then key desc.
-    Recency,
-}
+use crate::schema::{JOINED, LEVEL, VERIFIED};
+use crate::warm::Segments;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct NumericFilters {
@@ -42,11 +37,12 @@ impl NumericFilters {
     }
 }
 
-pub(crate) struct PageCollector {
-    pub order: Order,
+/// The documents matching a query, ordered by the `ts` fast field desc, then key desc.
+pub(crate) struct PageCollector<'a> {
     pub filters: NumericFilters,
     /// offset + limit, saturated.
     pub k: usize,
+    pub segments: &'a Segments,
 }
 
 pub(crate) struct Hits {
@@ -198,9 +194,8 @@ impl NumericColumns {
 }
 
 pub(crate) struct PageSegmentCollector {
-    order: Order,
     key: Arc<dyn ColumnValues<u64>>,
-    ts: Option<Arc<dyn ColumnValues<i64>>>,
+    ts: Arc<dyn ColumnValues<i64>>,
     numeric: NumericColumns,
     total: u64,
     top: TopK,
@@ -210,15 +205,12 @@ impl SegmentCollector for PageSegmentCollector {
     type Fruit = Hits;
 
     #[inline]
-    fn collect(&mut self, doc: DocId, score: Score) {
+    fn collect(&mut self, doc: DocId, _score: Score) {
         if !self.numeric.passes(doc) {
             return;
         }
         self.total += 1;
-        let primary = match (&self.order, &self.ts) {
-            (Order::Recency, Some(ts)) => encode_i64(ts.get_val(doc)),
-            _ => encode_score(score),
-        };
+        let primary = encode_i64(self.ts.get_val(doc));
         if !self.top.admits(primary) {
             return;
         }
@@ -232,7 +224,7 @@ impl SegmentCollector for PageSegmentCollector {
     }
 }
 
-impl Collector for PageCollector {
+impl Collector for PageCollector<'_> {
     type Fruit = Hits;
     type Child = PageSegmentCollector;
 
@@ -241,16 +233,10 @@ impl Collector for PageCollector {
         _segment_local_id: SegmentOrdinal,
         segment: &SegmentReader,
     ) -> tantivy::Result<PageSegmentCollector> {
-        let ff = segment.fast_fields();
-        let key = dense(ff.u64(KEY)?, 0);
-        let ts = match self.order {
-            Order::Recency => Some(dense(ff.i64(TS)?, i64::MIN)),
-            Order::Score => None,
-        };
+        let data = self.segments.get(segment)?;
         Ok(PageSegmentCollector {
-            order: self.order,
-            key,
-            ts,
+            key: data.key.clone(),
+            ts: data.ts.clone(),
             numeric: NumericColumns::for_segment(segment, &self.filters)?,
             total: 0,
             top: TopK::new(self.k),
@@ -258,7 +244,7 @@ impl Collector for PageCollector {
     }
 
     fn requires_scoring(&self) -> bool {
-        self.order == Order::Score
+        false
     }
 
     fn merge_fruits(&self, fruits: Vec<Hits>) -> tantivy::Result<Hits> {
@@ -279,7 +265,7 @@ impl Collector for PageCollector {
 /// `ts` column is read in chunks from the last document backwards. Documents are mostly added
 /// in time order, so walking backwards fills the top k early and the rest are rejected by one
 /// comparison each; the total is the number of live documents, known without counting.
-pub(crate) fn scan_recent(searcher: &Searcher, k: usize) -> tantivy::Result<Hits> {
+pub(crate) fn scan_recent(searcher: &Searcher, segments: &Segments, k: usize) -> tantivy::Result<Hits> {
     const CHUNK: u32 = 1024;
     let mut top = TopK::new(k);
     let mut total = 0u64;
@@ -289,9 +275,8 @@ pub(crate) fn scan_recent(searcher: &Searcher, k: usize) -> tantivy::Result<Hits
         if k == 0 {
             continue;
         }
-        let ff = segment.fast_fields();
-        let ts = dense(ff.i64(TS)?, i64::MIN);
-        let key = dense(ff.u64(KEY)?, 0);
+        let data = segments.get(segment)?;
+        let (ts, key) = (&data.ts, &data.key);
         let alive = segment.alive_bitset();
         let mut end = segment.max_doc();
         while end > 0 {

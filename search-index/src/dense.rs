@@ -7,18 +7,16 @@
 //! a segment is therefore also kept as a bitmap (one bit per document: no bigger than its
 //! compressed list at that density), and intersecting two of them is a word-wise AND.
 //!
-//! The bitmaps are built once per segment, when a reader first sees it (a tantivy `Warmer`,
-//! called from `reload`), and dropped with the segment. Segments never change, so the bitmaps
-//! never go stale; deletions are applied at query time from the segment's alive set. Only
-//! segments of at least [`MIN_SEGMENT_DOCS`] are covered (smaller lists are cheap to decode),
-//! densest terms first within [`MAX_BYTES_PER_SEGMENT`].
+//! The bitmaps are built once per segment, when a reader first sees it (see warm.rs), and dropped
+//! with the segment. Segments never change, so the bitmaps never go stale; deletions are applied
+//! at query time from the segment's alive set. Only segments of at least [`MIN_SEGMENT_DOCS`]
+//! are covered (smaller lists are cheap to decode), densest terms first within
+//! [`MAX_BYTES_PER_SEGMENT`].
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, RwLock};
+use std::collections::HashMap;
 
-use tantivy::index::SegmentId;
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{Searcher, SearcherGeneration, SegmentReader, Term, Warmer};
+use tantivy::{SegmentReader, Term};
 
 use crate::matches::Bits;
 
@@ -46,8 +44,17 @@ impl SegmentBitmaps {
         self.terms.get(term)
     }
 
-    fn build(segment: &SegmentReader, fields: &[Field]) -> tantivy::Result<SegmentBitmaps> {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// The bitmaps of `segment`'s dense terms in `fields` (none for a small segment).
+    pub(crate) fn build(segment: &SegmentReader, fields: &[Field]) -> tantivy::Result<SegmentBitmaps> {
         let max_doc = segment.max_doc();
+        if max_doc < MIN_SEGMENT_DOCS {
+            return Ok(SegmentBitmaps::default());
+        }
         let min_df = max_doc / DENSE_RATIO;
         let mut dense = Vec::new();
         for &field in fields {
@@ -72,44 +79,5 @@ impl SegmentBitmaps {
             terms.insert(term, Bits::of_block_postings(max_doc, block));
         }
         Ok(SegmentBitmaps { terms })
-    }
-}
-
-/// The bitmaps of every covered segment of one index.
-pub(crate) struct DenseTerms {
-    /// The fields whose terms are counted: `all` and the exact-filter fields.
-    fields: Vec<Field>,
-    segments: RwLock<HashMap<SegmentId, Arc<SegmentBitmaps>>>,
-}
-
-impl DenseTerms {
-    pub(crate) fn new(fields: Vec<Field>) -> DenseTerms {
-        DenseTerms { fields, segments: RwLock::new(HashMap::new()) }
-    }
-
-    pub(crate) fn for_segment(&self, segment: &SegmentReader) -> Option<Arc<SegmentBitmaps>> {
-        let segments = self.segments.read().unwrap_or_else(|e| e.into_inner());
-        segments.get(&segment.segment_id()).cloned()
-    }
-}
-
-impl Warmer for DenseTerms {
-    fn warm(&self, searcher: &Searcher) -> tantivy::Result<()> {
-        for segment in searcher.segment_readers() {
-            if segment.max_doc() < MIN_SEGMENT_DOCS || self.for_segment(segment).is_some() {
-                continue;
-            }
-            let bitmaps = Arc::new(SegmentBitmaps::build(segment, &self.fields)?);
-            let mut segments = self.segments.write().unwrap_or_else(|e| e.into_inner());
-            segments.insert(segment.segment_id(), bitmaps);
-        }
-        Ok(())
-    }
-
-    fn garbage_collect(&self, live_generations: &[&SearcherGeneration]) {
-        let live: HashSet<SegmentId> =
-            live_generations.iter().flat_map(|g| g.segments().keys().copied()).collect();
-        let mut segments = self.segments.write().unwrap_or_else(|e| e.into_inner());
-        segments.retain(|id, _| live.contains(id));
     }
 }

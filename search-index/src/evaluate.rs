@@ -23,11 +23,10 @@ use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocId, DocSet, Score, Searcher, SegmentReader, TERMINATED, Term};
 
 use crate::analysis::QueryWord;
-use crate::collect::{Hits, NumericColumns, NumericFilters, dense};
-use crate::dense::DenseTerms;
+use crate::collect::{Hits, NumericColumns, NumericFilters};
 use crate::matches::{self, Bits, MatchSet, Members, WordCondition, seek_to};
 use crate::rank::{ClauseSpec, Ranker, Top};
-use crate::schema::KEY;
+use crate::warm::Segments;
 
 /// A free-text search, already analysed.
 pub(crate) struct TextPlan {
@@ -46,7 +45,7 @@ pub(crate) struct TextPlan {
 /// The total number of matches and the best `k` sort values.
 pub(crate) fn search(
     searcher: &Searcher,
-    dense: &DenseTerms,
+    segments: &Segments,
     plan: &TextPlan,
     numeric: &NumericFilters,
     k: usize,
@@ -61,7 +60,7 @@ pub(crate) fn search(
         .collect();
     let specs = clause_specs(searcher, plan)?;
     let slots: Vec<usize> = plan.words.iter().map(|w| 1 + w.parts.len()).collect();
-    let query = Query { plan, words, specs, slots, numeric, dense };
+    let query = Query { plan, words, specs, slots, numeric, segments };
     let mut top = Top::new(k);
     let mut total = 0;
     for segment in searcher.segment_readers() {
@@ -106,19 +105,19 @@ struct Query<'q> {
     specs: Vec<ClauseSpec>,
     slots: Vec<usize>,
     numeric: &'q NumericFilters,
-    dense: &'q DenseTerms,
+    segments: &'q Segments,
 }
 
 impl Query<'_> {
     /// Offers this segment's best matches to `top`; returns how many documents match.
     fn segment(&self, segment: &SegmentReader, top: &mut Top) -> tantivy::Result<u64> {
         let numeric = NumericColumns::for_segment(segment, self.numeric)?;
-        let key = dense(segment.fast_fields().u64(KEY)?, 0);
+        let data = self.segments.get(segment)?;
+        let key = data.key.clone();
         let found = if self.words.is_empty() {
             MatchSet { count: 0, members: Members::Bits(Bits::empty(0)) }
         } else {
-            let dense = self.dense.for_segment(segment);
-            matches::compute(segment, dense.as_deref(), &self.words, &self.plan.filters, &numeric)?
+            matches::compute(segment, Some(&data.bitmaps), &self.words, &self.plan.filters, &numeric)?
         };
         let mut count = found.count;
         let handles = self.handle_matches(segment, &numeric)?;

@@ -25,6 +25,7 @@ mod query;
 mod rank;
 mod schema;
 mod store;
+mod warm;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

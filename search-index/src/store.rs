@@ -22,9 +22,9 @@ use tantivy_jieba::jieba_rs::Jieba;
 
 use crate::IndexError;
 use crate::analysis::{TEXT_TOKENIZER, index_analyzer, jieba};
-use crate::dense::DenseTerms;
 use crate::part::Part;
 use crate::schema::{AgentFields, CallFields, SCHEMA_VERSION};
+use crate::warm::Segments;
 
 const LOCK_FILE: &str = ".agentdir-search.lock";
 
@@ -112,13 +112,13 @@ fn open_part(
     jieba: &Arc<Jieba>,
     budget: usize,
 ) -> Result<((Part, IndexWriter), Option<Payload>), IndexError> {
-    let dense = Arc::new(DenseTerms::new(counted));
+    let segments = Arc::new(Segments::new(counted));
     fs::create_dir_all(path)?;
     if path.join("meta.json").exists() {
         // A damaged file must not be able to take the server down at start: a panic inside
         // tantivy while reading it is treated like any other unreadable index.
         let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            open_existing(path, schema, jieba, budget, &dense)
+            open_existing(path, schema, jieba, budget, &segments)
         }))
         .unwrap_or_else(|_| Err(Unusable::Reason("panicked while opening".into())));
         match attempt {
@@ -135,8 +135,8 @@ fn open_part(
     let index = Index::builder().schema(schema.clone()).create_in_dir(path)?;
     let mut writer = prepare(&index, jieba, budget)?;
     commit(&mut writer, 0, 0)?;
-    let reader = reader(&index, &dense)?;
-    Ok(((Part::new(reader, dense), writer), None))
+    let reader = reader(&index, &segments)?;
+    Ok(((Part::new(reader, segments), writer), None))
 }
 
 enum Unusable {
@@ -158,7 +158,7 @@ fn open_existing(
     schema: &Schema,
     jieba: &Arc<Jieba>,
     budget: usize,
-    dense: &Arc<DenseTerms>,
+    segments: &Arc<Segments>,
 ) -> Result<(Part, IndexWriter, Payload), Unusable> {
     let index = Index::open_in_dir(path)?;
     if index.schema() != *schema {
@@ -183,8 +183,8 @@ fn open_existing(
         return Err(Unusable::Reason(format!("{} damaged file(s)", damaged.len())));
     }
     let writer = prepare(&index, jieba, budget)?;
-    let reader = reader(&index, dense)?;
-    Ok((Part::new(reader, dense.clone()), writer, payload))
+    let reader = reader(&index, segments)?;
+    Ok((Part::new(reader, segments.clone()), writer, payload))
 }
 
 fn prepare(index: &Index, jieba: &Arc<Jieba>, budget: usize) -> Result<IndexWriter, TantivyError> {
@@ -197,8 +197,8 @@ fn prepare(index: &Index, jieba: &Arc<Jieba>, budget: usize) -> Result<IndexWrit
     index.writer_with_options(options)
 }
 
-fn reader(index: &Index, dense: &Arc<DenseTerms>) -> Result<IndexReader, TantivyError> {
-    let warmer: Arc<dyn Warmer> = dense.clone();
+fn reader(index: &Index, segments: &Arc<Segments>) -> Result<IndexReader, TantivyError> {
+    let warmer: Arc<dyn Warmer> = segments.clone();
     index
         .reader_builder()
         .reload_policy(ReloadPolicy::Manual)

@@ -1153,9 +1153,11 @@ fn dense_bitmaps_count_like_decoded_lists() {
     let cf = &idx.call_fields;
     let mut covered = 0;
     for segment in searcher.segment_readers() {
-        let Some(dense) = idx.calls.dense.for_segment(segment) else {
+        let data = idx.calls.segments.get(segment).expect("segment data");
+        let dense = &data.bitmaps;
+        if dense.is_empty() {
             continue;
-        };
+        }
         covered += 1;
         let numeric = NumericColumns::for_segment(segment, &NumericFilters::default()).expect("columns");
         for i in 0..60 {
@@ -1180,11 +1182,28 @@ fn dense_bitmaps_count_like_decoded_lists() {
                 }
                 out
             };
-            let with = matches::compute(segment, Some(&dense), &words, &filters, &numeric).expect("with");
+            let with = matches::compute(segment, Some(dense), &words, &filters, &numeric).expect("with");
             let without = matches::compute(segment, None, &words, &filters, &numeric).expect("without");
             assert_eq!(with.count, without.count, "{text:?}");
             assert_eq!(members(&with.members), members(&without.members), "{text:?}");
         }
     }
     assert!(covered > 0, "some segment should have bitmaps");
+}
+
+/// Reloading prepares every new segment before searches see it.
+#[test]
+fn every_live_segment_is_prepared_by_the_reload() {
+    let (_d, idx) = fresh();
+    let mut r = Rng(3);
+    for batch in 0..4u64 {
+        let changes =
+            (0..20).map(|i| Change::UpsertAgent(random_agent(&mut r, batch * 20 + i + 1))).collect();
+        idx.apply(changes, batch + 1).expect("apply");
+    }
+    let searcher = idx.agents.reader.searcher();
+    assert!(searcher.segment_readers().len() > 1);
+    for segment in searcher.segment_readers() {
+        assert!(idx.agents.segments.is_prepared(segment));
+    }
 }
