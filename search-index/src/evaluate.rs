@@ -26,7 +26,7 @@ use crate::analysis::QueryWord;
 use crate::collect::{Hits, NumericColumns, NumericFilters};
 use crate::matches::{self, Bits, MatchSet, Members, WordCondition, seek_to};
 use crate::rank::{ClauseSpec, Ranker, Top};
-use crate::warm::Segments;
+use crate::warm::{SegmentData, Segments};
 
 /// A free-text search, already analysed.
 pub(crate) struct TextPlan {
@@ -113,7 +113,6 @@ impl Query<'_> {
     fn segment(&self, segment: &SegmentReader, top: &mut Top) -> tantivy::Result<u64> {
         let numeric = NumericColumns::for_segment(segment, self.numeric)?;
         let data = self.segments.get(segment)?;
-        let key = data.key.clone();
         let found = if self.words.is_empty() {
             MatchSet { count: 0, members: Members::Bits(Bits::empty(0)) }
         } else {
@@ -127,17 +126,17 @@ impl Query<'_> {
                 vec![None; handles.len()]
             } else {
                 let no_check = Members::Alive(None);
-                let mut ranker = self.ranker(segment, key.clone(), &no_check, &[])?;
+                let mut ranker = self.ranker(segment, &data, &no_check, &[])?;
                 ranker.exact(&handles)
             };
             for (&doc, text) in handles.iter().zip(text) {
                 // A handle match without the words is one more match than the text found.
                 count += u64::from(text.is_none());
-                top.push(bonus + text.unwrap_or(0.0), key.get_val(doc));
+                top.push(bonus + text.unwrap_or(0.0), data.key.get_val(doc));
             }
         }
         if found.count > 0 {
-            let mut ranker = self.ranker(segment, key, &found.members, &handles)?;
+            let mut ranker = self.ranker(segment, &data, &found.members, &handles)?;
             ranker.walk(top, found.count)?;
         }
         Ok(count)
@@ -146,11 +145,11 @@ impl Query<'_> {
     fn ranker<'a>(
         &'a self,
         segment: &'a SegmentReader,
-        key: std::sync::Arc<dyn tantivy::columnar::ColumnValues<u64>>,
+        data: &SegmentData,
         members: &'a Members<'a>,
         skip: &'a [DocId],
     ) -> tantivy::Result<Ranker<'a>> {
-        Ranker::new(segment, &self.specs, &self.slots, key, members, skip)
+        Ranker::new(segment, data, &self.specs, &self.slots, members, skip)
     }
 
     /// Live documents whose whole handle was typed in and that pass every filter, in order.

@@ -4,7 +4,7 @@
 //! `DisjunctionMax` (tie breaker 0.1) over the scored fields of the BM25 score of its term, each
 //! field with its boost; a long Chinese word also adds the sum of its sub-words' scores when all
 //! of them are present. Each (term, field) posting list is a *clause*, and each clause has an
-//! upper bound: its BM25 weight, which no score of its list reaches (the tf factor is below 1).
+//! upper bound that no score of its list exceeds (see [`bound`]).
 //!
 //! The search is MaxScore, list at a time: once the page holds `k` documents its lowest score is
 //! a threshold, and a document found in none of the lists walked so far is bounded by the other
@@ -33,6 +33,7 @@ use tantivy::{DocId, Score, SegmentReader, TERMINATED, Term};
 
 use crate::collect::{decode_score, encode_score, sort_value};
 use crate::matches::{Bits, Members};
+use crate::warm::SegmentData;
 
 /// Other fields' scores add this fraction on top of the best field's: a word matching name and
 /// description ranks a little above one matching only the name, but many weak fields never
@@ -192,9 +193,20 @@ impl Clause {
     }
 }
 
-/// No score of the clause's list reaches this: BM25's tf factor `tf / (tf + norm)` is below 1.
-fn bound(weight: &Bm25Weight) -> Score {
-    weight.score(0, u32::MAX)
+/// The most occurrences a term can have in a field of length code `code`: a term occurs at most
+/// as often as the field has tokens, and a code stands for lengths from its own value to just
+/// below the next code's.
+fn most(code: u8) -> u32 {
+    if code == u8::MAX { u32::MAX } else { FieldNormReader::id_to_fieldnorm(code + 1).saturating_sub(1) }
+}
+
+/// The length code, up to `longest` (the segment's longest field), at which a term's score can
+/// be highest: with that many occurrences (the tf factor grows with the frequency). The same
+/// for every term of a field, whose scores differ only by a factor.
+fn peak(weight: &Bm25Weight, longest: u8) -> u8 {
+    (0..=longest)
+        .max_by(|a, b| weight.score(*a, most(*a)).total_cmp(&weight.score(*b, most(*b))))
+        .unwrap_or(0)
 }
 
 /// tantivy stores, per block of 128 documents, the (length, frequency) pair with the highest
@@ -237,18 +249,27 @@ impl<'a> Ranker<'a> {
     /// `slots_per_word[w]` is 1 + the number of sub-words of word `w`.
     pub(crate) fn new(
         segment: &'a SegmentReader,
+        data: &SegmentData,
         specs: &'a [ClauseSpec],
         slots_per_word: &[usize],
-        key: Arc<dyn ColumnValues<u64>>,
         members: &'a Members<'a>,
         skip: &'a [DocId],
     ) -> tantivy::Result<Ranker<'a>> {
         let mut clauses = Vec::with_capacity(specs.len());
+        let mut peaks: Vec<(tantivy::schema::Field, u8)> = Vec::new();
         for (i, spec) in specs.iter().enumerate() {
             let field = spec.term.field();
             let inverted = segment.inverted_index(field)?;
             let Some(block) = inverted.read_block_postings(&spec.term, IndexRecordOption::WithFreqs)? else {
                 continue;
+            };
+            let code = match peaks.iter().find(|(f, _)| *f == field) {
+                Some((_, code)) => *code,
+                None => {
+                    let code = peak(&spec.weight, data.longest.get(&field).copied().unwrap_or(u8::MAX));
+                    peaks.push((field, code));
+                    code
+                }
             };
             clauses.push(Clause {
                 spec: i,
@@ -259,7 +280,9 @@ impl<'a> Ranker<'a> {
                 moved: false,
                 fieldnorms: segment.get_fieldnorms_reader(field)?,
                 weight: spec.weight.clone(),
-                bound: bound(&spec.weight),
+                // No score of the list exceeds its score at the peak (with a margin for rounding
+                // between terms: see MARGIN).
+                bound: spec.weight.score(code, most(code)),
                 block_factor: block_factor(segment, &spec.term, spec.average)?,
             });
         }
@@ -285,7 +308,7 @@ impl<'a> Ranker<'a> {
             known: vec![false; n],
             words: Vec::new(),
             unknown: Vec::new(),
-            key,
+            key: data.key.clone(),
             members,
             skip,
         };
@@ -544,16 +567,14 @@ impl<'a> Ranker<'a> {
     }
 
     /// The highest score in list `e` at which a document found there and in none of the
-    /// `walked` lists still cannot qualify (`-1` when any score might).
-    fn needed(&mut self, e: usize, walked: &[bool], threshold: Score) -> Score {
+    /// `absent` lists (other lists unknown) still cannot qualify (`-1` when any score might).
+    fn cutoff(&mut self, e: usize, absent: &[usize], threshold: Score) -> Score {
         if threshold == NO_THRESHOLD {
             return -1.0;
         }
         let at = |ranker: &mut Ranker, s: Score| -> bool {
-            for (c, walked) in walked.iter().enumerate() {
-                if *walked {
-                    ranker.set(c, ABSENT);
-                }
+            for &c in absent {
+                ranker.set(c, ABSENT);
             }
             ranker.set(e, s);
             let prune = prunable(ranker.total(), threshold);
@@ -581,22 +602,32 @@ impl<'a> Ranker<'a> {
     }
 
     /// Walks list `e` block by block: blocks whose best score cannot qualify are skipped, then
-    /// documents that are no match or score too low there; the rest are scored in full, except
-    /// those in an already `walked` list (offered then).
+    /// documents that are no match or score too low there; the rest are looked up in the other
+    /// lists (see [`visit`](Self::visit)). Documents in an already `walked` list were offered
+    /// then.
     fn pass(&mut self, e: usize, walked: &[bool], top: &mut Top) {
         let mut order: Vec<usize> = (0..self.clauses.len()).filter(|c| *c != e && !walked[*c]).collect();
         order.sort_by(|a, b| self.clauses[*b].bound.total_cmp(&self.clauses[*a].bound));
         let walked_lists: Vec<usize> = (0..self.clauses.len()).filter(|c| walked[*c]).collect();
-        let mut planned_at = NO_THRESHOLD;
-        let mut need = -1.0;
+        // `cutoffs.get(j)`: the score in `e` a document needs to possibly qualify when none of
+        // the walked lists and none of the first `j` lists of `order` hold it.
+        let mut cutoffs = Cutoffs {
+            e,
+            walked: walked_lists.clone(),
+            order: order.clone(),
+            threshold: NO_THRESHOLD,
+            at: Vec::new(),
+        };
         let mut candidates: Vec<(DocId, Score)> = Vec::with_capacity(BLOCK);
+        let mut scratch = Scratch { index: [0; BLOCK], norm: [0; BLOCK] };
         self.clauses[e].moved = true;
         loop {
             let threshold = top.threshold();
-            if threshold > planned_at && (planned_at == NO_THRESHOLD || threshold > planned_at * 1.01) {
-                need = self.needed(e, walked, threshold);
-                planned_at = threshold;
+            let planned = cutoffs.threshold;
+            if threshold > planned && (planned == NO_THRESHOLD || threshold > planned * 1.01) {
+                cutoffs.replan(threshold);
             }
+            let need = cutoffs.get(self, 0);
             let clause = &mut self.clauses[e];
             let block = &mut clause.cursor.block;
             if block.block_len() == 0 {
@@ -611,54 +642,69 @@ impl<'a> Ranker<'a> {
             let docs = block.docs();
             #[cfg(test)]
             VISITED.set(VISITED.get() + docs.len() as u64);
+            // In three sweeps without branches on the data, so the field-length lookups (one
+            // cache miss each, scattered over the segment) overlap: the matches, their lengths,
+            // then the scores that may qualify.
+            let freqs = block.freqs();
+            let mut found = 0;
+            for (i, &doc) in docs.iter().enumerate() {
+                scratch.index[found] = i as u8;
+                found += usize::from(self.members.contains(doc));
+            }
+            for k in 0..found {
+                scratch.norm[k] = clause.fieldnorms.fieldnorm_id(docs[scratch.index[k] as usize]);
+            }
             candidates.clear();
-            for (&doc, &freq) in docs.iter().zip(block.freqs()) {
-                if self.members.contains(doc) {
-                    let score = clause.weight.score(clause.fieldnorms.fieldnorm_id(doc), freq);
-                    if score > need {
-                        candidates.push((doc, score));
-                    }
+            for k in 0..found {
+                let i = scratch.index[k] as usize;
+                let score = clause.weight.score(scratch.norm[k], freqs[i]);
+                if score > need {
+                    candidates.push((docs[i], score));
                 }
             }
             clause.cursor.block.advance();
             for &(doc, score) in &candidates {
-                self.visit(doc, e, score, &walked_lists, &order, top);
+                self.visit(doc, score, &mut cutoffs, top);
             }
         }
     }
 
     /// Scores `doc`, found in list `e` with `score`, unless it was offered in an earlier pass or
     /// cannot qualify, and offers it to `top`. `order`: the other unwalked lists, highest bound
-    /// first.
-    fn visit(
-        &mut self,
-        doc: DocId,
-        e: usize,
-        score: Score,
-        walked: &[usize],
-        order: &[usize],
-        top: &mut Top,
-    ) {
+    /// first, looked up in turn; while none holds the document, `cutoffs` say whether it can
+    /// still qualify, without computing its bound.
+    fn visit(&mut self, doc: DocId, score: Score, cutoffs: &mut Cutoffs, top: &mut Top) {
         if self.skip.binary_search(&doc).is_ok() {
             return;
         }
-        for &c in walked {
-            if self.resolve(c, doc) {
+        for &c in &cutoffs.walked {
+            if self.clauses[c].seek(doc) {
                 // Offered when its list was walked.
-                self.reset();
                 return;
             }
         }
-        self.set(e, score);
+        let n = cutoffs.order.len();
+        let mut j = 0;
+        while j < n && !self.clauses[cutoffs.order[j]].seek(doc) {
+            j += 1;
+            if score <= cutoffs.get(self, j) {
+                return;
+            }
+        }
+        for i in 0..cutoffs.walked.len() {
+            self.set(cutoffs.walked[i], ABSENT);
+        }
+        for i in 0..j {
+            self.set(cutoffs.order[i], ABSENT);
+        }
+        self.set(cutoffs.e, score);
         let threshold = top.threshold();
-        let mut qualifies = !prunable(self.total(), threshold);
-        if qualifies {
-            for &c in order {
-                self.resolve(c, doc);
-                if prunable(self.total(), threshold) {
-                    qualifies = false;
-                    break;
-                }
+        let mut qualifies = true;
+        for &c in &cutoffs.order[j..] {
+            self.resolve(c, doc);
+            if prunable(self.total(), threshold) {
+                qualifies = false;
+                break;
             }
         }
         if qualifies {
@@ -671,8 +717,49 @@ impl<'a> Ranker<'a> {
     }
 }
 
+/// The scores a document needs in the walked list `e` to possibly qualify, by how many of the
+/// other lists are known not to hold it; computed when first needed, for the threshold of the
+/// last [`replan`](Self::replan) (a lower threshold than the page's is only more cautious).
+struct Cutoffs {
+    e: usize,
+    /// Lists walked in earlier passes: they hold none of the documents looked up.
+    walked: Vec<usize>,
+    /// The other lists, in the order they are looked up.
+    order: Vec<usize>,
+    threshold: Score,
+    /// `at[j]`, if computed: with the walked lists and the first `j` of `order` absent.
+    at: Vec<Option<Score>>,
+}
+
+impl Cutoffs {
+    fn replan(&mut self, threshold: Score) {
+        self.threshold = threshold;
+        self.at.clear();
+        self.at.resize(self.order.len() + 1, None);
+    }
+
+    fn get(&mut self, ranker: &mut Ranker, j: usize) -> Score {
+        if self.threshold == NO_THRESHOLD {
+            return -1.0;
+        }
+        if let Some(v) = self.at[j] {
+            return v;
+        }
+        let absent: Vec<usize> = self.walked.iter().chain(&self.order[..j]).copied().collect();
+        let v = ranker.cutoff(self.e, &absent, self.threshold);
+        self.at[j] = Some(v);
+        v
+    }
+}
+
 /// Documents per block of a posting list.
 const BLOCK: usize = 128;
+
+/// Per block of a walked list: the positions of its matches and their field-length codes.
+struct Scratch {
+    index: [u8; BLOCK],
+    norm: [u8; BLOCK],
+}
 
 #[cfg(test)]
 thread_local! {

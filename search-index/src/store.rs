@@ -16,7 +16,7 @@ use tantivy::directory::error::LockError;
 use tantivy::directory::{DirectoryLock, Lock, MmapDirectory};
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::merge_policy::{LogMergePolicy, NoMergePolicy};
-use tantivy::schema::{Field, Schema};
+use tantivy::schema::Schema;
 use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyError, Warmer};
 use tantivy_jieba::jieba_rs::Jieba;
 
@@ -24,7 +24,7 @@ use crate::IndexError;
 use crate::analysis::{TEXT_TOKENIZER, index_analyzer, jieba};
 use crate::part::Part;
 use crate::schema::{AgentFields, CallFields, SCHEMA_VERSION};
-use crate::warm::Segments;
+use crate::warm::{Fields, Segments};
 
 const LOCK_FILE: &str = ".agentdir-search.lock";
 
@@ -86,14 +86,20 @@ pub(crate) fn open(dir: &Path) -> Result<Opened, IndexError> {
     let (agents, agents_seq) = open_part(
         &dir.join("agents"),
         &agent_schema,
-        agent_fields.counted().to_vec(),
+        Fields {
+            counted: agent_fields.counted().to_vec(),
+            scored: agent_fields.text_fields().map(|f| f.0).to_vec(),
+        },
         &jieba,
         AGENTS_BUDGET_PER_THREAD,
     )?;
     let (calls, calls_seq) = open_part(
         &dir.join("calls"),
         &call_schema,
-        call_fields.counted().to_vec(),
+        Fields {
+            counted: call_fields.counted().to_vec(),
+            scored: call_fields.text_fields().map(|f| f.0).to_vec(),
+        },
         &jieba,
         CALLS_BUDGET_PER_THREAD,
     )?;
@@ -108,11 +114,11 @@ pub(crate) fn open(dir: &Path) -> Result<Opened, IndexError> {
 fn open_part(
     path: &Path,
     schema: &Schema,
-    counted: Vec<Field>,
+    fields: Fields,
     jieba: &Arc<Jieba>,
     budget: usize,
 ) -> Result<((Part, IndexWriter), Option<Payload>), IndexError> {
-    let segments = Arc::new(Segments::new(counted));
+    let segments = Arc::new(Segments::new(fields));
     fs::create_dir_all(path)?;
     if path.join("meta.json").exists() {
         // A damaged file must not be able to take the server down at start: a panic inside

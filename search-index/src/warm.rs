@@ -1,8 +1,8 @@
 //! Per-segment data prepared once, when a reader first sees a segment (a tantivy `Warmer`, run
 //! by `reload` before the new searcher is used), and dropped when no searcher holds the segment
 //! any more: the key and time columns, whose opening decodes their whole block index (about
-//! 30 µs for a million documents, too much to pay on every search), and the dense terms'
-//! bitmaps (dense.rs).
+//! 30 µs for a million documents, too much to pay on every search), the dense terms' bitmaps
+//! (dense.rs), and each scored field's longest length code.
 //! Segments never change, so nothing here goes stale.
 
 use std::collections::{HashMap, HashSet};
@@ -23,29 +23,46 @@ pub(crate) struct SegmentData {
     /// The `ts` fast field (recency order), one value per document.
     pub ts: Arc<dyn ColumnValues<i64>>,
     pub bitmaps: SegmentBitmaps,
+    /// Per scored field, the highest field-length code of any document: no term can occur in a
+    /// field more often than the field has tokens, which bounds its scores (see rank.rs).
+    pub longest: HashMap<Field, u8>,
 }
 
 impl SegmentData {
-    fn build(segment: &SegmentReader, counted: &[Field]) -> tantivy::Result<SegmentData> {
+    fn build(segment: &SegmentReader, fields: &Fields) -> tantivy::Result<SegmentData> {
         let ff = segment.fast_fields();
+        let mut longest = HashMap::new();
+        for &field in &fields.scored {
+            let norms = segment.get_fieldnorms_reader(field)?;
+            let max = (0..segment.max_doc()).map(|d| norms.fieldnorm_id(d)).max().unwrap_or(0);
+            longest.insert(field, max);
+        }
         Ok(SegmentData {
             key: dense(ff.u64(KEY)?, 0),
             ts: dense(ff.i64(TS)?, i64::MIN),
-            bitmaps: SegmentBitmaps::build(segment, counted)?,
+            bitmaps: SegmentBitmaps::build(segment, &fields.counted)?,
+            longest,
         })
     }
 }
 
+/// The fields an index's segment data is prepared for.
+pub(crate) struct Fields {
+    /// The fields whose terms searches count: `all` and the exact-filter fields.
+    pub counted: Vec<Field>,
+    /// The scored text fields.
+    pub scored: Vec<Field>,
+}
+
 /// The prepared data of every live segment of one index.
 pub(crate) struct Segments {
-    /// The fields whose terms searches count: `all` and the exact-filter fields.
-    counted: Vec<Field>,
+    fields: Fields,
     map: RwLock<HashMap<SegmentId, Arc<SegmentData>>>,
 }
 
 impl Segments {
-    pub(crate) fn new(counted: Vec<Field>) -> Segments {
-        Segments { counted, map: RwLock::new(HashMap::new()) }
+    pub(crate) fn new(fields: Fields) -> Segments {
+        Segments { fields, map: RwLock::new(HashMap::new()) }
     }
 
     #[cfg(test)]
@@ -58,7 +75,7 @@ impl Segments {
         let found = self.map.read().unwrap_or_else(|e| e.into_inner()).get(&segment.segment_id()).cloned();
         match found {
             Some(data) => Ok(data),
-            None => Ok(Arc::new(SegmentData::build(segment, &self.counted)?)),
+            None => Ok(Arc::new(SegmentData::build(segment, &self.fields)?)),
         }
     }
 }
@@ -69,7 +86,7 @@ impl Warmer for Segments {
             let known =
                 self.map.read().unwrap_or_else(|e| e.into_inner()).contains_key(&segment.segment_id());
             if !known {
-                let data = Arc::new(SegmentData::build(segment, &self.counted)?);
+                let data = Arc::new(SegmentData::build(segment, &self.fields)?);
                 self.map.write().unwrap_or_else(|e| e.into_inner()).insert(segment.segment_id(), data);
             }
         }
