@@ -50,8 +50,10 @@ const ABSENT: Score = -1.0;
 /// The threshold while the page is not full: nothing can be pruned.
 const NO_THRESHOLD: Score = Score::NEG_INFINITY;
 
-/// Ratio of matches to walked postings below which scoring each match directly is cheaper.
-const MEMBER_WALK_RATIO: u64 = 16;
+/// Ratio of matches to postings still to walk below which scoring each match directly is
+/// cheaper: looking a match up costs a few list seeks, often each decoding a block (about a
+/// microsecond in all); walking costs some 15 ns per posting.
+const MEMBER_WALK_RATIO: u64 = 64;
 
 /// One scored (term, field) list of the search, the same for every segment.
 pub(crate) struct ClauseSpec {
@@ -434,25 +436,17 @@ impl<'a> Ranker<'a> {
         if n == 0 {
             return Ok(());
         }
-        if let Members::Bits(bits) = self.members {
-            // The strongest list of each word is walked in any case: when the matches are far
-            // fewer, looking each of them up is cheaper.
-            let strongest: u64 = (0..self.slots.len())
-                .filter_map(|w| {
-                    self.slots[w][0]
-                        .clone()
-                        .max_by(|a, b| self.clauses[*a].bound.total_cmp(&self.clauses[*b].bound))
-                })
-                .map(|c| u64::from(self.clauses[c].cost))
-                .sum();
-            if matches.saturating_mul(MEMBER_WALK_RATIO) < strongest {
+        let mut walked = vec![false; n];
+        while let Some((next, remaining)) = self.next_list(&walked, top.threshold()) {
+            self.rewind()?;
+            // When the matches are far fewer than the postings still to walk, looking each of
+            // them up is cheaper; it also completes the search on its own.
+            if let Members::Bits(bits) = self.members
+                && matches.saturating_mul(MEMBER_WALK_RATIO) < remaining
+            {
                 self.walk_members(bits, top);
                 return Ok(());
             }
-        }
-        let mut walked = vec![false; n];
-        while let Some(next) = self.next_list(&walked, top.threshold()) {
-            self.rewind()?;
             self.pass(next, &walked, top);
             walked[next] = true;
         }
@@ -475,7 +469,7 @@ impl<'a> Ranker<'a> {
     /// not to qualify. Either the lists with the highest bounds, as few as make the rest
     /// harmless, or the remaining lists of one word (after which nothing else can match):
     /// whichever costs less; the highest bound first.
-    fn next_list(&mut self, walked: &[bool], threshold: Score) -> Option<usize> {
+    fn next_list(&mut self, walked: &[bool], threshold: Score) -> Option<(usize, u64)> {
         if prunable(self.ceiling(walked), threshold) {
             return None;
         }
@@ -509,7 +503,7 @@ impl<'a> Ranker<'a> {
                 best = word;
             }
         }
-        best.first().copied()
+        best.first().map(|first| (*first, best_cost))
     }
 
     fn cost(&self, set: &[usize]) -> u64 {
