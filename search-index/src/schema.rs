@@ -18,14 +18,14 @@ use tantivy::TantivyDocument;
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions,
 };
-use tantivy::tokenizer::{PreTokenizedString, TextAnalyzer};
+use tantivy::tokenizer::TextAnalyzer;
 
 use crate::analysis::{TEXT_TOKENIZER, normalize_exact};
 use crate::{AgentDoc, CallDoc};
 
 /// Bump whenever fields, their options, or the analysis change: an index written with another
 /// version is wiped and rebuilt from SQLite at open.
-pub(crate) const SCHEMA_VERSION: u32 = 2;
+pub(crate) const SCHEMA_VERSION: u32 = 3;
 
 /// Fast-field names read by the collector; both schemas use the same names.
 pub(crate) const KEY: &str = "key";
@@ -75,27 +75,32 @@ fn all_text() -> TextOptions {
     )
 }
 
-/// Builds one tantivy document, analysing each text value once for its field and for `all`.
+/// Builds one tantivy document, analysing each text value once for its field and for `all`:
+/// the analysed words, joined by spaces, are what both fields receive, and tantivy only splits
+/// them at spaces again (words never contain one). A value tantivy should not tokenize at all
+/// (a pre-tokenized one) would go through its document serialization, which is much slower.
 struct Builder<'a> {
     doc: TantivyDocument,
     all: Field,
     analyzer: &'a mut TextAnalyzer,
+    words: String,
 }
 
 impl Builder<'_> {
     fn text(&mut self, field: Field, value: &str) {
-        let mut tokens = Vec::new();
+        self.words.clear();
         let mut stream = self.analyzer.token_stream(value);
         while let Some(token) = stream.next() {
-            tokens.push(token.clone());
+            if !self.words.is_empty() {
+                self.words.push(' ');
+            }
+            self.words.push_str(&token.text);
         }
-        if tokens.is_empty() {
+        if self.words.is_empty() {
             return;
         }
-        // Nothing is stored, so the original text is not needed.
-        let value = PreTokenizedString { text: String::new(), tokens };
-        self.doc.add_pre_tokenized_text(self.all, value.clone());
-        self.doc.add_pre_tokenized_text(field, value);
+        self.doc.add_text(self.all, &self.words);
+        self.doc.add_text(field, &self.words);
     }
 }
 
@@ -168,7 +173,8 @@ impl AgentFields {
     }
 
     pub(crate) fn document(&self, a: &AgentDoc, analyzer: &mut TextAnalyzer) -> TantivyDocument {
-        let mut b = Builder { doc: TantivyDocument::default(), all: self.all, analyzer };
+        let mut b =
+            Builder { doc: TantivyDocument::default(), all: self.all, analyzer, words: String::new() };
         b.text(self.title, &a.handle);
         b.text(self.title, &a.name);
         b.text(self.summary, &a.tagline);
@@ -250,7 +256,8 @@ impl CallFields {
     }
 
     pub(crate) fn document(&self, c: &CallDoc, analyzer: &mut TextAnalyzer) -> TantivyDocument {
-        let mut b = Builder { doc: TantivyDocument::default(), all: self.all, analyzer };
+        let mut b =
+            Builder { doc: TantivyDocument::default(), all: self.all, analyzer, words: String::new() };
         b.text(self.title, &c.title);
         for t in &c.tags {
             b.text(self.tags_text, t);

@@ -17,11 +17,12 @@ use tantivy::directory::{DirectoryLock, Lock, MmapDirectory};
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::merge_policy::{LogMergePolicy, NoMergePolicy};
 use tantivy::schema::Schema;
+use tantivy::tokenizer::WhitespaceTokenizer;
 use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyError, Warmer};
 use tantivy_jieba::jieba_rs::Jieba;
 
 use crate::IndexError;
-use crate::analysis::{TEXT_TOKENIZER, index_analyzer, jieba};
+use crate::analysis::{TEXT_TOKENIZER, jieba};
 use crate::part::Part;
 use crate::schema::{AgentFields, CallFields, SCHEMA_VERSION};
 use crate::warm::{Fields, Segments};
@@ -31,8 +32,8 @@ const LOCK_FILE: &str = ".agentdir-search.lock";
 /// Indexing memory for each index's single worker thread: 80 MB in all. One worker, not two:
 /// every commit stops and restarts the workers, and on a busy two-core machine each extra thread
 /// hand-off adds scheduling delay (measured: one-document upsert p50 114 ms with two workers vs
-/// 34 ms with one, under a load average of 6). A rebuild is then bounded by one core of jieba,
-/// with the caller producing documents on another.
+/// 34 ms with one, under a load average of 6). In a rebuild the caller analyses the text (jieba)
+/// on one core while the worker writes postings on the other.
 const AGENTS_BUDGET_PER_THREAD: usize = 32_000_000;
 const CALLS_BUDGET_PER_THREAD: usize = 48_000_000;
 const WORKER_THREADS: usize = 1;
@@ -90,7 +91,6 @@ pub(crate) fn open(dir: &Path) -> Result<Opened, IndexError> {
             counted: agent_fields.counted().to_vec(),
             scored: agent_fields.text_fields().map(|f| f.0).to_vec(),
         },
-        &jieba,
         AGENTS_BUDGET_PER_THREAD,
     )?;
     let (calls, calls_seq) = open_part(
@@ -100,7 +100,6 @@ pub(crate) fn open(dir: &Path) -> Result<Opened, IndexError> {
             counted: call_fields.counted().to_vec(),
             scored: call_fields.text_fields().map(|f| f.0).to_vec(),
         },
-        &jieba,
         CALLS_BUDGET_PER_THREAD,
     )?;
     let (needs_rebuild, applied_seq) = match (agents_seq, calls_seq) {
@@ -115,7 +114,6 @@ fn open_part(
     path: &Path,
     schema: &Schema,
     fields: Fields,
-    jieba: &Arc<Jieba>,
     budget: usize,
 ) -> Result<((Part, IndexWriter), Option<Payload>), IndexError> {
     let segments = Arc::new(Segments::new(fields));
@@ -124,7 +122,7 @@ fn open_part(
         // A damaged file must not be able to take the server down at start: a panic inside
         // tantivy while reading it is treated like any other unreadable index.
         let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            open_existing(path, schema, jieba, budget, &segments)
+            open_existing(path, schema, budget, &segments)
         }))
         .unwrap_or_else(|_| Err(Unusable::Reason("panicked while opening".into())));
         match attempt {
@@ -139,7 +137,7 @@ fn open_part(
     fs::remove_dir_all(path)?;
     fs::create_dir_all(path)?;
     let index = Index::builder().schema(schema.clone()).create_in_dir(path)?;
-    let mut writer = prepare(&index, jieba, budget)?;
+    let mut writer = prepare(&index, budget)?;
     commit(&mut writer, 0, 0)?;
     let reader = reader(&index, &segments)?;
     Ok(((Part::new(reader, segments), writer), None))
@@ -162,7 +160,6 @@ impl From<TantivyError> for Unusable {
 fn open_existing(
     path: &Path,
     schema: &Schema,
-    jieba: &Arc<Jieba>,
     budget: usize,
     segments: &Arc<Segments>,
 ) -> Result<(Part, IndexWriter, Payload), Unusable> {
@@ -188,13 +185,13 @@ fn open_existing(
     if !damaged.is_empty() {
         return Err(Unusable::Reason(format!("{} damaged file(s)", damaged.len())));
     }
-    let writer = prepare(&index, jieba, budget)?;
+    let writer = prepare(&index, budget)?;
     let reader = reader(&index, segments)?;
     Ok((Part::new(reader, segments.clone()), writer, payload))
 }
 
-fn prepare(index: &Index, jieba: &Arc<Jieba>, budget: usize) -> Result<IndexWriter, TantivyError> {
-    index.tokenizers().register(TEXT_TOKENIZER, index_analyzer(jieba.clone()));
+fn prepare(index: &Index, budget: usize) -> Result<IndexWriter, TantivyError> {
+    index.tokenizers().register(TEXT_TOKENIZER, WhitespaceTokenizer::default());
     let options = IndexWriterOptions::builder()
         .memory_budget_per_thread(budget)
         .num_worker_threads(WORKER_THREADS)
