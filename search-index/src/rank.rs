@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use tantivy::columnar::ColumnValues;
 use tantivy::fieldnorm::FieldNormReader;
-use tantivy::postings::BlockSegmentPostings;
+use tantivy::postings::{BlockSegmentPostings, TermInfo};
 use tantivy::query::Bm25Weight;
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, Score, SegmentReader, TERMINATED, Term};
@@ -166,6 +166,8 @@ impl Cursor {
 }
 
 struct Clause {
+    /// Where the list is, to rewind it without looking the term up again.
+    info: TermInfo,
     spec: usize,
     word: usize,
     slot: usize,
@@ -262,9 +264,10 @@ impl<'a> Ranker<'a> {
         for (i, spec) in specs.iter().enumerate() {
             let field = spec.term.field();
             let inverted = segment.inverted_index(field)?;
-            let Some(block) = inverted.read_block_postings(&spec.term, IndexRecordOption::WithFreqs)? else {
+            let Some(info) = inverted.get_term_info(&spec.term)? else {
                 continue;
             };
+            let block = inverted.read_block_postings_from_terminfo(&info, IndexRecordOption::WithFreqs)?;
             let code = match peaks.iter().find(|(f, _)| *f == field) {
                 Some((_, code)) => *code,
                 None => {
@@ -274,6 +277,7 @@ impl<'a> Ranker<'a> {
                 }
             };
             clauses.push(Clause {
+                info,
                 spec: i,
                 word: spec.word,
                 slot: spec.slot,
@@ -322,11 +326,11 @@ impl<'a> Ranker<'a> {
     /// Puts every list that has moved back at its start.
     fn rewind(&mut self) -> tantivy::Result<()> {
         for clause in self.clauses.iter_mut().filter(|c| c.moved) {
-            let term = &self.specs[clause.spec].term;
-            let inverted = self.segment.inverted_index(term.field())?;
-            if let Some(block) = inverted.read_block_postings(term, IndexRecordOption::WithFreqs)? {
-                clause.cursor = Cursor::new(block);
-            }
+            let field = self.specs[clause.spec].term.field();
+            let inverted = self.segment.inverted_index(field)?;
+            let block =
+                inverted.read_block_postings_from_terminfo(&clause.info, IndexRecordOption::WithFreqs)?;
+            clause.cursor = Cursor::new(block);
             clause.moved = false;
         }
         Ok(())
@@ -771,4 +775,66 @@ pub(crate) fn set_exhaustive(on: bool) {
 #[cfg(test)]
 pub(crate) fn visited() -> u64 {
     VISITED.get()
+}
+
+#[cfg(test)]
+mod tests {
+    use tantivy::schema::{Schema, TEXT};
+    use tantivy::{Index, IndexWriter, TantivyDocument};
+
+    use super::*;
+
+    /// No document of a list scores above the list's bound, however often the term fills the
+    /// field, including lengths whose code stands for several lengths.
+    #[test]
+    fn bounds_hold_for_every_posting() {
+        let mut schema = Schema::builder();
+        let field = schema.add_text_field("f", TEXT);
+        let index = Index::create_in_ram(schema.build());
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000).expect("writer");
+        let mut lengths: Vec<usize> = (1..60).collect();
+        lengths.extend([61, 80, 100, 129, 200, 333, 1000, 1500]);
+        for &n in &lengths {
+            for filled in [1, n / 2, n] {
+                let mut words = vec!["w"; filled.max(1)];
+                words.resize(n.max(filled), "other");
+                let mut d = TantivyDocument::default();
+                d.add_text(field, words.join(" "));
+                writer.add_document(d).expect("add");
+            }
+        }
+        writer.commit().expect("commit");
+        let searcher = index.reader().expect("reader").searcher();
+        let segment = searcher.segment_reader(0);
+        let norms = segment.get_fieldnorms_reader(field).expect("norms");
+        let longest = (0..segment.max_doc()).map(|d| norms.fieldnorm_id(d)).max().unwrap_or(0);
+        let inverted = segment.inverted_index(field).expect("inverted");
+        let average = inverted.total_num_tokens() as Score / segment.max_doc() as Score;
+        for word in ["w", "other"] {
+            let term = Term::from_field_text(field, word);
+            let df = searcher.doc_freq(&term).expect("df");
+            for boost in [1.0, 2.5] {
+                let weight =
+                    Bm25Weight::for_one_term(df, u64::from(segment.max_doc()), average).boost_by(boost);
+                let code = peak(&weight, longest);
+                let bound = weight.score(code, most(code));
+                let mut block = inverted
+                    .read_block_postings(&term, IndexRecordOption::WithFreqs)
+                    .expect("read")
+                    .expect("list");
+                let mut seen = 0;
+                while block.block_len() > 0 {
+                    for (&doc, &tf) in block.docs().iter().zip(block.freqs()) {
+                        let score = weight.score(norms.fieldnorm_id(doc), tf);
+                        assert!(score <= bound, "{word}: doc {doc} tf {tf} scores {score} > {bound}");
+                        seen += 1;
+                    }
+                    block.advance();
+                }
+                assert!(seen > 0);
+                // The bound is tighter than the weight itself for these fields.
+                assert!(bound < weight.score(0, u32::MAX));
+            }
+        }
+    }
 }
