@@ -63,8 +63,8 @@ pub(crate) fn search(
     let query = Query { plan, words, specs, slots, numeric, segments };
     let mut top = Top::new(k);
     let mut total = 0;
-    for segment in searcher.segment_readers() {
-        total += query.segment(segment, &mut top)?;
+    for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
+        total += query.segment(segment, ordinal, &mut top)?;
     }
     Ok(Hits::new(total, top.into_values()))
 }
@@ -86,13 +86,19 @@ fn clause_specs(searcher: &Searcher, plan: &TextPlan) -> tantivy::Result<Vec<Cla
         for (slot, text) in std::iter::once(&w.term).chain(&w.parts).enumerate() {
             for &(field, boost) in &plan.fields {
                 let term = Term::from_field_text(field, text);
-                let df = searcher.doc_freq(&term)?;
+                let mut df = 0;
+                let mut lists = Vec::with_capacity(searcher.segment_readers().len());
+                for segment in searcher.segment_readers() {
+                    let info = segment.inverted_index(field)?.get_term_info(&term)?;
+                    df += info.as_ref().map_or(0, |i| u64::from(i.doc_freq));
+                    lists.push(info);
+                }
                 if df == 0 {
                     continue;
                 }
                 let weight = Bm25Weight::for_one_term(df, num_docs, average[&field]).boost_by(boost);
                 let average = average[&field];
-                specs.push(ClauseSpec { word, slot, term, weight, average });
+                specs.push(ClauseSpec { word, slot, term, weight, average, lists });
             }
         }
     }
@@ -110,7 +116,7 @@ struct Query<'q> {
 
 impl Query<'_> {
     /// Offers this segment's best matches to `top`; returns how many documents match.
-    fn segment(&self, segment: &SegmentReader, top: &mut Top) -> tantivy::Result<u64> {
+    fn segment(&self, segment: &SegmentReader, ordinal: usize, top: &mut Top) -> tantivy::Result<u64> {
         let numeric = NumericColumns::for_segment(segment, self.numeric)?;
         let data = self.segments.get(segment)?;
         let found = if self.words.is_empty() {
@@ -126,7 +132,7 @@ impl Query<'_> {
                 vec![None; handles.len()]
             } else {
                 let no_check = Members::Alive(None);
-                let mut ranker = self.ranker(segment, &data, &no_check, &[])?;
+                let mut ranker = self.ranker(segment, ordinal, &data, &no_check, &[])?;
                 ranker.exact(&handles)
             };
             for (&doc, text) in handles.iter().zip(text) {
@@ -136,7 +142,7 @@ impl Query<'_> {
             }
         }
         if found.count > 0 {
-            let mut ranker = self.ranker(segment, &data, &found.members, &handles)?;
+            let mut ranker = self.ranker(segment, ordinal, &data, &found.members, &handles)?;
             ranker.walk(top, found.count)?;
         }
         Ok(count)
@@ -145,11 +151,12 @@ impl Query<'_> {
     fn ranker<'a>(
         &'a self,
         segment: &'a SegmentReader,
+        ordinal: usize,
         data: &SegmentData,
         members: &'a Members<'a>,
         skip: &'a [DocId],
     ) -> tantivy::Result<Ranker<'a>> {
-        Ranker::new(segment, data, &self.specs, &self.slots, members, skip)
+        Ranker::new(segment, ordinal, data, &self.specs, &self.slots, members, skip)
     }
 
     /// Live documents whose whole handle was typed in and that pass every filter, in order.

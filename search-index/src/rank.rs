@@ -65,6 +65,8 @@ pub(crate) struct ClauseSpec {
     pub weight: Bm25Weight,
     /// The searcher-wide average length of the field, which `weight` was made with.
     pub average: Score,
+    /// Per segment (by ordinal), where the term's list is, if the segment has it.
+    pub lists: Vec<Option<TermInfo>>,
 }
 
 /// The best `k` sort values seen so far (score and key, see collect.rs).
@@ -253,6 +255,7 @@ impl<'a> Ranker<'a> {
     /// `slots_per_word[w]` is 1 + the number of sub-words of word `w`.
     pub(crate) fn new(
         segment: &'a SegmentReader,
+        ordinal: usize,
         data: &SegmentData,
         specs: &'a [ClauseSpec],
         slots_per_word: &[usize],
@@ -264,7 +267,7 @@ impl<'a> Ranker<'a> {
         for (i, spec) in specs.iter().enumerate() {
             let field = spec.term.field();
             let inverted = segment.inverted_index(field)?;
-            let Some(info) = inverted.get_term_info(&spec.term)? else {
+            let Some(info) = spec.lists.get(ordinal).cloned().flatten() else {
                 continue;
             };
             let block = inverted.read_block_postings_from_terminfo(&info, IndexRecordOption::WithFreqs)?;
