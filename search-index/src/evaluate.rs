@@ -7,9 +7,9 @@
 //! match meant walking each word's list in every scored field and combining them per document,
 //! about 5 ms of CPU for a query over a million calls. Counting only needs to know which
 //! documents contain every word anywhere, which the `all` field answers with one list per word
-//! (bitsets, about a nanosecond per posting, or nothing at all for a single word); ranking only
-//! needs the documents that can beat the page's lowest score, which per-list score bounds find
-//! while looking at a small part of the lists.
+//! (for a common word, a bitmap kept per segment: dense.rs; for a single word, its document
+//! count); ranking only needs the documents that can beat the page's lowest score, which
+//! per-list score bounds find while looking at a small part of the lists.
 //!
 //! Scores are those of `Must(word₁, word₂, …)` with each word a `DisjunctionMax` over the scored
 //! fields of boosted BM25 term scores (tie breaker 0.1), plus, for a long Chinese word, its

@@ -8,6 +8,11 @@
 //! from [`SearchIndex::applied_seq`] at start, and rebuilds from scratch when
 //! [`SearchIndex::needs_rebuild`] says the index was missing, corrupt or of another schema.
 //!
+//! A free-text search counts its matches exactly and ranks only those that can reach the page
+//! (`evaluate.rs`); what it needs of each segment beyond its files (the key and time columns,
+//! bitmaps of the segment's most frequent terms, its longest field lengths) is prepared once,
+//! when a reload first sees the segment (`warm.rs`).
+//!
 //! Searches go through a small per-index result cache whose entries live for one reader
 //! generation only (see `cache.rs`), so a repeated search between two commits costs
 //! microseconds and a commit can never serve stale results.
@@ -454,7 +459,9 @@ impl SearchIndex {
     }
 
     /// Sets how many distinct searches each index remembers between commits (0 disables the
-    /// cache, e.g. to measure raw query cost). The default is [`DEFAULT_CACHE_ENTRIES`].
+    /// cache, e.g. to measure raw query cost: every search is then computed; the per-segment
+    /// data of `warm.rs` belongs to the index and stays). The default is
+    /// [`DEFAULT_CACHE_ENTRIES`].
     pub fn set_result_cache_capacity(&self, entries: usize) {
         self.agents.cache.set_capacity(entries);
         self.calls.cache.set_capacity(entries);

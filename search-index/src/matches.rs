@@ -3,11 +3,12 @@
 //! its sub-words' lists), every exact filter, the numeric filters, and not deleted. Its size is
 //! the search's exact `total`; ranking (rank.rs) asks it whether a document is a match.
 //!
-//! Conditions are applied smallest first. A condition of about the size of the current set, or
-//! smaller, is decoded into a bitset and intersected with it (about a nanosecond per posting:
-//! block decoding, then one bit set or test); a much larger one is instead probed with skip-list
-//! seeks for each remaining document. A single plain word without filters needs no set at all:
-//! its total is the list's document count, less the deleted documents it holds.
+//! Conditions are applied smallest first. A term with a bitmap (a common one, dense.rs) is
+//! intersected word by word; another of about the size of the current set, or smaller, is
+//! decoded into a bitset first (about a nanosecond per posting: block decoding, then one bit
+//! set); a much larger one is instead probed with skip-list seeks for each remaining document.
+//! A single plain word without filters needs no set at all: its total is the list's document
+//! count, less the deleted documents it holds.
 
 use std::borrow::Cow;
 
