@@ -81,15 +81,12 @@ impl Bits {
     }
 
     pub(crate) fn len(&self) -> u64 {
-        self.words.iter().map(|w| u64::from(w.count_ones())).sum()
+        ones(self.words.iter().copied())
     }
 
     /// How many of the documents are not deleted.
     fn len_alive(&self, alive: &AliveBitSet) -> u64 {
-        live_words(alive, self.words.len())
-            .zip(&self.words)
-            .map(|(l, w)| u64::from((l & w).count_ones()))
-            .sum()
+        ones(live_words(alive, self.words.len()).zip(&self.words).map(|(l, w)| l & w))
     }
 
     /// Calls `f` with every document, in increasing order.
@@ -124,6 +121,24 @@ impl Bits {
             *word &= live;
         }
     }
+}
+
+/// The number of bits set in `words`. The default x86-64 target has no population-count
+/// instruction, and a bitmap of a million documents is 15,625 words: counted in software that
+/// is tens of microseconds per search, so the instruction is used where the CPU has it.
+fn ones(words: impl Iterator<Item = u64>) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the CPU supports the instruction `ones_popcnt` is compiled with.
+        return unsafe { ones_popcnt(words) };
+    }
+    words.map(|w| u64::from(w.count_ones())).sum()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn ones_popcnt(words: impl Iterator<Item = u64>) -> u64 {
+    words.map(|w| u64::from(w.count_ones())).sum()
 }
 
 /// The alive set, 64 documents per word. tantivy exposes it word by word only through this
