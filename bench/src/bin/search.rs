@@ -339,8 +339,7 @@ async fn tantivy(app: &App, qs: &Arc<Vec<queries::Query>>, clients: usize, round
 
 /// The index query alone, as `search_agents` / `search_calls` would issue it, without the
 /// change-log check and the SQLite hydration of the page.
-fn index_page(app: &App, q: &queries::Query) -> Result<Page, IndexError> {
-    let limit = queries::LIMIT as usize;
+fn index_page(app: &App, q: &queries::Query, limit: usize) -> Result<Page, IndexError> {
     match q.target {
         Some(Target::Calls) => app.index.search_calls(&CallQuery {
             text: Some(q.text),
@@ -371,7 +370,7 @@ async fn index_only(app: &App, qs: &Arc<Vec<queries::Query>>, rounds: usize) -> 
     measure::run(qs, 1, rounds, move |q| {
         let app = app.clone();
         async move {
-            match tokio::task::spawn_blocking(move || index_page(&app, &q)).await {
+            match tokio::task::spawn_blocking(move || index_page(&app, &q, queries::LIMIT as usize)).await {
                 Ok(Ok(page)) => Ok(page.total),
                 Ok(Err(e)) => Err(e.to_string()),
                 Err(e) => Err(e.to_string()),

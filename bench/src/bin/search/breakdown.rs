@@ -2,7 +2,8 @@
 //! once per phase of what the REST handlers do — the change-log check (`sync_index`), the index
 //! query, the SQLite hydration of the page of keys it returned, and the whole service call —
 //! each timed as process CPU over every search of the set. No scheduling, queueing or permits:
-//! the pure cost of each phase.
+//! the pure cost of each phase. The index query also runs with a page of 0, which leaves only
+//! the matching and the exact total: what counting costs.
 
 use std::fmt;
 
@@ -17,6 +18,8 @@ use crate::queries::{Query, Target};
 pub struct Breakdown {
     pub sync: f64,
     pub index: f64,
+    /// The index query for a page of 0: matching and the exact total only.
+    pub count: f64,
     pub hydrate: f64,
     pub whole: f64,
 }
@@ -25,12 +28,14 @@ impl fmt::Display for Breakdown {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "change-log check {:.3} + index {:.3} + hydration {:.3} = {:.3}; whole service call {:.3}",
+            "change-log check {:.3} + index {:.3} + hydration {:.3} = {:.3}; whole service call {:.3}; \
+             index with a page of 0 (total only) {:.3}",
             self.sync,
             self.index,
             self.hydrate,
             self.sync + self.index + self.hydrate,
-            self.whole
+            self.whole,
+            self.count
         )
     }
 }
@@ -40,7 +45,7 @@ pub fn measure(
     app: &App,
     qs: &[Query],
     rounds: usize,
-    index_page: fn(&App, &Query) -> Result<Page, IndexError>,
+    index_page: fn(&App, &Query, usize) -> Result<Page, IndexError>,
 ) -> Result<Breakdown, Error> {
     let n = (qs.len() * rounds).max(1) as f64;
     let per_search = |started: std::time::Duration| (process_cpu() - started).as_secs_f64() * 1e3 / n;
@@ -57,13 +62,21 @@ pub fn measure(
     let started = process_cpu();
     for round in 0..rounds {
         for q in qs {
-            let page = index_page(app, q).map_err(|e| e.to_string())?;
+            let page = index_page(app, q, crate::queries::LIMIT as usize).map_err(|e| e.to_string())?;
             if round == 0 {
                 pages.push(page.keys.iter().map(|k| *k as i64).collect::<Vec<i64>>());
             }
         }
     }
     let index = per_search(started);
+
+    let started = process_cpu();
+    for _ in 0..rounds {
+        for q in qs {
+            index_page(app, q, 0).map_err(|e| e.to_string())?;
+        }
+    }
+    let count = per_search(started);
 
     let conn = app.conn()?;
     let now = agentdir::time::now_ms();
@@ -89,5 +102,5 @@ pub fn measure(
         }
     }
     let whole = per_search(started);
-    Ok(Breakdown { sync, index, hydrate, whole })
+    Ok(Breakdown { sync, index, count, hydrate, whole })
 }
