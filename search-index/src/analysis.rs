@@ -26,8 +26,9 @@ use tantivy::tokenizer::{
 };
 use tantivy_jieba::jieba_rs::Jieba;
 
-/// Name under which the mixed analyzer is registered in each index's tokenizer manager.
-pub(crate) const TEXT_TOKENIZER: &str = "agentdir_mixed";
+/// Name of the tokenizer of every free-text field: documents' text is analysed before it
+/// reaches tantivy (see schema.rs), which only splits the resulting words at spaces.
+pub(crate) const TEXT_TOKENIZER: &str = "agentdir_words";
 
 /// Tokens longer than this (in UTF-8 bytes) are dropped on both sides: they are never real words
 /// (base64 blobs, runs of digits) and they bloat the term dictionary.

@@ -1,9 +1,11 @@
-//! The collector behind every search: exact total, numeric filters, and a deterministic top-k.
+//! Deterministic order, and the collector behind listings without text: exact total, numeric
+//! filters, most recent first.
 //!
 //! tantivy's `TopDocs` breaks score ties by `DocAddress`, which changes when segments merge, so
 //! paging could skip or repeat documents. Here every hit becomes one `u128` sort value, primary
 //! order in the high 64 bits (score or timestamp, order-preserving encoded) and the document key
 //! in the low 64 bits. Keys are unique, so the order is total and depends only on the data.
+//! Free-text searches use the same sort values (rank.rs).
 //!
 //! The per-segment buffer keeps at most about `2k` values (k = offset + limit): when it fills, a
 //! linear-time selection keeps the best `k` and raises a threshold below which hits are dropped
@@ -19,15 +21,8 @@ use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Cardinality, Column, ColumnValues};
 use tantivy::{DocId, Score, Searcher, SegmentOrdinal, SegmentReader};
 
-use crate::schema::{JOINED, KEY, LEVEL, TS, VERIFIED};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Order {
-    /// BM25 score desc, then key desc.
-    Score,
-    /// The `ts` fast field desc, then key desc.
-    Recency,
-}
+use crate::schema::{JOINED, LEVEL, VERIFIED};
+use crate::warm::Segments;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct NumericFilters {
@@ -42,11 +37,12 @@ impl NumericFilters {
     }
 }
 
-pub(crate) struct PageCollector {
-    pub order: Order,
+/// The documents matching a query, ordered by the `ts` fast field desc, then key desc.
+pub(crate) struct PageCollector<'a> {
     pub filters: NumericFilters,
     /// offset + limit, saturated.
     pub k: usize,
+    pub segments: &'a Segments,
 }
 
 pub(crate) struct Hits {
@@ -55,6 +51,11 @@ pub(crate) struct Hits {
 }
 
 impl Hits {
+    /// `values` are sort values (see [`sort_value`]), in any order.
+    pub(crate) fn new(total: u64, values: Vec<u128>) -> Hits {
+        Hits { total, values }
+    }
+
     /// The first `k` keys of the full order (fewer if there are fewer hits).
     pub(crate) fn into_keys(mut self) -> (u64, Vec<u64>) {
         self.values.sort_unstable_by(|a, b| b.cmp(a));
@@ -62,18 +63,25 @@ impl Hits {
     }
 }
 
-fn encode_score(score: Score) -> u64 {
+pub(crate) fn encode_score(score: Score) -> u64 {
     // Maps f32 to u32 preserving order (negatives included, though BM25 never yields them).
     let bits = score.to_bits();
     let ordered = if bits & 0x8000_0000 != 0 { !bits } else { bits | 0x8000_0000 };
     u64::from(ordered)
 }
 
+/// The score [`encode_score`] encoded.
+pub(crate) fn decode_score(encoded: u64) -> Score {
+    let ordered = encoded as u32;
+    let bits = if ordered & 0x8000_0000 != 0 { ordered & 0x7fff_ffff } else { !ordered };
+    Score::from_bits(bits)
+}
+
 fn encode_i64(v: i64) -> u64 {
     (v as u64) ^ (1 << 63)
 }
 
-fn sort_value(primary: u64, key: u64) -> u128 {
+pub(crate) fn sort_value(primary: u64, key: u64) -> u128 {
     (u128::from(primary) << 64) | u128::from(key)
 }
 
@@ -124,7 +132,7 @@ impl TopK {
 }
 
 /// A fast-field column read as "one value per doc", whatever its cardinality.
-fn dense<T>(column: Column<T>, default: T) -> Arc<dyn ColumnValues<T>>
+pub(crate) fn dense<T>(column: Column<T>, default: T) -> Arc<dyn ColumnValues<T>>
 where
     T: PartialOrd + Copy + Send + Sync + std::fmt::Debug + 'static,
 {
@@ -135,20 +143,37 @@ where
     }
 }
 
-pub(crate) struct PageSegmentCollector {
-    order: Order,
-    key: Arc<dyn ColumnValues<u64>>,
-    ts: Option<Arc<dyn ColumnValues<i64>>>,
+/// The numeric filters of a search, bound to one segment's columns.
+pub(crate) struct NumericColumns {
     level: Option<(u64, Arc<dyn ColumnValues<u64>>)>,
     joined: Option<(i64, Arc<dyn ColumnValues<i64>>)>,
     verified: Option<(bool, Arc<dyn ColumnValues<bool>>)>,
-    total: u64,
-    top: TopK,
 }
 
-impl PageSegmentCollector {
+impl NumericColumns {
+    pub(crate) fn for_segment(segment: &SegmentReader, filters: &NumericFilters) -> tantivy::Result<Self> {
+        let ff = segment.fast_fields();
+        let level = match filters.min_level {
+            Some(min) if min > 0 => Some((min, dense(ff.u64(LEVEL)?, 0))),
+            _ => None,
+        };
+        let joined = match filters.joined_since {
+            Some(since) => Some((since, dense(ff.i64(JOINED)?, i64::MIN))),
+            None => None,
+        };
+        let verified = match filters.verified {
+            Some(want) => Some((want, dense(ff.bool(VERIFIED)?, false))),
+            None => None,
+        };
+        Ok(NumericColumns { level, joined, verified })
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.level.is_none() && self.joined.is_none() && self.verified.is_none()
+    }
+
     #[inline]
-    fn passes(&self, doc: DocId) -> bool {
+    pub(crate) fn passes(&self, doc: DocId) -> bool {
         if let Some((min, col)) = &self.level
             && col.get_val(doc) < *min
         {
@@ -168,19 +193,24 @@ impl PageSegmentCollector {
     }
 }
 
+pub(crate) struct PageSegmentCollector {
+    key: Arc<dyn ColumnValues<u64>>,
+    ts: Arc<dyn ColumnValues<i64>>,
+    numeric: NumericColumns,
+    total: u64,
+    top: TopK,
+}
+
 impl SegmentCollector for PageSegmentCollector {
     type Fruit = Hits;
 
     #[inline]
-    fn collect(&mut self, doc: DocId, score: Score) {
-        if !self.passes(doc) {
+    fn collect(&mut self, doc: DocId, _score: Score) {
+        if !self.numeric.passes(doc) {
             return;
         }
         self.total += 1;
-        let primary = match (&self.order, &self.ts) {
-            (Order::Recency, Some(ts)) => encode_i64(ts.get_val(doc)),
-            _ => encode_score(score),
-        };
+        let primary = encode_i64(self.ts.get_val(doc));
         if !self.top.admits(primary) {
             return;
         }
@@ -194,7 +224,7 @@ impl SegmentCollector for PageSegmentCollector {
     }
 }
 
-impl Collector for PageCollector {
+impl Collector for PageCollector<'_> {
     type Fruit = Hits;
     type Child = PageSegmentCollector;
 
@@ -203,38 +233,18 @@ impl Collector for PageCollector {
         _segment_local_id: SegmentOrdinal,
         segment: &SegmentReader,
     ) -> tantivy::Result<PageSegmentCollector> {
-        let ff = segment.fast_fields();
-        let key = dense(ff.u64(KEY)?, 0);
-        let ts = match self.order {
-            Order::Recency => Some(dense(ff.i64(TS)?, i64::MIN)),
-            Order::Score => None,
-        };
-        let level = match self.filters.min_level {
-            Some(min) if min > 0 => Some((min, dense(ff.u64(LEVEL)?, 0))),
-            _ => None,
-        };
-        let joined = match self.filters.joined_since {
-            Some(since) => Some((since, dense(ff.i64(JOINED)?, i64::MIN))),
-            None => None,
-        };
-        let verified = match self.filters.verified {
-            Some(want) => Some((want, dense(ff.bool(VERIFIED)?, false))),
-            None => None,
-        };
+        let data = self.segments.get(segment)?;
         Ok(PageSegmentCollector {
-            order: self.order,
-            key,
-            ts,
-            level,
-            joined,
-            verified,
+            key: data.key.clone(),
+            ts: data.ts.clone(),
+            numeric: NumericColumns::for_segment(segment, &self.filters)?,
             total: 0,
             top: TopK::new(self.k),
         })
     }
 
     fn requires_scoring(&self) -> bool {
-        self.order == Order::Score
+        false
     }
 
     fn merge_fruits(&self, fruits: Vec<Hits>) -> tantivy::Result<Hits> {
@@ -255,7 +265,7 @@ impl Collector for PageCollector {
 /// `ts` column is read in chunks from the last document backwards. Documents are mostly added
 /// in time order, so walking backwards fills the top k early and the rest are rejected by one
 /// comparison each; the total is the number of live documents, known without counting.
-pub(crate) fn scan_recent(searcher: &Searcher, k: usize) -> tantivy::Result<Hits> {
+pub(crate) fn scan_recent(searcher: &Searcher, segments: &Segments, k: usize) -> tantivy::Result<Hits> {
     const CHUNK: u32 = 1024;
     let mut top = TopK::new(k);
     let mut total = 0u64;
@@ -265,9 +275,8 @@ pub(crate) fn scan_recent(searcher: &Searcher, k: usize) -> tantivy::Result<Hits
         if k == 0 {
             continue;
         }
-        let ff = segment.fast_fields();
-        let ts = dense(ff.i64(TS)?, i64::MIN);
-        let key = dense(ff.u64(KEY)?, 0);
+        let data = segments.get(segment)?;
+        let (ts, key) = (&data.ts, &data.key);
         let alive = segment.alive_bitset();
         let mut end = segment.max_doc();
         while end > 0 {
@@ -303,6 +312,9 @@ mod tests {
             assert!(encode_score(w[0]) < encode_score(w[1]));
         }
         assert!(encode_score(-1.0) < encode_score(0.0));
+        for s in [0.0f32, 1e-6, 0.5, 3.25, 1e9, -1.0] {
+            assert_eq!(decode_score(encode_score(s)), s);
+        }
         let ts = [i64::MIN, -5, 0, 7, i64::MAX];
         for w in ts.windows(2) {
             assert!(encode_i64(w[0]) < encode_i64(w[1]));

@@ -8,6 +8,11 @@
 //! from [`SearchIndex::applied_seq`] at start, and rebuilds from scratch when
 //! [`SearchIndex::needs_rebuild`] says the index was missing, corrupt or of another schema.
 //!
+//! A free-text search counts its matches exactly and ranks only those that can reach the page
+//! (`evaluate.rs`); what it needs of each segment beyond its files (the key and time columns,
+//! bitmaps of the segment's most frequent terms, its longest field lengths) is prepared once,
+//! when a reload first sees the segment (`warm.rs`).
+//!
 //! Searches go through a small per-index result cache whose entries live for one reader
 //! generation only (see `cache.rs`), so a repeated search between two commits costs
 //! microseconds and a commit can never serve stale results.
@@ -17,27 +22,31 @@
 mod analysis;
 mod cache;
 mod collect;
+mod dense;
 mod evaluate;
+mod matches;
 mod part;
 mod query;
+mod rank;
 mod schema;
 mod store;
+mod warm;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use tantivy::directory::DirectoryLock;
-use tantivy::query::TermQuery;
+use tantivy::tokenizer::TextAnalyzer;
 use tantivy::{IndexWriter, TantivyError, Term};
 
-use crate::analysis::QueryAnalyzer;
+use crate::analysis::{QueryAnalyzer, index_analyzer};
 use crate::cache::{Key, Target};
 use crate::collect::NumericFilters;
 use crate::evaluate::TextPlan;
 use crate::part::Part;
 use crate::part::Plan;
-use crate::query::{EXACT_HANDLE_SCORE, exact_term, word_query};
+use crate::query::{EXACT_HANDLE_SCORE, exact_term};
 use crate::schema::{AgentFields, CallFields, exact_term_value};
 
 /// Largest page the index hands out; larger limits are clamped.
@@ -175,6 +184,8 @@ impl From<TantivyError> for IndexError {
 struct Writers {
     agents: IndexWriter,
     calls: IndexWriter,
+    /// Analyses documents' text once for their fields and `all` (see schema.rs).
+    analyzer: TextAnalyzer,
 }
 
 /// The search index. `Send + Sync`: share it behind an `Arc`.
@@ -199,6 +210,7 @@ impl SearchIndex {
     /// Fails with [`IndexError::Locked`] (touching nothing) when another process holds `dir`.
     pub fn open(dir: &Path) -> Result<SearchIndex, IndexError> {
         let opened = store::open(dir)?;
+        let documents = index_analyzer(opened.jieba.clone());
         let analyzer = QueryAnalyzer::new(opened.jieba);
         // Touches jieba's lazily built tables so the first real query doesn't pay for them.
         let _ = analyzer.words("中文翻译服务 warm up");
@@ -206,7 +218,11 @@ impl SearchIndex {
             needs_rebuild: AtomicBool::new(opened.needs_rebuild),
             applied_seq: AtomicU64::new(opened.applied_seq),
             analyzer,
-            writers: Mutex::new(Writers { agents: opened.agents.1, calls: opened.calls.1 }),
+            writers: Mutex::new(Writers {
+                agents: opened.agents.1,
+                calls: opened.calls.1,
+                analyzer: documents,
+            }),
             agents: opened.agents.0,
             calls: opened.calls.0,
             agent_fields: opened.agent_fields,
@@ -277,14 +293,14 @@ impl SearchIndex {
             match change {
                 Change::UpsertAgent(a) => {
                     w.agents.delete_term(Term::from_field_u64(af.key, a.key));
-                    w.agents.add_document(af.document(&a))?;
+                    w.agents.add_document(af.document(&a, &mut w.analyzer))?;
                 }
                 Change::RemoveAgent(key) => {
                     w.agents.delete_term(Term::from_field_u64(af.key, key));
                 }
                 Change::UpsertCall(c) => {
                     w.calls.delete_term(Term::from_field_u64(cf.key, c.key));
-                    w.calls.add_document(cf.document(&c))?;
+                    w.calls.add_document(cf.document(&c, &mut w.analyzer))?;
                 }
                 Change::RemoveCall(key) => {
                     w.calls.delete_term(Term::from_field_u64(cf.key, key));
@@ -332,10 +348,10 @@ impl SearchIndex {
         for change in docs {
             match change {
                 Change::UpsertAgent(a) => {
-                    w.agents.add_document(self.agent_fields.document(&a))?;
+                    w.agents.add_document(self.agent_fields.document(&a, &mut w.analyzer))?;
                 }
                 Change::UpsertCall(c) => {
-                    w.calls.add_document(self.call_fields.document(&c))?;
+                    w.calls.add_document(self.call_fields.document(&c, &mut w.analyzer))?;
                 }
                 Change::RemoveAgent(_) | Change::RemoveCall(_) => {}
             }
@@ -392,15 +408,14 @@ impl SearchIndex {
             let Some(text) = text else {
                 return Some(Plan::Recency(filters));
             };
-            let fields = f.text_fields();
             let words = self.analyzer.words(text);
             let exact = handle_candidate(text).map(|h| (exact_term(f.handle_exact, &h), EXACT_HANDLE_SCORE));
             // Text with nothing searchable in it (punctuation, emoji) matches nothing.
             if words.is_empty() && exact.is_none() {
                 return None;
             }
-            let words = words.iter().map(|w| word_query(w, &fields)).collect();
-            Some(Plan::Text(TextPlan { words, exact, filters }))
+            let fields = f.text_fields().to_vec();
+            Some(Plan::Text(TextPlan { words, fields, all: f.all, exact, filters }))
         })
     }
 
@@ -434,18 +449,19 @@ impl SearchIndex {
             let Some(text) = text else {
                 return Some(Plan::Recency(filters));
             };
-            let fields = f.text_fields();
             let words = self.analyzer.words(text);
             if words.is_empty() {
                 return None;
             }
-            let words = words.iter().map(|w| word_query(w, &fields)).collect();
-            Some(Plan::Text(TextPlan { words, exact: None, filters }))
+            let fields = f.text_fields().to_vec();
+            Some(Plan::Text(TextPlan { words, fields, all: f.all, exact: None, filters }))
         })
     }
 
     /// Sets how many distinct searches each index remembers between commits (0 disables the
-    /// cache, e.g. to measure raw query cost). The default is [`DEFAULT_CACHE_ENTRIES`].
+    /// cache, e.g. to measure raw query cost: every search is then computed; the per-segment
+    /// data of `warm.rs` belongs to the index and stays). The default is
+    /// [`DEFAULT_CACHE_ENTRIES`].
     pub fn set_result_cache_capacity(&self, entries: usize) {
         self.agents.cache.set_capacity(entries);
         self.calls.cache.set_capacity(entries);
@@ -458,7 +474,7 @@ mod tests;
 /// Commits both indexes with the same seq, each naming the other as its partner. In parallel: a
 /// commit is mostly waiting on fsync.
 fn commit_both(w: &mut Writers, seq: u64) -> Result<(), IndexError> {
-    let Writers { agents, calls } = w;
+    let Writers { agents, calls, .. } = w;
     let (a, c) = std::thread::scope(|s| {
         let a = s.spawn(|| store::commit(agents, seq, seq));
         let c = store::commit(calls, seq, seq);
@@ -488,7 +504,7 @@ fn present(value: Option<&str>) -> Option<&str> {
 
 enum Filter {
     None,
-    Term(String, TermQuery),
+    Term(String, Term),
     Impossible,
 }
 

@@ -1,13 +1,15 @@
 //! One searchable index (agents or calls): its manually reloaded reader, its result cache, and
 //! the running of one search into a page.
 
-use tantivy::IndexReader;
-use tantivy::query::TermQuery;
+use std::sync::Arc;
+
+use tantivy::{IndexReader, Term};
 
 use crate::cache::{DEPTH, Entry, Key, ResultCache};
-use crate::collect::{NumericFilters, Order, PageCollector};
+use crate::collect::{NumericFilters, PageCollector};
 use crate::evaluate::{self, TextPlan};
 use crate::query::filters_only;
+use crate::warm::Segments;
 use crate::{DEFAULT_CACHE_ENTRIES, IndexError, MAX_LIMIT, Page};
 
 /// Searches with longer text are not cached: they are rarely repeated and would make keys big.
@@ -16,7 +18,7 @@ const MAX_CACHED_TEXT_BYTES: usize = 1024;
 /// What to run on a cache miss.
 pub(crate) enum Plan {
     /// No text: the documents matching every exact filter, most recent first.
-    Recency(Vec<TermQuery>),
+    Recency(Vec<Term>),
     /// Free text, ranked by score.
     Text(TextPlan),
 }
@@ -24,11 +26,13 @@ pub(crate) enum Plan {
 pub(crate) struct Part {
     pub reader: IndexReader,
     pub cache: ResultCache,
+    /// Registered with `reader` as a warmer, which holds it weakly.
+    pub segments: Arc<Segments>,
 }
 
 impl Part {
-    pub(crate) fn new(reader: IndexReader) -> Self {
-        Part { reader, cache: ResultCache::new(DEFAULT_CACHE_ENTRIES) }
+    pub(crate) fn new(reader: IndexReader, segments: Arc<Segments>) -> Self {
+        Part { reader, cache: ResultCache::new(DEFAULT_CACHE_ENTRIES), segments }
     }
 
     /// Runs the search identified by `key`. `build` makes the query only on a cache miss; it
@@ -63,16 +67,13 @@ impl Part {
         let k = if fill_cache { DEPTH } else { wanted };
         let hits = match plan {
             Plan::Recency(filters) if filters.is_empty() && numeric.is_empty() => {
-                crate::collect::scan_recent(&searcher, k)?
+                crate::collect::scan_recent(&searcher, &self.segments, k)?
             }
             Plan::Recency(filters) => {
-                let collector = PageCollector { order: Order::Recency, filters: numeric, k };
+                let collector = PageCollector { filters: numeric, k, segments: &self.segments };
                 searcher.search(filters_only(filters).as_ref(), &collector)?
             }
-            Plan::Text(text) => {
-                let collector = PageCollector { order: Order::Score, filters: numeric, k };
-                evaluate::search(&searcher, &text, &collector)?
-            }
+            Plan::Text(text) => evaluate::search(&searcher, &self.segments, &text, &numeric, k)?,
         };
         let (total, keys) = hits.into_keys();
         let entry = Entry { total, keys };

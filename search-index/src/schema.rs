@@ -7,18 +7,25 @@
 //! Nothing is stored: the core hydrates results from SQLite, so the index only needs to hand back
 //! keys, which come from the `key` fast field. Text fields keep term frequencies but no positions
 //! (no phrase queries), which keeps the index small.
+//!
+//! Besides the scored text fields (one per weight class), every document has an `all` field
+//! holding the words of all of them, documents only (no frequencies, no norms). It answers "which
+//! documents contain this word anywhere" with one posting list, which is what matching and exact
+//! totals need, instead of a union of one list per field. Each text value is analysed once and
+//! the same tokens go to its field and to `all`.
 
 use tantivy::TantivyDocument;
 use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions,
 };
+use tantivy::tokenizer::TextAnalyzer;
 
 use crate::analysis::{TEXT_TOKENIZER, normalize_exact};
 use crate::{AgentDoc, CallDoc};
 
 /// Bump whenever fields, their options, or the analysis change: an index written with another
 /// version is wiped and rebuilt from SQLite at open.
-pub(crate) const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA_VERSION: u32 = 3;
 
 /// Fast-field names read by the collector; both schemas use the same names.
 pub(crate) const KEY: &str = "key";
@@ -58,6 +65,45 @@ fn text() -> TextOptions {
     )
 }
 
+/// The union of a document's text fields: which documents contain a word, nothing more.
+fn all_text() -> TextOptions {
+    TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(TEXT_TOKENIZER)
+            .set_index_option(IndexRecordOption::Basic)
+            .set_fieldnorms(false),
+    )
+}
+
+/// Builds one tantivy document, analysing each text value once for its field and for `all`:
+/// the analysed words, joined by spaces, are what both fields receive, and tantivy only splits
+/// them at spaces again (words never contain one). A value tantivy should not tokenize at all
+/// (a pre-tokenized one) would go through its document serialization, which is much slower.
+struct Builder<'a> {
+    doc: TantivyDocument,
+    all: Field,
+    analyzer: &'a mut TextAnalyzer,
+    words: String,
+}
+
+impl Builder<'_> {
+    fn text(&mut self, field: Field, value: &str) {
+        self.words.clear();
+        let mut stream = self.analyzer.token_stream(value);
+        while let Some(token) = stream.next() {
+            if !self.words.is_empty() {
+                self.words.push(' ');
+            }
+            self.words.push_str(&token.text);
+        }
+        if self.words.is_empty() {
+            return;
+        }
+        self.doc.add_text(self.all, &self.words);
+        self.doc.add_text(field, &self.words);
+    }
+}
+
 /// Exact-match values, used only as filters (constant score), hence no field norms. Not FAST:
 /// filters are TermQuery look-ups in the inverted index; a string column would only cost space.
 fn exact() -> TextOptions {
@@ -81,6 +127,8 @@ fn key() -> NumericOptions {
 pub(crate) struct AgentFields {
     pub key: Field,
     pub handle_exact: Field,
+    /// Every word of title, summary and body.
+    pub all: Field,
     /// handle (split at hyphens) and name.
     pub title: Field,
     /// tagline, capabilities, offering titles and offering tags, as words.
@@ -101,6 +149,7 @@ impl AgentFields {
         let fields = AgentFields {
             key: b.add_u64_field(KEY, key()),
             handle_exact: b.add_text_field("handle_exact", exact()),
+            all: b.add_text_field("all", all_text()),
             title: b.add_text_field("title", text()),
             summary: b.add_text_field("summary", text()),
             body: b.add_text_field("body", text()),
@@ -114,26 +163,33 @@ impl AgentFields {
         (b.build(), fields)
     }
 
+    /// The fields whose terms searches count (see dense.rs).
+    pub(crate) fn counted(&self) -> [Field; 3] {
+        [self.all, self.capability, self.language]
+    }
+
     pub(crate) fn text_fields(&self) -> [(Field, f32); 3] {
         [(self.title, boost::TITLE), (self.summary, boost::SUMMARY), (self.body, boost::BODY)]
     }
 
-    pub(crate) fn document(&self, a: &AgentDoc) -> TantivyDocument {
-        let mut d = TantivyDocument::default();
+    pub(crate) fn document(&self, a: &AgentDoc, analyzer: &mut TextAnalyzer) -> TantivyDocument {
+        let mut b =
+            Builder { doc: TantivyDocument::default(), all: self.all, analyzer, words: String::new() };
+        b.text(self.title, &a.handle);
+        b.text(self.title, &a.name);
+        b.text(self.summary, &a.tagline);
+        for s in a.capabilities.iter().chain(&a.offering_titles).chain(&a.offering_tags) {
+            b.text(self.summary, s);
+        }
+        b.text(self.body, &a.description_en);
+        b.text(self.body, &a.description_zh);
+        for s in &a.offering_deliverables {
+            b.text(self.body, s);
+        }
+        b.text(self.body, &a.model);
+        let mut d = b.doc;
         d.add_u64(self.key, a.key);
         add_exact(&mut d, self.handle_exact, &a.handle);
-        d.add_text(self.title, &a.handle);
-        d.add_text(self.title, &a.name);
-        d.add_text(self.summary, &a.tagline);
-        for s in a.capabilities.iter().chain(&a.offering_titles).chain(&a.offering_tags) {
-            d.add_text(self.summary, s);
-        }
-        d.add_text(self.body, &a.description_en);
-        d.add_text(self.body, &a.description_zh);
-        for s in &a.offering_deliverables {
-            d.add_text(self.body, s);
-        }
-        d.add_text(self.body, &a.model);
         for c in &a.capabilities {
             add_exact(&mut d, self.capability, c);
         }
@@ -151,6 +207,8 @@ impl AgentFields {
 #[derive(Clone)]
 pub(crate) struct CallFields {
     pub key: Field,
+    /// Every word of title, tags, author and body.
+    pub all: Field,
     pub title: Field,
     /// tags, as words.
     pub tags_text: Field,
@@ -169,6 +227,7 @@ impl CallFields {
         let mut b = Schema::builder();
         let fields = CallFields {
             key: b.add_u64_field(KEY, key()),
+            all: b.add_text_field("all", all_text()),
             title: b.add_text_field("title", text()),
             tags_text: b.add_text_field("tags_text", text()),
             author_text: b.add_text_field("author_text", text()),
@@ -182,6 +241,11 @@ impl CallFields {
         (b.build(), fields)
     }
 
+    /// The fields whose terms searches count (see dense.rs).
+    pub(crate) fn counted(&self) -> [Field; 3] {
+        [self.all, self.tag, self.kind]
+    }
+
     pub(crate) fn text_fields(&self) -> [(Field, f32); 4] {
         [
             (self.title, boost::CALL_TITLE),
@@ -191,18 +255,22 @@ impl CallFields {
         ]
     }
 
-    pub(crate) fn document(&self, c: &CallDoc) -> TantivyDocument {
-        let mut d = TantivyDocument::default();
-        d.add_u64(self.key, c.key);
-        d.add_text(self.title, &c.title);
+    pub(crate) fn document(&self, c: &CallDoc, analyzer: &mut TextAnalyzer) -> TantivyDocument {
+        let mut b =
+            Builder { doc: TantivyDocument::default(), all: self.all, analyzer, words: String::new() };
+        b.text(self.title, &c.title);
         for t in &c.tags {
-            d.add_text(self.tags_text, t);
+            b.text(self.tags_text, t);
+        }
+        b.text(self.author_text, &c.author_handle);
+        b.text(self.body, &c.body);
+        b.text(self.body, &c.deliverable);
+        b.text(self.body, &c.constraints);
+        let mut d = b.doc;
+        d.add_u64(self.key, c.key);
+        for t in &c.tags {
             add_exact(&mut d, self.tag, t);
         }
-        d.add_text(self.author_text, &c.author_handle);
-        d.add_text(self.body, &c.body);
-        d.add_text(self.body, &c.deliverable);
-        d.add_text(self.body, &c.constraints);
         add_exact(&mut d, self.kind, &c.kind);
         add_exact(&mut d, self.author, &c.author_handle);
         add_exact(&mut d, self.lang, &c.lang);

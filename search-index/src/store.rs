@@ -17,21 +17,23 @@ use tantivy::directory::{DirectoryLock, Lock, MmapDirectory};
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::merge_policy::{LogMergePolicy, NoMergePolicy};
 use tantivy::schema::Schema;
-use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyError};
+use tantivy::tokenizer::WhitespaceTokenizer;
+use tantivy::{Directory, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyError, Warmer};
 use tantivy_jieba::jieba_rs::Jieba;
 
 use crate::IndexError;
-use crate::analysis::{TEXT_TOKENIZER, index_analyzer, jieba};
+use crate::analysis::{TEXT_TOKENIZER, jieba};
 use crate::part::Part;
 use crate::schema::{AgentFields, CallFields, SCHEMA_VERSION};
+use crate::warm::{Fields, Segments};
 
 const LOCK_FILE: &str = ".agentdir-search.lock";
 
 /// Indexing memory for each index's single worker thread: 80 MB in all. One worker, not two:
 /// every commit stops and restarts the workers, and on a busy two-core machine each extra thread
 /// hand-off adds scheduling delay (measured: one-document upsert p50 114 ms with two workers vs
-/// 34 ms with one, under a load average of 6). A rebuild is then bounded by one core of jieba,
-/// with the caller producing documents on another.
+/// 34 ms with one, under a load average of 6). In a rebuild the caller analyses the text (jieba)
+/// on one core while the worker writes postings on the other.
 const AGENTS_BUDGET_PER_THREAD: usize = 32_000_000;
 const CALLS_BUDGET_PER_THREAD: usize = 48_000_000;
 const WORKER_THREADS: usize = 1;
@@ -82,9 +84,24 @@ pub(crate) fn open(dir: &Path) -> Result<Opened, IndexError> {
     let jieba = jieba();
     let (agent_schema, agent_fields) = AgentFields::build();
     let (call_schema, call_fields) = CallFields::build();
-    let (agents, agents_seq) =
-        open_part(&dir.join("agents"), &agent_schema, &jieba, AGENTS_BUDGET_PER_THREAD)?;
-    let (calls, calls_seq) = open_part(&dir.join("calls"), &call_schema, &jieba, CALLS_BUDGET_PER_THREAD)?;
+    let (agents, agents_seq) = open_part(
+        &dir.join("agents"),
+        &agent_schema,
+        Fields {
+            counted: agent_fields.counted().to_vec(),
+            scored: agent_fields.text_fields().map(|f| f.0).to_vec(),
+        },
+        AGENTS_BUDGET_PER_THREAD,
+    )?;
+    let (calls, calls_seq) = open_part(
+        &dir.join("calls"),
+        &call_schema,
+        Fields {
+            counted: call_fields.counted().to_vec(),
+            scored: call_fields.text_fields().map(|f| f.0).to_vec(),
+        },
+        CALLS_BUDGET_PER_THREAD,
+    )?;
     let (needs_rebuild, applied_seq) = match (agents_seq, calls_seq) {
         (Some(a), Some(c)) => (false, applied_seq(a, c)),
         _ => (true, 0),
@@ -96,15 +113,16 @@ pub(crate) fn open(dir: &Path) -> Result<Opened, IndexError> {
 fn open_part(
     path: &Path,
     schema: &Schema,
-    jieba: &Arc<Jieba>,
+    fields: Fields,
     budget: usize,
 ) -> Result<((Part, IndexWriter), Option<Payload>), IndexError> {
+    let segments = Arc::new(Segments::new(fields));
     fs::create_dir_all(path)?;
     if path.join("meta.json").exists() {
         // A damaged file must not be able to take the server down at start: a panic inside
         // tantivy while reading it is treated like any other unreadable index.
         let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            open_existing(path, schema, jieba, budget)
+            open_existing(path, schema, budget, &segments)
         }))
         .unwrap_or_else(|_| Err(Unusable::Reason("panicked while opening".into())));
         match attempt {
@@ -119,10 +137,10 @@ fn open_part(
     fs::remove_dir_all(path)?;
     fs::create_dir_all(path)?;
     let index = Index::builder().schema(schema.clone()).create_in_dir(path)?;
-    let mut writer = prepare(&index, jieba, budget)?;
+    let mut writer = prepare(&index, budget)?;
     commit(&mut writer, 0, 0)?;
-    let reader = reader(&index)?;
-    Ok(((Part::new(reader), writer), None))
+    let reader = reader(&index, &segments)?;
+    Ok(((Part::new(reader, segments), writer), None))
 }
 
 enum Unusable {
@@ -142,8 +160,8 @@ impl From<TantivyError> for Unusable {
 fn open_existing(
     path: &Path,
     schema: &Schema,
-    jieba: &Arc<Jieba>,
     budget: usize,
+    segments: &Arc<Segments>,
 ) -> Result<(Part, IndexWriter, Payload), Unusable> {
     let index = Index::open_in_dir(path)?;
     if index.schema() != *schema {
@@ -167,13 +185,13 @@ fn open_existing(
     if !damaged.is_empty() {
         return Err(Unusable::Reason(format!("{} damaged file(s)", damaged.len())));
     }
-    let writer = prepare(&index, jieba, budget)?;
-    let reader = reader(&index)?;
-    Ok((Part::new(reader), writer, payload))
+    let writer = prepare(&index, budget)?;
+    let reader = reader(&index, segments)?;
+    Ok((Part::new(reader, segments.clone()), writer, payload))
 }
 
-fn prepare(index: &Index, jieba: &Arc<Jieba>, budget: usize) -> Result<IndexWriter, TantivyError> {
-    index.tokenizers().register(TEXT_TOKENIZER, index_analyzer(jieba.clone()));
+fn prepare(index: &Index, budget: usize) -> Result<IndexWriter, TantivyError> {
+    index.tokenizers().register(TEXT_TOKENIZER, WhitespaceTokenizer::default());
     let options = IndexWriterOptions::builder()
         .memory_budget_per_thread(budget)
         .num_worker_threads(WORKER_THREADS)
@@ -182,8 +200,13 @@ fn prepare(index: &Index, jieba: &Arc<Jieba>, budget: usize) -> Result<IndexWrit
     index.writer_with_options(options)
 }
 
-fn reader(index: &Index) -> Result<IndexReader, TantivyError> {
-    index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()
+fn reader(index: &Index, segments: &Arc<Segments>) -> Result<IndexReader, TantivyError> {
+    let warmer: Arc<dyn Warmer> = segments.clone();
+    index
+        .reader_builder()
+        .reload_policy(ReloadPolicy::Manual)
+        .warmers(vec![Arc::downgrade(&warmer)])
+        .try_into()
 }
 
 /// Commits with `seq` in the payload; `partner` as described on [`Payload`].

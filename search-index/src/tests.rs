@@ -768,70 +768,258 @@ fn random_agent(r: &mut Rng, key: u64) -> AgentDoc {
     a
 }
 
-/// The evaluator in evaluate.rs must find exactly what tantivy's own BooleanQuery finds.
+/// A corpus big and skewed enough for ranking to prune: Zipf-like words, fields of varied
+/// lengths, several segments, some deletes.
+fn ranking_corpus(idx: &SearchIndex, r: &mut Rng) {
+    fn skewed<'a>(r: &mut Rng, items: &[&'a str]) -> &'a str {
+        // Early words are much more frequent.
+        let a = r.next() % items.len() as u64;
+        let b = r.next() % items.len() as u64;
+        items[a.min(b) as usize]
+    }
+    fn text(r: &mut Rng, items: &[&str], max: u64) -> String {
+        let n = 1 + r.next() % max;
+        (0..n).map(|_| skewed(r, items)).collect::<Vec<_>>().join(" ")
+    }
+    for batch in 0..5u64 {
+        let mut changes = Vec::new();
+        for i in 0..300 {
+            let key = batch * 300 + i + 1;
+            let mut a = agent(key, &format!("{}-{}-{key}", skewed(r, EN), skewed(r, EN)), &text(r, EN, 3));
+            a.tagline = text(r, ZH, 4);
+            a.description_en = text(r, EN, 30);
+            a.description_zh = text(r, ZH, 12).replace(' ', "");
+            a.capabilities = vec![r.pick(CAPS).into()];
+            a.languages = vec![["en", "zh"][(r.next() % 2) as usize].into()];
+            a.offering_tags = vec![skewed(r, EN).into()];
+            a.level = r.next() % 3;
+            a.mailbox_verified = r.next().is_multiple_of(2);
+            a.joined_at = (r.next() % 1000) as i64;
+            a.last_active_at = (r.next() % 50) as i64;
+            changes.push(Change::UpsertAgent(a));
+            let mut c = call(key, &text(r, if i % 2 == 0 { EN } else { ZH }, 6));
+            c.body = format!("{} {}", text(r, EN, 25), text(r, ZH, 10).replace(' ', ""));
+            c.tags = vec![skewed(r, EN).into()];
+            c.kind = ["seeking", "offering", "announce"][(r.next() % 3) as usize].into();
+            c.author_handle = format!("{}-{}", skewed(r, EN), r.next() % 5);
+            changes.push(Change::UpsertCall(c));
+        }
+        for _ in 0..25 {
+            let key = 1 + r.next() % ((batch + 1) * 300);
+            changes.push(if key.is_multiple_of(2) {
+                Change::RemoveAgent(key)
+            } else {
+                Change::RemoveCall(key)
+            });
+        }
+        idx.apply(changes, batch + 1).expect("apply");
+    }
+}
+
+fn random_text(r: &mut Rng, i: usize) -> String {
+    match i % 6 {
+        0 => r.words(EN, 3),
+        1 => r.words(ZH, 2),
+        2 => format!("{} {}", r.pick(EN), r.pick(ZH)),
+        3 => format!("{}-{}-{}", r.pick(EN), r.pick(EN), r.next() % 1500),
+        4 => r.words(ZH, 3).replace(' ', ""),
+        _ => r.pick(EN).to_string(),
+    }
+}
+
+fn random_agent_query<'a>(r: &mut Rng, text: &'a str, i: usize) -> AgentQuery<'a> {
+    let mut q = AgentQuery { text: Some(text), limit: 100, ..Default::default() };
+    match i % 7 {
+        1 => q.capability = Some(r.pick(CAPS)),
+        2 => q.language = Some(["en", "zh"][(r.next() % 2) as usize]),
+        3 => q.mailbox_verified = Some(r.next().is_multiple_of(2)),
+        4 => q.min_level = Some(1 + r.next() % 2),
+        5 => q.joined_since = Some((r.next() % 1000) as i64),
+        6 => (q.capability, q.min_level) = (Some(r.pick(CAPS)), Some(1)),
+        _ => {}
+    }
+    q
+}
+
+fn random_call_query<'a>(r: &mut Rng, text: &'a str, i: usize) -> CallQuery<'a> {
+    let mut q = CallQuery { text: Some(text), limit: 100, ..Default::default() };
+    match i % 4 {
+        1 => q.tag = Some(r.pick(EN)),
+        2 => q.kind = Some(["seeking", "offering", "announce"][(r.next() % 3) as usize]),
+        3 => (q.tag, q.author_handle) = (Some(r.pick(EN)), Some("data-1")),
+        _ => {}
+    }
+    q
+}
+
+/// Every match with tantivy's own scores for the equivalent query (BooleanQuery of the words'
+/// DisjunctionMax queries, the exact-handle alternative, filters as zero-score clauses), and the
+/// numeric filters applied by key.
+fn reference(
+    idx: &SearchIndex,
+    part: &Part,
+    fields: &[(tantivy::schema::Field, f32)],
+    text: &str,
+    handle: Option<tantivy::schema::Field>,
+    filters: Vec<Term>,
+    keep: &dyn Fn(u64) -> bool,
+) -> Vec<(f32, u64)> {
+    use tantivy::collector::TopDocs;
+    use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
+    use tantivy::schema::IndexRecordOption;
+
+    use crate::query::word_query;
+
+    let words = idx.analyzer.words(text);
+    let mut text_q: Vec<Box<dyn Query>> = Vec::new();
+    if !words.is_empty() {
+        text_q.push(Box::new(BooleanQuery::intersection(
+            words.iter().map(|w| word_query(w, fields)).collect(),
+        )));
+    }
+    if let Some(field) = handle
+        && let Some(h) = handle_candidate(text)
+    {
+        let t = TermQuery::new(exact_term(field, &h), IndexRecordOption::Basic);
+        text_q.push(Box::new(ConstScoreQuery::new(Box::new(t), EXACT_HANDLE_SCORE)));
+    }
+    if text_q.is_empty() {
+        return Vec::new();
+    }
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+        vec![(Occur::Must, Box::new(BooleanQuery::union(text_q)))];
+    for t in filters {
+        let t = TermQuery::new(t, IndexRecordOption::Basic);
+        clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(Box::new(t), 0.0))));
+    }
+    let query = BooleanQuery::new(clauses);
+    let searcher = part.reader.searcher();
+    let limit = (searcher.num_docs() as usize).max(1);
+    let docs = searcher.search(&query, &TopDocs::with_limit(limit).order_by_score()).expect("reference");
+    let mut out = Vec::new();
+    for (score, address) in docs {
+        let segment = searcher.segment_reader(address.segment_ord);
+        let key =
+            segment.fast_fields().u64(crate::schema::KEY).expect("key").first(address.doc_id).expect("key");
+        if keep(key) {
+            out.push((score, key));
+        }
+    }
+    out.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
+    out
+}
+
+/// `got` must be a best-first page of `reference` (scores may differ in the last bits, as sums
+/// are added in another order).
+fn assert_valid_page(got: &Page, reference: &[(f32, u64)], what: &str) {
+    assert_eq!(got.total, reference.len() as u64, "total for {what}");
+    let score: std::collections::HashMap<u64, f32> = reference.iter().map(|(s, k)| (*k, *s)).collect();
+    let near = |a: f32, b: f32| (a - b).abs() <= 1e-4 * a.abs().max(b.abs()).max(1.0);
+    let page: Vec<f32> =
+        got.keys.iter().map(|k| *score.get(k).unwrap_or_else(|| panic!("{k} is no match: {what}"))).collect();
+    assert_eq!(got.keys.len(), reference.len().min(100), "page size for {what}");
+    for w in page.windows(2) {
+        assert!(w[0] >= w[1] || near(w[0], w[1]), "order for {what}: {page:?}");
+    }
+    // Nothing left out scores above what was taken.
+    let taken: HashSet<u64> = got.keys.iter().copied().collect();
+    if let (Some(lowest), Some(best_left)) =
+        (page.last(), reference.iter().find(|(_, k)| !taken.contains(k)).map(|(s, _)| *s))
+    {
+        assert!(*lowest >= best_left || near(*lowest, best_left), "{what}: left out {best_left} > {lowest}");
+    }
+}
+
+/// The evaluator must find what tantivy's own queries find, with the same scores.
 #[test]
-fn word_at_a_time_evaluation_matches_tantivy_boolean_query() {
-    use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query};
-
-    use crate::collect::{NumericFilters, Order, PageCollector};
-    use crate::query::{EXACT_HANDLE_SCORE, exact_term, word_query};
-
+fn text_search_matches_tantivy_queries() {
     let (_d, idx) = fresh();
     idx.set_result_cache_capacity(0);
     let mut r = Rng(0x5eed);
-    // Several commits make several segments; some deletes make alive bitsets matter.
-    for batch in 0..6u64 {
-        let mut changes: Vec<Change> =
-            (0..60).map(|i| Change::UpsertAgent(random_agent(&mut r, batch * 60 + i + 1))).collect();
-        changes.push(Change::RemoveAgent(batch * 60 + 7));
-        idx.apply(changes, batch + 1).expect("apply");
-    }
-    let f = &idx.agent_fields;
-    let fields = f.text_fields();
-    for i in 0..150 {
-        let text = match i % 5 {
-            0 => r.words(EN, 3),
-            1 => r.words(ZH, 2),
-            2 => format!("{} {}", r.pick(EN), r.pick(ZH)),
-            3 => format!("{}-{}-{}", r.pick(EN), r.pick(EN), r.next() % 360),
-            _ => r.words(ZH, 3).replace(' ', ""),
-        };
-        let capability = (i % 3 == 0).then(|| r.pick(CAPS));
-        let got = idx
-            .search_agents(&AgentQuery { text: Some(&text), capability, limit: 100, ..Default::default() })
-            .expect("search");
-
-        let words = idx.analyzer.words(&text);
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        let mut text_q: Vec<Box<dyn Query>> = Vec::new();
-        if !words.is_empty() {
-            text_q.push(Box::new(BooleanQuery::intersection(
-                words.iter().map(|w| word_query(w, &fields)).collect(),
-            )));
+    ranking_corpus(&idx, &mut r);
+    let af = idx.agent_fields.clone();
+    let cf = idx.call_fields.clone();
+    for i in 0..240 {
+        let text = random_text(&mut r, i);
+        let q = random_agent_query(&mut r, &text, i);
+        let got = idx.search_agents(&q).expect("search");
+        let mut filters = Vec::new();
+        if let Some(c) = q.capability {
+            filters.push(exact_term(af.capability, c));
         }
-        if let Some(h) = handle_candidate(&text) {
-            text_q.push(Box::new(ConstScoreQuery::new(
-                Box::new(exact_term(f.handle_exact, &h)),
-                EXACT_HANDLE_SCORE,
-            )));
+        if let Some(l) = q.language {
+            filters.push(exact_term(af.language, l));
         }
-        clauses.push((Occur::Must, Box::new(BooleanQuery::union(text_q))));
-        if let Some(c) = capability {
-            let t = exact_term(f.capability, c);
-            clauses.push((Occur::Must, Box::new(ConstScoreQuery::new(Box::new(t), 0.0))));
-        }
-        let collector = PageCollector { order: Order::Score, filters: NumericFilters::default(), k: 1000 };
         let searcher = idx.agents.reader.searcher();
-        let reference = searcher.search(&BooleanQuery::new(clauses), &collector).expect("reference");
-        let (total, keys) = reference.into_keys();
-        assert_eq!(got.total, total, "total for {text:?}");
-        let want: Vec<u64> = keys.into_iter().take(100).collect();
-        // Scores are summed in a different order, so near-ties may swap; the sets must agree.
-        if (total as usize) <= 100 {
-            assert_eq!(sorted(got.keys.clone()), sorted(want.clone()), "hits for {text:?}");
+        let numeric = |key: u64| -> bool {
+            // The numeric filters, checked on the stored columns by key.
+            let query = tantivy::query::TermQuery::new(
+                Term::from_field_u64(af.key, key),
+                tantivy::schema::IndexRecordOption::Basic,
+            );
+            let docs = searcher.search(&query, &tantivy::collector::DocSetCollector).expect("key");
+            let address = docs.into_iter().next().expect("doc");
+            let ff = searcher.segment_reader(address.segment_ord).fast_fields();
+            let level = ff.u64(crate::schema::LEVEL).expect("level").first(address.doc_id).unwrap_or(0);
+            let joined = ff.i64(crate::schema::JOINED).expect("joined").first(address.doc_id).unwrap_or(0);
+            let verified =
+                ff.bool(crate::schema::VERIFIED).expect("verified").first(address.doc_id).unwrap_or(false);
+            q.min_level.is_none_or(|m| level >= m)
+                && q.joined_since.is_none_or(|j| joined >= j)
+                && q.mailbox_verified.is_none_or(|v| verified == v)
+        };
+        let want =
+            reference(&idx, &idx.agents, &af.text_fields(), &text, Some(af.handle_exact), filters, &numeric);
+        assert_valid_page(&got, &want, &format!("agents {q:?}"));
+
+        let cq = random_call_query(&mut r, &text, i);
+        let got = idx.search_calls(&cq).expect("search");
+        let mut filters = Vec::new();
+        if let Some(t) = cq.tag {
+            filters.push(exact_term(cf.tag, t));
         }
-        assert_eq!(got.keys.first(), want.first(), "best hit for {text:?}");
+        if let Some(k) = cq.kind {
+            filters.push(exact_term(cf.kind, k));
+        }
+        if let Some(a) = cq.author_handle {
+            filters.push(exact_term(cf.author, a));
+        }
+        let want = reference(&idx, &idx.calls, &cf.text_fields(), &text, None, filters, &|_| true);
+        assert_valid_page(&got, &want, &format!("calls {cq:?}"));
     }
+}
+
+/// Pruning must never change a page: every page equals the same page ranked by scoring every
+/// match.
+#[test]
+fn pruned_ranking_equals_exhaustive_ranking() {
+    let (_d, idx) = fresh();
+    idx.set_result_cache_capacity(0);
+    let mut r = Rng(0xbead);
+    ranking_corpus(&idx, &mut r);
+    let mut pruned_any = false;
+    for i in 0..200 {
+        let text = random_text(&mut r, i);
+        let aq = random_agent_query(&mut r, &text, i);
+        let cq = random_call_query(&mut r, &text, i);
+        for (offset, limit) in [(0, 1), (0, 10), (0, 20), (3, 7), (20, 20), (0, 100), (150, 50)] {
+            let aq = AgentQuery { offset, limit, ..aq };
+            let cq = CallQuery { offset, limit, ..cq };
+            let before = crate::rank::visited();
+            let (agents, calls) =
+                (idx.search_agents(&aq).expect("search"), idx.search_calls(&cq).expect("search"));
+            let pruned = crate::rank::visited() - before;
+            crate::rank::set_exhaustive(true);
+            let (all_agents, all_calls) =
+                (idx.search_agents(&aq).expect("search"), idx.search_calls(&cq).expect("search"));
+            crate::rank::set_exhaustive(false);
+            let exhaustive = crate::rank::visited() - before - pruned;
+            pruned_any |= pruned * 2 < exhaustive;
+            assert_eq!(agents, all_agents, "agents {aq:?}");
+            assert_eq!(calls, all_calls, "calls {cq:?}");
+        }
+    }
+    assert!(pruned_any, "the corpus should be big enough for pruning to skip documents");
 }
 
 #[test]
@@ -909,4 +1097,113 @@ fn a_half_committed_batch_is_not_counted_as_applied() {
     // Batch 12 touched only the calls index: it is complete on its own.
     force_payload(dir.path(), "calls", 12, 0);
     assert_eq!(open(dir.path()).applied_seq(), 12);
+}
+
+/// The `all` field holds exactly the words of the scored text fields.
+#[test]
+fn all_field_is_the_union_of_the_text_fields() {
+    use tantivy::collector::DocSetCollector;
+    use tantivy::query::{BooleanQuery, Query, TermQuery};
+    use tantivy::schema::{Field, IndexRecordOption};
+
+    let (_d, idx) = fresh();
+    let mut r = Rng(0xa11);
+    let mut changes: Vec<Change> = (1..=200).map(|k| Change::UpsertAgent(random_agent(&mut r, k))).collect();
+    for k in 1..=200u64 {
+        let mut c = call(k, &r.words(EN, 4));
+        c.body = format!("{} {}", r.words(EN, 8), r.words(ZH, 4).replace(' ', ""));
+        c.tags = vec![r.pick(EN).into()];
+        c.author_handle = format!("{}-{k}", r.pick(EN));
+        changes.push(Change::UpsertCall(c));
+    }
+    idx.apply(changes, 1).expect("apply");
+    let docs = |part: &Part, q: &dyn Query| {
+        let mut d: Vec<_> =
+            part.reader.searcher().search(q, &DocSetCollector).expect("search").into_iter().collect();
+        d.sort();
+        d
+    };
+    let check = |part: &Part, all: Field, fields: &[(Field, f32)]| {
+        for word in EN.iter().chain(ZH) {
+            for term in idx.analyzer.words(word) {
+                let t = |f: Field| -> Box<dyn Query> {
+                    Box::new(TermQuery::new(Term::from_field_text(f, &term.term), IndexRecordOption::Basic))
+                };
+                let union = BooleanQuery::union(fields.iter().map(|(f, _)| t(*f)).collect());
+                let found = docs(part, &*t(all));
+                assert!(!found.is_empty(), "{word}");
+                assert_eq!(found, docs(part, &union), "{word}");
+            }
+        }
+    };
+    check(&idx.agents, idx.agent_fields.all, &idx.agent_fields.text_fields());
+    check(&idx.calls, idx.call_fields.all, &idx.call_fields.text_fields());
+}
+
+/// Counting with the dense terms' bitmaps finds exactly what decoding the lists finds.
+#[test]
+fn dense_bitmaps_count_like_decoded_lists() {
+    use crate::collect::{NumericColumns, NumericFilters};
+    use crate::matches::{self, Members, WordCondition};
+
+    let (_d, idx) = fresh();
+    let mut r = Rng(0xde5e);
+    ranking_corpus(&idx, &mut r);
+    let searcher = idx.calls.reader.searcher();
+    let cf = &idx.call_fields;
+    let mut covered = 0;
+    for segment in searcher.segment_readers() {
+        let data = idx.calls.segments.get(segment).expect("segment data");
+        let dense = &data.bitmaps;
+        if dense.is_empty() {
+            continue;
+        }
+        covered += 1;
+        let numeric = NumericColumns::for_segment(segment, &NumericFilters::default()).expect("columns");
+        for i in 0..60 {
+            let text = random_text(&mut r, i);
+            let words: Vec<WordCondition> = idx
+                .analyzer
+                .words(&text)
+                .iter()
+                .map(|w| WordCondition {
+                    term: Term::from_field_text(cf.all, &w.term),
+                    parts: w.parts.iter().map(|p| Term::from_field_text(cf.all, p)).collect(),
+                })
+                .collect();
+            if words.is_empty() {
+                continue;
+            }
+            let filters = if i % 2 == 0 { vec![exact_term(cf.tag, r.pick(EN))] } else { Vec::new() };
+            let members = |m: &Members| -> Vec<u32> {
+                let mut out = Vec::new();
+                if let Members::Bits(bits) = m {
+                    bits.for_each(|d| out.push(d));
+                }
+                out
+            };
+            let with = matches::compute(segment, Some(dense), &words, &filters, &numeric).expect("with");
+            let without = matches::compute(segment, None, &words, &filters, &numeric).expect("without");
+            assert_eq!(with.count, without.count, "{text:?}");
+            assert_eq!(members(&with.members), members(&without.members), "{text:?}");
+        }
+    }
+    assert!(covered > 0, "some segment should have bitmaps");
+}
+
+/// Reloading prepares every new segment before searches see it.
+#[test]
+fn every_live_segment_is_prepared_by_the_reload() {
+    let (_d, idx) = fresh();
+    let mut r = Rng(3);
+    for batch in 0..4u64 {
+        let changes =
+            (0..20).map(|i| Change::UpsertAgent(random_agent(&mut r, batch * 20 + i + 1))).collect();
+        idx.apply(changes, batch + 1).expect("apply");
+    }
+    let searcher = idx.agents.reader.searcher();
+    assert!(searcher.segment_readers().len() > 1);
+    for segment in searcher.segment_readers() {
+        assert!(idx.agents.segments.is_prepared(segment));
+    }
 }

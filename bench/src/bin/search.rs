@@ -5,7 +5,8 @@
 //! `Directory::run`, exactly the REST handlers' path, SQLite hydration of the page included — for
 //! a fixed query set at 1 and 16 concurrent clients, with the index's result cache off and on.
 //! The same queries then run against an SQLite FTS5 baseline over the same database (see
-//! `search/fts.rs`), so the tantivy/FTS5 ratio is measured on one machine.
+//! `search/fts.rs`), so the tantivy/FTS5 ratio is measured on one machine. Last, the CPU of one
+//! search is split by phase (change-log check, index query, hydration; `search/breakdown.rs`).
 //!
 //! ```text
 //! cargo run --release -p agentdir-bench --bin search -- [OPTIONS]
@@ -22,6 +23,8 @@
 //! ```
 
 // A binary's root looks for modules beside it; these live in a folder named after the binary.
+#[path = "search/breakdown.rs"]
+mod breakdown;
 #[path = "search/corpus.rs"]
 mod corpus;
 #[path = "search/fts.rs"]
@@ -38,7 +41,7 @@ use std::time::{Duration, Instant};
 use agentdir::config::PrivateTargets;
 use agentdir::service::rate_limit::RateSettings;
 use agentdir::{App, Directory, Settings};
-use agentdir_search_index::{AgentQuery, CallQuery, DEFAULT_CACHE_ENTRIES};
+use agentdir_search_index::{AgentQuery, CallQuery, DEFAULT_CACHE_ENTRIES, IndexError, Page};
 
 use measure::{Run, load_average, pct, status_mb};
 use queries::{CLASSES, Target};
@@ -244,6 +247,18 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
         reports.extend(runtime.block_on(measure_target(&app, baseline.as_ref(), &qs, target, o)));
     }
 
+    // Where one search's CPU goes, phase by phase, on one thread.
+    let mut breakdowns = Vec::new();
+    for target in [Target::Agents, Target::Calls] {
+        if o.only.is_some_and(|t| t != target) {
+            continue;
+        }
+        app.index.set_result_cache_capacity(0);
+        let qs = queries::fixed(target);
+        breakdowns.push((target, breakdown::measure(&app, &qs, o.rounds, index_page)?));
+        app.index.set_result_cache_capacity(DEFAULT_CACHE_ENTRIES);
+    }
+
     println!("\n== results ==");
     println!(
         "latency in ms, measured by the client task around the search (queueing for a blocking thread included)"
@@ -251,6 +266,11 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
     println!("ratio = FTS5 / tantivy (cache off): above 1 means tantivy is faster");
     for r in &reports {
         print_table(r);
+    }
+    println!("\n-- CPU per search by phase, one thread, result cache off (ms) --");
+    for (target, b) in &breakdowns {
+        let name = if *target == Target::Agents { "agents" } else { "calls" };
+        println!("{name:<7} {b}");
     }
     println!(
         "\npeak RSS of the whole run (VmHWM): {:.0} MB; resident now {:.0} MB, of which anonymous {:.0} MB",
@@ -321,39 +341,38 @@ async fn tantivy(app: &App, qs: &Arc<Vec<queries::Query>>, clients: usize, round
 
 /// The index query alone, as `search_agents` / `search_calls` would issue it, without the
 /// change-log check and the SQLite hydration of the page.
+fn index_page(app: &App, q: &queries::Query, limit: usize) -> Result<Page, IndexError> {
+    match q.target {
+        Some(Target::Calls) => app.index.search_calls(&CallQuery {
+            text: Some(q.text),
+            kind: q.kind.map(|k| k.as_str()),
+            tag: q.tag,
+            author_handle: None,
+            limit,
+            offset: 0,
+        }),
+        _ => {
+            let window = agentdir::domain::agent::NEW_WINDOW_DAYS * agentdir::time::DAY;
+            app.index.search_agents(&AgentQuery {
+                text: Some(q.text),
+                capability: q.capability,
+                language: q.language,
+                mailbox_verified: q.verified,
+                min_level: q.min_level.map(u64::from),
+                joined_since: (q.new == Some(true)).then(|| agentdir::time::now_ms() - window),
+                limit,
+                offset: 0,
+            })
+        }
+    }
+}
+
 async fn index_only(app: &App, qs: &Arc<Vec<queries::Query>>, rounds: usize) -> Run {
     let app = app.clone();
     measure::run(qs, 1, rounds, move |q| {
         let app = app.clone();
         async move {
-            let found = tokio::task::spawn_blocking(move || {
-                let limit = queries::LIMIT as usize;
-                match q.target {
-                    Some(Target::Calls) => app.index.search_calls(&CallQuery {
-                        text: Some(q.text),
-                        kind: q.kind.map(|k| k.as_str()),
-                        tag: q.tag,
-                        author_handle: None,
-                        limit,
-                        offset: 0,
-                    }),
-                    _ => {
-                        let window = agentdir::domain::agent::NEW_WINDOW_DAYS * agentdir::time::DAY;
-                        app.index.search_agents(&AgentQuery {
-                            text: Some(q.text),
-                            capability: q.capability,
-                            language: q.language,
-                            mailbox_verified: q.verified,
-                            min_level: q.min_level.map(u64::from),
-                            joined_since: (q.new == Some(true)).then(|| agentdir::time::now_ms() - window),
-                            limit,
-                            offset: 0,
-                        })
-                    }
-                }
-            })
-            .await;
-            match found {
+            match tokio::task::spawn_blocking(move || index_page(&app, &q, queries::LIMIT as usize)).await {
                 Ok(Ok(page)) => Ok(page.total),
                 Ok(Err(e)) => Err(e.to_string()),
                 Err(e) => Err(e.to_string()),
