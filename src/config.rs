@@ -7,7 +7,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::http::middleware::Hardening;
-use crate::service::rate_limit::{Rate, RateSettings};
+use crate::link_fetch::PrivateTargets;
+use crate::service::rate_limit::{Rate, RateSettings, defaults as rates};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -77,17 +78,17 @@ impl SiteArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub site: SiteArgs,
-    #[arg(long, env = "AGENTDIR_RATE_LIMIT_REGISTRATION", default_value = "10/h")]
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_REGISTRATION", default_value = rates::REGISTRATION)]
     pub rate_limit_registration: Rate,
-    #[arg(long, env = "AGENTDIR_RATE_LIMIT_CALLS", default_value = "20/d")]
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_CALLS", default_value = rates::CALLS)]
     pub rate_limit_calls: Rate,
-    #[arg(long, env = "AGENTDIR_RATE_LIMIT_REPLIES", default_value = "120/h")]
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_REPLIES", default_value = rates::REPLIES)]
     pub rate_limit_replies: Rate,
-    #[arg(long, env = "AGENTDIR_RATE_LIMIT_REQUESTS", default_value = "30/d")]
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_REQUESTS", default_value = rates::REQUESTS)]
     pub rate_limit_requests: Rate,
-    #[arg(long, env = "AGENTDIR_RATE_LIMIT_LINKS", default_value = "10/h")]
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_LINKS", default_value = rates::LINKS)]
     pub rate_limit_links: Rate,
-    #[arg(long, env = "AGENTDIR_RATE_LIMIT_REPORTS", default_value = "20/h")]
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_REPORTS", default_value = rates::REPORTS)]
     pub rate_limit_reports: Rate,
     /// Proxies whose X-Forwarded-For is believed: comma-separated IPs or CIDRs.
     #[arg(long, env = "AGENTDIR_TRUSTED_PROXIES", value_delimiter = ',', value_parser = parse_net)]
@@ -97,10 +98,10 @@ pub struct ServeArgs {
     #[arg(long, env = "AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", default_value = "0", value_parser = parse_private)]
     pub link_fetch_allow_private: PrivateTargets,
     /// Failed API-key checks (a wrong secret for an existing key id) per client IP.
-    #[arg(long, env = "AGENTDIR_RATE_LIMIT_KEY_CHECKS", default_value = "120/m")]
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_KEY_CHECKS", default_value = rates::KEY_CHECKS)]
     pub rate_limit_key_checks: Rate,
     /// Key recoveries started per handle and per client IP.
-    #[arg(long, env = "AGENTDIR_RATE_LIMIT_RECOVERY", default_value = "5/h")]
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_RECOVERY", default_value = rates::RECOVERY)]
     pub rate_limit_recovery: Rate,
     /// Requests answered at once; past it a request waits its turn (see --queue-wait).
     #[arg(long, env = "AGENTDIR_MAX_IN_FLIGHT", default_value = "64", value_parser = parse_positive)]
@@ -160,15 +161,6 @@ fn parse_net(s: &str) -> Result<ipnet::IpNet, String> {
     s.parse::<ipnet::IpNet>()
         .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
         .map_err(|_| format!("`{s}` is neither an IP address nor a CIDR"))
-}
-
-/// Which non-public addresses link-proof fetches may reach.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub enum PrivateTargets {
-    #[default]
-    None,
-    All,
-    Only(Vec<ipnet::IpNet>),
 }
 
 fn parse_private(s: &str) -> Result<PrivateTargets, String> {

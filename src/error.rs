@@ -4,6 +4,14 @@
 
 use std::fmt;
 
+use crate::domain::agent::{HANDLE_MAX, HANDLE_MIN};
+use crate::domain::contact_request::COOLDOWN_AFTER_DECLINE;
+use crate::domain::offering::MAX_OFFERINGS;
+use crate::domain::trust::PROOF_PREFIX;
+use crate::link_fetch::{LinkFetchError, MAX_REDIRECTS, PROOF_SCAN_BYTES};
+use crate::time::DAY;
+use crate::validation::MAX_BODY_BYTES;
+
 /// What a bad field broke. Kept separate from `Error` so the validator can describe any schema
 /// rule without a variant per field.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +41,9 @@ pub enum Rule {
     Cursor,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// Every variant of [`Error`] by name: lets a test hold [`Error::samples`] to the whole enum.
+#[derive(Debug, Clone, PartialEq, strum::EnumDiscriminants)]
+#[strum_discriminants(name(ErrorVariant), derive(strum::VariantArray))]
 pub enum Error {
     InvalidJson,
     Validation {
@@ -89,6 +99,12 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+const COOLDOWN_DAYS: i64 = COOLDOWN_AFTER_DECLINE / DAY;
+
+fn kib(bytes: usize) -> usize {
+    bytes / 1024
+}
 
 /// One rendered message pair.
 pub struct Messages {
@@ -190,6 +206,90 @@ impl Error {
         }
     }
 
+    /// What this error's code tells a client, in one line (for the API documents).
+    pub fn meaning(&self) -> String {
+        use Error::*;
+        match self {
+            InvalidJson => "the body is not JSON, or not a JSON object".into(),
+            Validation { .. } => {
+                "a field is missing, of the wrong type, too long, out of range or breaks its pattern; `field` names it"
+                    .into()
+            }
+            Unauthorized => "the API key is missing, malformed, unknown or rotated away".into(),
+            Forbidden => "your role in this contact request does not allow the move".into(),
+            TrustTooLow { .. } => "your trust level is below the recipient's min_trust_level".into(),
+            NotAccepting => "the recipient is not accepting contact requests".into(),
+            Suspended => "your agent is suspended by the operators".into(),
+            NotFound => "no such handle or id, or it is not yours to see".into(),
+            MethodNotAllowed => "the path does not take this method".into(),
+            CursorExpired => {
+                "the change-feed cursor is older than the deletions still remembered; read from the beginning".into()
+            }
+            HandleTaken => "the handle is taken".into(),
+            InvalidState { .. } => "the request or collaboration is not in the state this move needs".into(),
+            AlreadyPending => "you already have a pending request to this agent".into(),
+            AlreadyClaimed => "the owner has already claimed this agent".into(),
+            MailboxNotVerified => "an owner claim needs a verified mailbox first".into(),
+            RecoveryNotConfirmed => "the recovery token was sent before the mail that confirms it arrived".into(),
+            PayloadTooLarge => format!("the body is over {} KiB", kib(MAX_BODY_BYTES)),
+            UnsupportedMediaType => "the body is not sent as application/json".into(),
+            TooManyOfferings => format!("more than {MAX_OFFERINGS} offerings"),
+            OfferingRequired => "the recipient requires offering_id".into(),
+            UnknownOffering { .. } => "the offering id does not belong to that agent".into(),
+            SelfTarget => "a request or collaboration addressed to yourself".into(),
+            RequestNotAccepted => "request_id is not an accepted contact request between the two agents".into(),
+            ProofNotFound => {
+                format!("the page holds no {PROOF_PREFIX}<handle> in its first {} KiB", kib(PROOF_SCAN_BYTES))
+            }
+            LinkFetchFailed { .. } => format!(
+                "the link could not be fetched (refused address, connection failure, timeout, more than {MAX_REDIRECTS} redirects, non-2xx)"
+            ),
+            RateLimited { .. } => "a rate limit; wait Retry-After seconds".into(),
+            WeeklyCapReached { .. } => "the recipient's weekly_cap is reached; wait Retry-After seconds".into(),
+            CooldownAfterDecline { .. } => format!("asking again within {COOLDOWN_DAYS} days of a decline"),
+            Overloaded => "the server is busy; try again shortly".into(),
+            Timeout => "the request took too long".into(),
+            Internal => "an error on the server's side".into(),
+        }
+    }
+
+    /// One error of each variant, for the documents that list every code.
+    pub fn samples() -> Vec<Error> {
+        vec![
+            Error::InvalidJson,
+            Error::validation("field", Rule::Required),
+            Error::Unauthorized,
+            Error::Forbidden,
+            Error::TrustTooLow { required: 1 },
+            Error::NotAccepting,
+            Error::Suspended,
+            Error::NotFound,
+            Error::MethodNotAllowed,
+            Error::CursorExpired,
+            Error::HandleTaken,
+            Error::InvalidState { status: "accepted" },
+            Error::AlreadyPending,
+            Error::AlreadyClaimed,
+            Error::MailboxNotVerified,
+            Error::RecoveryNotConfirmed,
+            Error::PayloadTooLarge,
+            Error::UnsupportedMediaType,
+            Error::TooManyOfferings,
+            Error::OfferingRequired,
+            Error::UnknownOffering { field: "offering_id".into() },
+            Error::SelfTarget,
+            Error::RequestNotAccepted,
+            Error::ProofNotFound,
+            Error::LinkFetchFailed { reason: LinkFetchError::Timeout },
+            Error::RateLimited { retry_after: 1 },
+            Error::WeeklyCapReached { retry_after: 1 },
+            Error::CooldownAfterDecline { retry_after: 1 },
+            Error::Overloaded,
+            Error::Timeout,
+            Error::Internal,
+        ]
+    }
+
     pub fn messages(&self) -> Messages {
         use Error::*;
         let (en, zh): (String, String) = match self {
@@ -263,16 +363,16 @@ impl Error {
                 "该恢复尚未确认：请先用该智能体登记的邮箱发送主题完全一致的邮件，然后重试。".into(),
             ),
             PayloadTooLarge => (
-                "The request body is larger than 64 KiB.".into(),
-                "请求体超过 64 KiB 上限。".into(),
+                format!("The request body is larger than {} KiB.", kib(MAX_BODY_BYTES)),
+                format!("请求体超过 {} KiB 上限。", kib(MAX_BODY_BYTES)),
             ),
             UnsupportedMediaType => (
                 "Send the body as JSON with the header Content-Type: application/json.".into(),
                 "请以 JSON 格式发送请求体，并带上请求头 Content-Type: application/json。".into(),
             ),
             TooManyOfferings => (
-                "An agent can publish at most 3 offerings.".into(),
-                "每个智能体最多只能发布 3 项服务。".into(),
+                format!("An agent can publish at most {MAX_OFFERINGS} offerings."),
+                format!("每个智能体最多只能发布 {MAX_OFFERINGS} 项服务。"),
             ),
             OfferingRequired => (
                 "This agent only accepts requests for one of its offerings: include offering_id.".into(),
@@ -295,8 +395,11 @@ impl Error {
                 "request_id 必须是你与合作方之间一条已接受的联系请求。".into(),
             ),
             ProofNotFound => (
-                "The page was fetched, but its first 256 KiB do not contain the proof text agentdir-proof:<handle>.".into(),
-                "页面已成功获取，但其前 256 KiB 中没有证明文本 agentdir-proof:<handle>。".into(),
+                format!(
+                    "The page was fetched, but its first {} KiB do not contain the proof text {PROOF_PREFIX}<handle>.",
+                    kib(PROOF_SCAN_BYTES)
+                ),
+                format!("页面已成功获取，但其前 {} KiB 中没有证明文本 {PROOF_PREFIX}<handle>。", kib(PROOF_SCAN_BYTES)),
             ),
             LinkFetchFailed { reason } => {
                 let (en, zh) = link_reason(reason);
@@ -314,11 +417,9 @@ impl Error {
             ),
             CooldownAfterDecline { retry_after } => (
                 format!(
-                    "This agent declined your last request; you may ask again 30 days after the decline (in {retry_after} seconds)."
+                    "This agent declined your last request; you may ask again {COOLDOWN_DAYS} days after the decline (in {retry_after} seconds)."
                 ),
-                format!(
-                    "对方已拒绝你上一次的请求；拒绝后 30 天才能再次发送（还需 {retry_after} 秒）。"
-                ),
+                format!("对方已拒绝你上一次的请求；拒绝后 {COOLDOWN_DAYS} 天才能再次发送（还需 {retry_after} 秒）。"),
             ),
             Overloaded => (
                 "The directory is busy; try again in a moment.".into(),
@@ -372,9 +473,11 @@ fn rule_messages(field: &str, rule: &Rule) -> Messages {
         ),
         Handle => (
             format!(
-                "{field} must be 3-32 characters of a-z, 0-9 and hyphen, starting with a letter or digit."
+                "{field} must be {HANDLE_MIN}-{HANDLE_MAX} characters of a-z, 0-9 and hyphen, starting with a letter or digit."
             ),
-            format!("{field} 须为 3 至 32 个字符，只能使用 a-z、0-9 和连字符，且以字母或数字开头。"),
+            format!(
+                "{field} 须为 {HANDLE_MIN} 至 {HANDLE_MAX} 个字符，只能使用 a-z、0-9 和连字符，且以字母或数字开头。"
+            ),
         ),
         NonBlank => (format!("{field} must contain visible text."), format!("{field} 必须包含可见文字。")),
         OneLine => (format!("{field} must be a single line."), format!("{field} 只能是一行文字。")),
@@ -487,5 +590,20 @@ impl From<r2d2::Error> for Error {
     fn from(e: r2d2::Error) -> Self {
         tracing::error!(error = %e, "database pool exhausted");
         Error::Overloaded
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strum::VariantArray;
+
+    use super::*;
+
+    #[test]
+    fn the_samples_hold_every_variant() {
+        let sampled: Vec<ErrorVariant> = Error::samples().iter().map(ErrorVariant::from).collect();
+        for variant in ErrorVariant::VARIANTS {
+            assert!(sampled.contains(variant), "{variant:?} has no sample, so the documents miss its code");
+        }
     }
 }

@@ -2,7 +2,8 @@
 //! directory, and sort by creation time.
 
 pub const OFFERING: &str = "off";
-pub const POST: &str = "post";
+/// Calls keep the spec's `post_` prefix on the wire.
+pub const CALL: &str = "post";
 pub const REPLY: &str = "rep";
 pub const REQUEST: &str = "req";
 pub const COLLAB: &str = "col";

@@ -14,6 +14,7 @@ pub mod inbound_mail;
 pub mod link_fetch;
 pub mod mcp_port;
 pub mod service;
+pub mod skill;
 pub mod store;
 pub mod telemetry;
 pub mod time;

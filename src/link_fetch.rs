@@ -23,6 +23,23 @@ use url::{Host, Url};
 /// Sent on every request so site owners can recognise (and allow) the proof fetcher.
 pub const USER_AGENT: &str = "agentdir-link-proof/1";
 
+/// How much of a page is searched for the proof text.
+pub const PROOF_SCAN_BYTES: usize = 256 * 1024;
+/// How many redirects a fetch follows before giving up.
+pub const MAX_REDIRECTS: usize = 3;
+/// Deadline of a whole fetch: DNS, every hop and the body.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Which non-public addresses link-proof fetches may reach (public ones only, unless an
+/// operator testing locally says otherwise).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum PrivateTargets {
+    #[default]
+    None,
+    All,
+    Only(Vec<ipnet::IpNet>),
+}
+
 /// Limits of one fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchPolicy {
@@ -44,10 +61,22 @@ impl Default for FetchPolicy {
         FetchPolicy {
             allow_private: false,
             also_allow: Vec::new(),
-            timeout: Duration::from_secs(5),
-            max_bytes: 256 * 1024,
-            max_redirects: 3,
+            timeout: FETCH_TIMEOUT,
+            max_bytes: PROOF_SCAN_BYTES,
+            max_redirects: MAX_REDIRECTS,
         }
+    }
+}
+
+impl FetchPolicy {
+    /// The production policy, reaching the non-public addresses `targets` lets through.
+    pub fn reaching(targets: &PrivateTargets) -> FetchPolicy {
+        let (allow_private, also_allow) = match targets {
+            PrivateTargets::None => (false, Vec::new()),
+            PrivateTargets::All => (true, Vec::new()),
+            PrivateTargets::Only(nets) => (false, nets.clone()),
+        };
+        FetchPolicy { allow_private, also_allow, ..FetchPolicy::default() }
     }
 }
 
@@ -413,7 +442,7 @@ mod tests {
     use tokio::net::{TcpListener, TcpStream};
 
     const NEEDLE: &str = "agentdir-proof:alice";
-    const LIMIT: usize = 256 * 1024;
+    const LIMIT: usize = PROOF_SCAN_BYTES;
 
     fn local_policy() -> FetchPolicy {
         FetchPolicy { allow_private: true, ..FetchPolicy::default() }
@@ -928,12 +957,21 @@ mod tests {
         assert!(!text.contains('\n'), "{text}");
     }
 
-    #[test]
-    fn default_policy_matches_the_contract() {
-        let policy = FetchPolicy::default();
-        assert!(!policy.allow_private);
-        assert_eq!(policy.timeout, Duration::from_secs(5));
-        assert_eq!(policy.max_bytes, 256 * 1024);
-        assert_eq!(policy.max_redirects, 3);
+    #[tokio::test]
+    async fn the_production_policy_reaches_only_what_the_operator_lets_through() {
+        let port = serve().await;
+        let url = format!("http://127.0.0.1:{port}/found");
+        let loopback: ipnet::IpNet = "127.0.0.0/8".parse().expect("net");
+        let other: ipnet::IpNet = "10.0.0.0/8".parse().expect("net");
+        let refused = Err(LinkFetchError::RefusedAddress(Ipv4Addr::LOCALHOST.into()));
+        for (targets, expected) in [
+            (PrivateTargets::None, refused.clone()),
+            (PrivateTargets::Only(vec![other]), refused),
+            (PrivateTargets::Only(vec![loopback]), found(port, "/found")),
+            (PrivateTargets::All, found(port, "/found")),
+        ] {
+            let policy = FetchPolicy::reaching(&targets);
+            assert_eq!(fetch_contains(&url, NEEDLE, &policy).await, expected, "{targets:?}");
+        }
     }
 }

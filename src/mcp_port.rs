@@ -28,7 +28,7 @@ use crate::validation::{self, patterns};
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[schemars(transform = crate::domain::reject_null)]
 pub struct AgentHandle {
-    /// The agent's handle as search_agents lists it: 3-32 characters of a-z, 0-9 and hyphen.
+    /// The agent's handle as search_agents lists it (lower-case a-z, 0-9 and hyphen).
     #[schemars(pattern(patterns::HANDLE))]
     pub handle: String,
 }
@@ -51,7 +51,7 @@ pub struct McpPort {
 
 impl McpPort {
     pub fn new(app: App) -> Self {
-        let skill_md = crate::http::docs::skill_md(&app.settings.base_url).into();
+        let skill_md = crate::skill::render(&app.settings.base_url).into();
         McpPort { app, skill_md }
     }
 }

@@ -19,7 +19,7 @@ pub const RATE_LIMITED: &str = "agentdir_rate_limited_total";
 pub const INDEX_LAG: &str = "agentdir_search_index_lag";
 pub const INDEX_APPLIED: &str = "agentdir_search_index_applied_seq";
 pub const POOL_CONNECTIONS: &str = "agentdir_db_pool_connections";
-pub const POOL_MAX: &str = "agentdir_db_pool_max_connections";
+pub const POOL_SIZE: &str = "agentdir_db_pool_size";
 pub const VIEW_CACHE_HITS: &str = "agentdir_view_cache_hits_total";
 pub const VIEW_CACHE_MISSES: &str = "agentdir_view_cache_misses_total";
 pub const VIEW_CACHE_BYTES: &str = "agentdir_view_cache_bytes";
@@ -70,7 +70,7 @@ fn describe() {
     describe_gauge!(INDEX_LAG, "Search-index change-log entries committed to SQLite but not yet applied.");
     describe_gauge!(INDEX_APPLIED, "Change-log sequence number the search index has applied.");
     describe_gauge!(POOL_CONNECTIONS, "SQLite pool connections, by state (idle or in_use).");
-    describe_gauge!(POOL_MAX, "Size limit of the SQLite connection pool.");
+    describe_gauge!(POOL_SIZE, "Read connections the SQLite pool may hold.");
     describe_counter!(
         agentdir_mcp::FAST_ANSWERS,
         "MCP reads of a card or a call answered on the short path from the rendered views."

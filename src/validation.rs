@@ -19,10 +19,24 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result, Rule};
 
+/// The largest request body accepted, REST or MCP: every input is a handful of short fields.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
 /// Patterns shared by the input types. Their text is what the validator reports on, so each
 /// has its own message.
 pub mod patterns {
-    pub const HANDLE: &str = "^[a-z0-9][a-z0-9-]{2,31}$";
+    use crate::domain::agent::{HANDLE_MAX, HANDLE_MIN};
+    use const_format::concatcp;
+
+    /// A handle's first character, and the others.
+    const HANDLE_FIRST: &str = "[a-z0-9]";
+    const HANDLE_REST: &str = "[a-z0-9-]";
+    /// The one definition of a handle: published in the schemas, enforced by the validator, and
+    /// what `agent::is_handle` tests.
+    pub const HANDLE: &str =
+        concatcp!("^", HANDLE_FIRST, HANDLE_REST, "{", HANDLE_MIN - 1, ",", HANDLE_MAX - 1, "}$");
+    /// What a handle can begin with (completion of a handle being typed).
+    pub const HANDLE_PREFIX: &str = concatcp!("^(", HANDLE_FIRST, HANDLE_REST, "{0,", HANDLE_MAX - 1, "})?$");
     /// Contains at least one non-space character.
     pub const NON_BLANK: &str = "\\S";
     /// A single line with at least one non-space character.

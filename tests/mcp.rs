@@ -9,7 +9,7 @@ use std::process::Command;
 
 use common::{Agent, Server, unique_handle};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientConfig, JsonObject, ProtocolVersion,
+    CallToolRequestParams, CallToolResult, ClientConfig, ErrorCode, JsonObject, ProtocolVersion,
     ReadResourceRequestParams, ResourceContents,
 };
 use rmcp::service::{ClientLifecycleMode, RunningService};
@@ -289,6 +289,9 @@ async fn every_tool_answers_what_rest_answers() {
     let client = connect(&w.server.base, ClientLifecycleMode::Initialize).await;
     let info = client.peer_info().expect("server info");
     assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("agentdir"));
+    let instructions = info.instructions.as_deref().unwrap_or_default();
+    assert!(instructions.contains("untrusted"), "the instructions do not warn: {instructions}");
+    assert!(instructions.contains(&format!("{}/skill.md", w.server.base)), "{instructions}");
 
     // search_agents, in English and in Chinese, with and without filters.
     let queries: Vec<(Value, Vec<(&str, &str)>)> = vec![
@@ -492,7 +495,13 @@ async fn bad_arguments_and_unknown_ids_are_error_results_like_rest_errors() {
     // An unknown tool is the one protocol error (the model never chose it from tools/list).
     let unknown =
         client.call_tool(CallToolRequestParams::new("delete_agent").with_arguments(JsonObject::new())).await;
-    assert!(matches!(unknown, Err(ServiceError::McpError(_))), "{unknown:?}");
+    match unknown {
+        Err(ServiceError::McpError(e)) => {
+            assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{e:?}");
+            assert!(e.message.contains("unknown tool: delete_agent"), "{e:?}");
+        }
+        other => panic!("an unknown tool must be a protocol error: {other:?}"),
+    }
     let _ = client.cancel().await;
 }
 

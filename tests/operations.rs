@@ -134,7 +134,7 @@ async fn metrics_count_requests_by_route_template_and_report_index_and_pool() {
         "agentdir_search_index_applied_seq ",
         "agentdir_db_pool_connections{state=\"idle\"} ",
         "agentdir_db_pool_connections{state=\"in_use\"} ",
-        "agentdir_db_pool_max_connections ",
+        "agentdir_db_pool_size ",
     ] {
         assert!(series(name).is_some(), "no {name} in:\n{text}");
     }

@@ -13,6 +13,7 @@ pub struct McpConfig {
     base_url: String,
     host: String,
     origin: String,
+    max_body_bytes: usize,
 }
 
 /// The base URL is not an absolute `http(s)://host[:port][/path]` URL.
@@ -30,7 +31,8 @@ impl std::error::Error for ConfigError {}
 impl McpConfig {
     /// `base_url` is the public address of the service, e.g. `https://agentdir.example` or
     /// `http://127.0.0.1:8080`; a path is allowed and kept for links, ignored for origins.
-    pub fn new(base_url: &str) -> Result<Self, ConfigError> {
+    /// `max_body_bytes` caps a request body (the service's own cap on any request).
+    pub fn new(base_url: &str, max_body_bytes: usize) -> Result<Self, ConfigError> {
         let uri: http::Uri = base_url.parse().map_err(|e| ConfigError(format!("{base_url:?}: {e}")))?;
         let scheme = match uri.scheme_str() {
             Some(s) if s.eq_ignore_ascii_case("http") => "http",
@@ -53,7 +55,13 @@ impl McpConfig {
             base_url: base_url.trim_end_matches('/').to_owned(),
             origin: format!("{scheme}://{host}:{port}"),
             host,
+            max_body_bytes,
         })
+    }
+
+    /// The largest request body accepted.
+    pub fn max_body_bytes(&self) -> usize {
+        self.max_body_bytes
     }
 
     /// The base URL without a trailing slash, as written in the instructions.
@@ -87,7 +95,7 @@ mod tests {
 
     #[test]
     fn public_base_url() {
-        let cfg = McpConfig::new("https://Dir.Example.com/").expect("valid");
+        let cfg = McpConfig::new("https://Dir.Example.com/", 1024).expect("valid");
         assert_eq!(cfg.base_url(), "https://Dir.Example.com");
         assert_eq!(cfg.allowed_hosts(), ["dir.example.com", "localhost", "127.0.0.1", "::1"]);
         assert_eq!(cfg.allowed_origins(), ["https://dir.example.com:443"]);
@@ -95,14 +103,14 @@ mod tests {
 
     #[test]
     fn loopback_base_url_with_port() {
-        let cfg = McpConfig::new("http://127.0.0.1:8080").expect("valid");
+        let cfg = McpConfig::new("http://127.0.0.1:8080", 1024).expect("valid");
         assert_eq!(cfg.allowed_hosts(), ["127.0.0.1", "localhost", "::1"]);
         assert_eq!(cfg.allowed_origins(), ["http://127.0.0.1:8080"]);
     }
 
     #[test]
     fn ipv6_base_url() {
-        let cfg = McpConfig::new("http://[::1]:9000/dir").expect("valid");
+        let cfg = McpConfig::new("http://[::1]:9000/dir", 1024).expect("valid");
         assert_eq!(cfg.allowed_hosts(), ["[::1]", "localhost", "127.0.0.1"]);
         assert_eq!(cfg.allowed_origins(), ["http://[::1]:9000"]);
     }
@@ -112,7 +120,7 @@ mod tests {
         for bad in
             ["", "dir.example.com", "ftp://dir.example.com", "/relative", "http://user@dir.example.com"]
         {
-            assert!(McpConfig::new(bad).is_err(), "{bad:?} accepted");
+            assert!(McpConfig::new(bad, 1024).is_err(), "{bad:?} accepted");
         }
     }
 }

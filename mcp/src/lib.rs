@@ -5,7 +5,7 @@
 //! which keeps the MCP surface read-only by construction.
 //!
 //! ```ignore
-//! let cfg = agentdir_mcp::McpConfig::new("https://agentdir.example")?;
+//! let cfg = agentdir_mcp::McpConfig::new("https://agentdir.example", 64 * 1024)?;
 //! let app = axum::Router::new()
 //!     .nest_service("/mcp", agentdir_mcp::streamable_http_service(port, cfg));
 //! ```

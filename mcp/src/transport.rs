@@ -14,9 +14,6 @@ use rmcp::transport::streamable_http_server::{
 use crate::fast::{self, BoxResponse, Fast};
 use crate::{DirectoryRead, McpConfig, McpServer};
 
-/// Same cap as a REST body: tool arguments are a handful of short fields.
-const MAX_REQUEST_BODY_BYTES: usize = 64 * 1024;
-
 /// The tower service that serves MCP: `Clone`, infallible, usable with axum's `nest_service`.
 pub struct McpService<P> {
     rmcp: StreamableHttpService<McpServer<P>, NeverSessionManager>,
@@ -46,7 +43,7 @@ pub fn streamable_http_service<P: DirectoryRead>(port: P, cfg: McpConfig) -> Mcp
         .with_json_response(true)
         .with_allowed_hosts(cfg.allowed_hosts())
         .with_allowed_origins(cfg.allowed_origins())
-        .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES);
+        .with_max_request_body_bytes(cfg.max_body_bytes());
     let rmcp = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(NeverSessionManager::default()),

@@ -1,5 +1,8 @@
 //! Agents: registration, the profile patch, the public card and the owner's own view.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -30,10 +33,16 @@ pub const RECENT_POSTS: usize = 5;
 
 /// Whether a path or query handle can name an agent at all.
 pub fn is_handle(s: &str) -> bool {
-    let b = s.as_bytes();
-    (HANDLE_MIN as usize..=HANDLE_MAX as usize).contains(&b.len())
-        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+    static HANDLE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(patterns::HANDLE).expect("the handle pattern"));
+    HANDLE.is_match(s)
+}
+
+/// Whether some handle starts with `s`.
+pub fn could_begin_handle(s: &str) -> bool {
+    static PREFIX: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(patterns::HANDLE_PREFIX).expect("the handle prefix pattern"));
+    PREFIX.is_match(s)
 }
 
 /// Body of `POST /api/agents`.
@@ -44,7 +53,7 @@ pub fn is_handle(s: &str) -> bool {
 // Without description_zh, description_en is required: an error then names description_en.
 #[schemars(extend("if" = {"required": ["description_zh"]}, "else" = {"required": ["description_en"]}))]
 pub struct Registration {
-    /// The callsign: 3-32 characters of a-z, 0-9 and hyphen, starting with a letter or digit.
+    /// The callsign: a-z, 0-9 and hyphen, starting with a letter or digit (the pattern gives its length).
     #[schemars(pattern(patterns::HANDLE))]
     pub handle: String,
     #[schemars(length(min = 1, max = NAME_MAX), pattern(patterns::NON_BLANK))]

@@ -18,58 +18,23 @@ pub const TAG_LEN_MAX: u32 = 40;
 pub const REPLY_MAX: u32 = 2000;
 pub const REPORT_REASON_MAX: u32 = 300;
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    JsonSchema,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[schemars(inline)]
-#[strum(serialize_all = "snake_case")]
-pub enum CallKind {
-    Seeking,
-    Offering,
-    Announce,
-}
-
-impl CallKind {
-    pub fn as_str(self) -> &'static str {
-        self.into()
+wire_enum! {
+    pub enum CallKind {
+        Seeking,
+        Offering,
+        Announce,
     }
 }
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    JsonSchema,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[schemars(inline)]
-#[strum(serialize_all = "snake_case")]
-pub enum Lang {
-    Zh,
-    En,
-    Other,
+wire_enum! {
+    pub enum Lang {
+        Zh,
+        En,
+        Other,
+    }
 }
 
 impl Lang {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
     /// The language of a call that did not say: Chinese when its text holds Han characters.
     pub fn detect(text: &str) -> Lang {
         let han = text
@@ -79,37 +44,20 @@ impl Lang {
     }
 }
 
-/// What a report is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr, strum::VariantArray)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum ReportTarget {
-    Call,
-    Request,
-}
-
-impl ReportTarget {
-    pub fn as_str(self) -> &'static str {
-        self.into()
+wire_enum! {
+    /// What a report is about.
+    pub enum ReportTarget {
+        Call,
+        Request,
     }
 }
 
-/// Whether the public may see a call: operators hide the ones they act on; a deleted call is
-/// gone.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema, strum::IntoStaticStr, strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[schemars(inline)]
-#[strum(serialize_all = "snake_case")]
-pub enum CallStatus {
-    Active,
-    Hidden,
-}
-
-impl CallStatus {
-    pub fn as_str(self) -> &'static str {
-        self.into()
+wire_enum! {
+    /// Whether the public may see a call: operators hide the ones they act on; a deleted call is
+    /// gone.
+    pub enum CallStatus {
+        Active,
+        Hidden,
     }
 }
 

@@ -11,30 +11,11 @@ use crate::validation::patterns;
 
 pub const SUMMARY_MAX: u32 = 300;
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    JsonSchema,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[schemars(inline)]
-#[strum(serialize_all = "snake_case")]
-pub enum CollabStatus {
-    Proposed,
-    Confirmed,
-    Declined,
-}
-
-impl CollabStatus {
-    pub fn as_str(self) -> &'static str {
-        self.into()
+wire_enum! {
+    pub enum CollabStatus {
+        Proposed,
+        Confirmed,
+        Declined,
     }
 }
 

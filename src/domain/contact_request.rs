@@ -18,60 +18,25 @@ pub const COOLDOWN_AFTER_DECLINE: i64 = 30 * DAY;
 /// `weekly_cap` counts requests received in this rolling window.
 pub const CAP_WINDOW: i64 = 7 * DAY;
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    JsonSchema,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[schemars(inline)]
-#[strum(serialize_all = "snake_case")]
-pub enum Compensation {
-    None,
-    Discuss,
-    OffsitePaid,
-}
-
-impl Compensation {
-    pub fn as_str(self) -> &'static str {
-        self.into()
+wire_enum! {
+    pub enum Compensation {
+        None,
+        Discuss,
+        OffsitePaid,
     }
 }
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    JsonSchema,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[schemars(inline)]
-#[strum(serialize_all = "snake_case")]
-pub enum RequestStatus {
-    Pending,
-    Accepted,
-    Declined,
-    Withdrawn,
-    Expired,
+wire_enum! {
+    pub enum RequestStatus {
+        Pending,
+        Accepted,
+        Declined,
+        Withdrawn,
+        Expired,
+    }
 }
 
 impl RequestStatus {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
     /// The status a reader sees: a pending request past its expiry is expired, whether or not
     /// anything has written that down yet.
     pub fn effective(stored: RequestStatus, created_at: i64, now: i64) -> Self {
@@ -83,31 +48,12 @@ impl RequestStatus {
     }
 }
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    JsonSchema,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[schemars(inline)]
-#[strum(serialize_all = "snake_case")]
-pub enum DeclineReason {
-    NotAFit,
-    Busy,
-    NeedMoreInfo,
-    Other,
-}
-
-impl DeclineReason {
-    pub fn as_str(self) -> &'static str {
-        self.into()
+wire_enum! {
+    pub enum DeclineReason {
+        NotAFit,
+        Busy,
+        NeedMoreInfo,
+        Other,
     }
 }
 

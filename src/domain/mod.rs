@@ -3,6 +3,38 @@
 //! attributes (the single source for validation, openapi.json and MCP schemas); view types are
 //! what readers get back.
 
+/// Declares a state or kind spelled the same (snake_case) on the wire, in the schemas and in the
+/// database, with `as_str` for the spelling (the store maps it with `stored_as_text!`).
+macro_rules! wire_enum {
+    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident,)* }) => {
+        $(#[$meta])*
+        #[derive(
+            Debug,
+            Clone,
+            Copy,
+            PartialEq,
+            Eq,
+            serde::Serialize,
+            serde::Deserialize,
+            schemars::JsonSchema,
+            strum::IntoStaticStr,
+            strum::VariantArray,
+        )]
+        #[serde(rename_all = "snake_case")]
+        #[schemars(inline)]
+        #[strum(serialize_all = "snake_case")]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)*
+        }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                self.into()
+            }
+        }
+    };
+}
+
 pub mod agent;
 pub mod call;
 pub mod changes;

@@ -18,30 +18,11 @@ pub const ID_LEN_MAX: u32 = 40;
 pub const TURNAROUND_DAYS_MIN: u8 = 1;
 pub const TURNAROUND_DAYS_MAX: u8 = 90;
 
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Serialize,
-    Deserialize,
-    JsonSchema,
-    strum::IntoStaticStr,
-    strum::VariantArray,
-)]
-#[serde(rename_all = "snake_case")]
-#[schemars(inline)]
-#[strum(serialize_all = "snake_case")]
-pub enum Mode {
-    Free,
-    Quote,
-    OffsitePaid,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        self.into()
+wire_enum! {
+    pub enum Mode {
+        Free,
+        Quote,
+        OffsitePaid,
     }
 }
 

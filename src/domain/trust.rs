@@ -11,24 +11,22 @@ use crate::validation::patterns;
 pub const LINK_PROOF_DAYS: i64 = 180;
 /// A verification or owner-claim code lives this long.
 pub const CODE_DAYS: i64 = 7;
+/// What a page says, followed by the handle, to prove it belongs to that agent.
+pub const PROOF_PREFIX: &str = "agentdir-proof:";
 
-/// What an emailed code completes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::VariantArray)]
-#[strum(serialize_all = "snake_case")]
-pub enum CodePurpose {
-    /// Mailbox verification (trust level 1).
-    Mailbox,
-    /// An owner claim (trust level 2).
-    Owner,
-    /// Key recovery through the mailbox.
-    Recovery,
+wire_enum! {
+    /// What an emailed code completes.
+    pub enum CodePurpose {
+        /// Mailbox verification (trust level 1).
+        Mailbox,
+        /// An owner claim (trust level 2).
+        Owner,
+        /// Key recovery through the mailbox.
+        Recovery,
+    }
 }
 
 impl CodePurpose {
-    pub fn as_str(self) -> &'static str {
-        self.into()
-    }
-
     /// The exact subject the mail must carry.
     pub fn subject(self, code: &str) -> String {
         match self {

@@ -1,11 +1,14 @@
-//! The documents generated from the route table: the `GET /api` index and openapi.json, plus
-//! skill.md with the real base URL filled in.
+//! The documents generated from the route table: the `GET /api` index and openapi.json, built
+//! once per process with skill.md, and served as bytes.
 //!
 //! openapi.json takes its schemas from the same Rust types the server validates with and
 //! answers with: request bodies and query parameters are generated for deserialisation (the
 //! contract `validation` enforces), responses for serialisation (so an `Option` field that is
 //! always written, as `null` when empty, is required and nullable).
 
+use std::sync::OnceLock;
+
+use axum::body::Bytes;
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
 use serde::Serialize;
@@ -14,12 +17,10 @@ use serde_json::{Map, Value, json};
 use super::error::ErrorEnvelope;
 use super::routes::{Access, Endpoint, endpoints};
 use crate::domain::notice::{NOTICE, Notice};
-use crate::error::{Error, Rule};
-use crate::link_fetch::LinkFetchError;
+use crate::error::Error;
 use crate::validation::{patterns, schema_settings};
 
-pub const API_VERSION: &str = "1.2.0";
-const SKILL_MD: &str = include_str!("../../skill.md");
+pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
 const COMPONENTS: &str = "/components/schemas";
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -74,89 +75,21 @@ pub fn api_index(base_url: &str) -> ApiIndex {
     }
 }
 
-pub fn skill_md(base_url: &str) -> String {
-    SKILL_MD.replace("{base_url}", base_url)
+/// The documents as served: they depend only on the base URL, which is fixed for the process.
+pub struct Published {
+    pub api_index: Bytes,
+    pub openapi: Bytes,
+    pub skill_md: Bytes,
 }
 
-/// One error of each kind the server can answer with. `meaning` is exhaustive over `Error`, so a
-/// new variant cannot reach clients undocumented; this list feeds the per-status descriptions.
-pub fn error_samples() -> Vec<Error> {
-    vec![
-        Error::InvalidJson,
-        Error::validation("field", Rule::Required),
-        Error::Unauthorized,
-        Error::Forbidden,
-        Error::TrustTooLow { required: 1 },
-        Error::NotAccepting,
-        Error::Suspended,
-        Error::NotFound,
-        Error::MethodNotAllowed,
-        Error::CursorExpired,
-        Error::HandleTaken,
-        Error::InvalidState { status: "accepted" },
-        Error::AlreadyPending,
-        Error::AlreadyClaimed,
-        Error::MailboxNotVerified,
-        Error::RecoveryNotConfirmed,
-        Error::PayloadTooLarge,
-        Error::UnsupportedMediaType,
-        Error::TooManyOfferings,
-        Error::OfferingRequired,
-        Error::UnknownOffering { field: "offering_id".into() },
-        Error::SelfTarget,
-        Error::RequestNotAccepted,
-        Error::ProofNotFound,
-        Error::LinkFetchFailed { reason: LinkFetchError::Timeout },
-        Error::RateLimited { retry_after: 1 },
-        Error::WeeklyCapReached { retry_after: 1 },
-        Error::CooldownAfterDecline { retry_after: 1 },
-        Error::Overloaded,
-        Error::Timeout,
-        Error::Internal,
-    ]
-}
-
-/// What an error code tells a client, in one line.
-pub fn meaning(e: &Error) -> &'static str {
-    match e {
-        Error::InvalidJson => "the body is not JSON, or not a JSON object",
-        Error::Validation { .. } => {
-            "a field is missing, of the wrong type, too long, out of range or breaks its pattern; `field` names it"
-        }
-        Error::Unauthorized => "the API key is missing, malformed, unknown or rotated away",
-        Error::Forbidden => "your role in this contact request does not allow the move",
-        Error::TrustTooLow { .. } => "your trust level is below what the recipient accepts (at least 1)",
-        Error::NotAccepting => "the recipient is not accepting contact requests",
-        Error::Suspended => "your agent is suspended by the operators",
-        Error::NotFound => "no such handle or id, or it is not yours to see",
-        Error::MethodNotAllowed => "the path does not take this method",
-        Error::CursorExpired => {
-            "the change-feed cursor is older than the deletions still remembered; read from the beginning"
-        }
-        Error::HandleTaken => "the handle is taken",
-        Error::InvalidState { .. } => "the request or collaboration is not in the state this move needs",
-        Error::AlreadyPending => "you already have a pending request to this agent",
-        Error::AlreadyClaimed => "the owner has already claimed this agent",
-        Error::MailboxNotVerified => "an owner claim needs a verified mailbox first",
-        Error::RecoveryNotConfirmed => "the recovery token was sent before the mail that confirms it arrived",
-        Error::PayloadTooLarge => "the body is over 64 KiB",
-        Error::UnsupportedMediaType => "the body is not sent as application/json",
-        Error::TooManyOfferings => "more than 3 offerings",
-        Error::OfferingRequired => "the recipient requires offering_id",
-        Error::UnknownOffering { .. } => "the offering id does not belong to that agent",
-        Error::SelfTarget => "a request or collaboration addressed to yourself",
-        Error::RequestNotAccepted => "request_id is not an accepted contact request between the two agents",
-        Error::ProofNotFound => "the page holds no agentdir-proof:<handle> in its first 256 KiB",
-        Error::LinkFetchFailed { .. } => {
-            "the link could not be fetched (refused address, connection failure, timeout, more than 3 redirects, non-2xx)"
-        }
-        Error::RateLimited { .. } => "a rate limit; wait Retry-After seconds",
-        Error::WeeklyCapReached { .. } => "the recipient's weekly_cap is reached; wait Retry-After seconds",
-        Error::CooldownAfterDecline { .. } => "asking again within 30 days of a decline",
-        Error::Overloaded => "the server is busy; try again shortly",
-        Error::Timeout => "the request took too long",
-        Error::Internal => "an error on the server's side",
-    }
+/// The documents of this process, built on first use (the router asks at start).
+pub fn published(base_url: &str) -> &'static Published {
+    static PUBLISHED: OnceLock<Published> = OnceLock::new();
+    PUBLISHED.get_or_init(|| Published {
+        api_index: serde_json::to_vec(&api_index(base_url)).expect("the API index serialises").into(),
+        openapi: serde_json::to_vec(&openapi(base_url)).expect("openapi.json serialises").into(),
+        skill_md: crate::skill::render(base_url).into(),
+    })
 }
 
 fn status_title(code: u16) -> &'static str {
@@ -181,10 +114,10 @@ fn status_title(code: u16) -> &'static str {
 
 /// "Not allowed: forbidden, trust_too_low, …" for one status.
 fn status_description(code: u16) -> String {
-    let codes: Vec<String> = error_samples()
+    let codes: Vec<String> = Error::samples()
         .iter()
         .filter(|e| e.status() == code)
-        .map(|e| format!("`{}` ({})", e.code(), meaning(e)))
+        .map(|e| format!("`{}` ({})", e.code(), e.meaning()))
         .collect();
     if codes.is_empty() {
         status_title(code).to_owned()
@@ -556,10 +489,10 @@ fn split_nullable_enums(value: &mut Value) {
 fn describe_error_codes(schemas: &mut Map<String, Value>) {
     let mut seen = Vec::new();
     let mut lines = Vec::new();
-    for e in error_samples() {
+    for e in Error::samples() {
         if !seen.contains(&e.code()) {
             seen.push(e.code());
-            lines.push(format!("`{}` ({}): {}", e.code(), e.status(), meaning(&e)));
+            lines.push(format!("`{}` ({}): {}", e.code(), e.status(), e.meaning()));
         }
     }
     if let Some(code) = schemas.get_mut("ErrorBody").and_then(|s| s.pointer_mut("/properties/code")) {
@@ -638,10 +571,13 @@ mod tests {
 
     #[test]
     fn every_error_status_is_described() {
-        for e in error_samples() {
-            assert!(!meaning(&e).is_empty());
-        }
         let doc = openapi("http://example.test");
+        let codes = doc.pointer("/components/schemas/ErrorBody/properties/code/description");
+        let codes = codes.and_then(Value::as_str).expect("the error codes are described");
+        for e in Error::samples() {
+            let line = format!("`{}` ({}): {}", e.code(), e.status(), e.meaning());
+            assert!(codes.contains(&line), "{line} is not in the ErrorBody description");
+        }
         let text = doc.to_string();
         assert!(!text.contains("\"Error\""), "a status without a title");
     }

@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::service::{App, Caller};
 use crate::validation;
 
-pub const BODY_LIMIT: usize = 64 * 1024;
+pub use crate::validation::MAX_BODY_BYTES as BODY_LIMIT;
 
 /// A JSON body validated against `T`'s schema.
 pub struct JsonBody<T>(pub T);

@@ -21,11 +21,12 @@ use crate::service::App;
 /// envelope for unknown paths and wrong methods. Fails only when the base URL is not an absolute
 /// http(s) URL, which the MCP `Host`/`Origin` checks are derived from.
 pub fn router(app: App) -> Result<Router, agentdir_mcp::ConfigError> {
+    docs::published(&app.settings.base_url);
     let mut router: Router<App> = Router::new();
     for route in routes::table() {
         router = router.route(route.endpoint.path, route.handler);
     }
-    let mcp_config = agentdir_mcp::McpConfig::new(&app.settings.base_url)?;
+    let mcp_config = agentdir_mcp::McpConfig::new(&app.settings.base_url, crate::validation::MAX_BODY_BYTES)?;
     let mcp = agentdir_mcp::streamable_http_service(crate::mcp_port::McpPort::new(app.clone()), mcp_config);
     Ok(router
         .merge(ops::routes())

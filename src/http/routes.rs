@@ -5,7 +5,7 @@ use axum::http::Method;
 use axum::routing::{MethodRouter, delete, get, patch, post, put};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
-use super::handlers::{agents, collabs, me, meta, posts, requests};
+use super::handlers::{agents, calls, collabs, me, meta, requests};
 use crate::domain::{
     agent, call, changes, collab, contact_request as cr, list, offering, recovery, stats, trust,
 };
@@ -232,30 +232,30 @@ pub fn table() -> Vec<Route> {
         route(Method::GET, "/api/posts", Public, "Search and list calls, newest first")
             .query::<call::CallSearch>()
             .returns::<call::CallList>()
-            .to(get(posts::search)),
+            .to(get(calls::search)),
         route(Method::POST, "/api/posts", Key, "Post a call")
             .body::<call::NewCall>()
             .returns::<call::CallSummary>()
             .created()
             .errors(&[422])
-            .to(post(posts::create)),
+            .to(post(calls::create)),
         route(Method::GET, "/api/posts/{id}", Public, "A call with its replies")
             .returns::<call::CallDetail>()
             .tagged()
-            .to(get(posts::get)),
+            .to(get(calls::get)),
         route(Method::DELETE, "/api/posts/{id}", Key, "Delete one of your calls")
             .returns::<call::Deleted>()
-            .to(delete(posts::delete)),
+            .to(delete(calls::delete)),
         route(Method::POST, "/api/posts/{id}/replies", Key, "Reply to a call publicly")
             .body::<call::NewReply>()
             .returns::<call::ReplyView>()
             .created()
-            .to(post(posts::reply)),
+            .to(post(calls::reply)),
         route(Method::POST, "/api/posts/{id}/report", Public, "Report a call to the operators")
             .optional_body::<call::ReportInput>()
             .returns::<call::Reported>()
             .errors(&[429])
-            .to(post(posts::report)),
+            .to(post(calls::report)),
         route(Method::GET, "/api/collabs", Public, "Confirmed collaborations")
             .query::<collab::CollabFilter>()
             .returns::<collab::CollabList>()

@@ -55,7 +55,7 @@ pub fn set_suspended(pool: &Pool, handle: &str, suspended: bool, by: &Actor<'_>)
 
 /// Hides (or restores) a call: hidden calls vanish from lists, search and MCP and answer 404.
 pub fn set_call_hidden(pool: &Pool, id: &str, hidden: bool, by: &Actor<'_>) -> Result<()> {
-    if !ids::has_prefix(id, ids::POST) {
+    if !ids::has_prefix(id, ids::CALL) {
         return Err(Error::NotFound);
     }
     let now = now_ms();

@@ -133,9 +133,7 @@ impl Directory {
     /// completing a handle as it is typed. A prefix no handle can start with finds nothing.
     pub fn complete_handles(&self, prefix: &str, limit: u32) -> Result<Vec<String>> {
         let prefix = prefix.trim().trim_start_matches('@').to_ascii_lowercase();
-        let possible = prefix.len() <= agent::HANDLE_MAX as usize
-            && prefix.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-');
-        if !possible || limit == 0 {
+        if !agent::could_begin_handle(&prefix) || limit == 0 {
             return Ok(Vec::new());
         }
         agents_store::handles_with_prefix(&*self.read()?, &prefix, limit)

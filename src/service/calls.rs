@@ -21,7 +21,7 @@ use crate::time::now_ms;
 
 /// A call the public may see, or 404.
 pub(crate) fn visible_call(conn: &rusqlite::Connection, id: &str) -> Result<CallRow> {
-    if !ids::has_prefix(id, ids::POST) {
+    if !ids::has_prefix(id, ids::CALL) {
         return Err(Error::NotFound);
     }
     match calls_store::by_id(conn, id)? {
@@ -40,7 +40,7 @@ pub(crate) fn call_detail(conn: &rusqlite::Connection, id: &str) -> Result<CallD
 impl Directory {
     pub async fn post_call(self: &Arc<Self>, caller: Caller, input: NewCall) -> Result<CallSummary> {
         let now = now_ms();
-        let id = ids::new_id(ids::POST);
+        let id = ids::new_id(ids::CALL);
         let lang = input.lang.unwrap_or_else(|| Lang::detect(&format!("{} {}", input.title, input.body)));
         let languages = input.languages.unwrap_or_default();
         let tags = input.tags.unwrap_or_default();
@@ -95,7 +95,7 @@ impl Directory {
 
     /// Deletes a call of the caller's; anyone else gets 404.
     pub async fn delete_call(self: &Arc<Self>, caller: Caller, id: String) -> Result<Deleted> {
-        if !ids::has_prefix(&id, ids::POST) {
+        if !ids::has_prefix(&id, ids::CALL) {
             return Err(Error::NotFound);
         }
         let deleted = id.clone();
@@ -112,14 +112,14 @@ impl Directory {
     pub async fn reply(
         self: &Arc<Self>,
         caller: Caller,
-        post_id: String,
+        call_id: String,
         input: NewReply,
     ) -> Result<ReplyView> {
         let now = now_ms();
         let id = ids::new_id(ids::REPLY);
         let dir = self.clone();
         self.write(move |tx| {
-            let c = visible_call(tx, &post_id)?;
+            let c = visible_call(tx, &call_id)?;
             dir.limits.take(InMemory::Replies, &caller.handle)?;
             replies::insert(tx, &id, c.seq, caller.id, &input.body, now)?;
             agents::touch(tx, caller.id, now, false)?;
@@ -131,7 +131,7 @@ impl Directory {
     /// Anyone may report a visible call; the report waits for the operators.
     pub async fn report_call(
         self: &Arc<Self>,
-        post_id: String,
+        call_id: String,
         input: ReportInput,
         client_ip: String,
     ) -> Result<Reported> {
@@ -139,14 +139,14 @@ impl Directory {
         let report_id = id.clone();
         let dir = self.clone();
         self.write(move |tx| {
-            visible_call(tx, &post_id)?;
+            visible_call(tx, &call_id)?;
             dir.limits.take(InMemory::Reports, &client_ip)?;
             reports::insert(
                 tx,
                 &reports::NewReport {
                     id: &id,
                     target_kind: ReportTarget::Call,
-                    target_id: &post_id,
+                    target_id: &call_id,
                     reporter_agent_id: None,
                     reporter_ip: Some(&client_ip),
                     reason: input.reason.as_deref(),

@@ -23,7 +23,7 @@ impl Directory {
                 return Err(Error::SelfTarget);
             }
             if let Some(post_id) = &input.post_id
-                && !(ids::has_prefix(post_id, ids::POST)
+                && !(ids::has_prefix(post_id, ids::CALL)
                     && calls::by_id(tx, post_id)?.is_some_and(|c| c.visible))
             {
                 return Err(Error::NotFound);

@@ -12,6 +12,7 @@ pub mod calls;
 pub mod changes;
 pub mod collabs;
 pub mod follow;
+pub mod health;
 pub mod inbound;
 pub mod keys;
 pub mod proofs;
@@ -44,7 +45,7 @@ pub struct Settings {
     pub mail_domain: String,
     pub mail_authserv_id: String,
     pub rates: RateSettings,
-    pub link_fetch_allow_private: crate::config::PrivateTargets,
+    pub link_fetch_allow_private: crate::link_fetch::PrivateTargets,
     /// Peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Read-only SQLite connections of the server.

@@ -2,11 +2,10 @@
 //! SSRF-safe (see `link_fetch`); a proof lives 180 days after it was established.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::rate_limit::InMemory;
 use super::{Caller, Directory, views};
-use crate::config::PrivateTargets;
+use crate::domain::trust::PROOF_PREFIX;
 use crate::domain::trust::{LinkList, LinkProofInput};
 use crate::error::{Error, Result};
 use crate::link_fetch::{self, FetchOutcome, FetchPolicy};
@@ -15,7 +14,7 @@ use crate::time::now_ms;
 
 /// The text a page must hold to prove it belongs to `handle`.
 pub fn proof_text(handle: &str) -> String {
-    format!("agentdir-proof:{handle}")
+    format!("{PROOF_PREFIX}{handle}")
 }
 
 impl Directory {
@@ -34,18 +33,7 @@ impl Directory {
         self.limits.take(InMemory::Links, &caller.handle)?;
         let url = link_fetch::check_url(&input.url).map_err(|reason| Error::LinkFetchFailed { reason })?;
         let host = url.host_str().unwrap_or_default().to_owned();
-        let (allow_private, also_allow) = match &self.settings.link_fetch_allow_private {
-            PrivateTargets::None => (false, Vec::new()),
-            PrivateTargets::All => (true, Vec::new()),
-            PrivateTargets::Only(nets) => (false, nets.clone()),
-        };
-        let policy = FetchPolicy {
-            allow_private,
-            also_allow,
-            timeout: Duration::from_secs(5),
-            max_bytes: 256 * 1024,
-            max_redirects: 3,
-        };
+        let policy = FetchPolicy::reaching(&self.settings.link_fetch_allow_private);
         match link_fetch::fetch_contains(url.as_str(), &proof_text(&caller.handle), &policy).await {
             Ok(FetchOutcome::Found { .. }) => {}
             Ok(FetchOutcome::NotFound) => return Err(Error::ProofNotFound),

@@ -60,6 +60,18 @@ impl std::fmt::Display for Rate {
     }
 }
 
+/// The default of each limit, as `--rate-limit-*` reads it (the one place they are written).
+pub mod defaults {
+    pub const REGISTRATION: &str = "10/h";
+    pub const CALLS: &str = "20/d";
+    pub const REPLIES: &str = "120/h";
+    pub const REQUESTS: &str = "30/d";
+    pub const LINKS: &str = "10/h";
+    pub const REPORTS: &str = "20/h";
+    pub const KEY_CHECKS: &str = "120/m";
+    pub const RECOVERY: &str = "5/h";
+}
+
 #[derive(Debug, Clone)]
 pub struct RateSettings {
     pub registration: Rate,
@@ -76,16 +88,16 @@ pub struct RateSettings {
 
 impl Default for RateSettings {
     fn default() -> Self {
-        let r = |s: &str| s.parse().unwrap_or(Rate { count: 10, window_ms: 3_600 * SECOND });
+        let r = |s: &str| s.parse().expect("a default rate is well-formed");
         RateSettings {
-            registration: r("10/h"),
-            calls: r("20/d"),
-            replies: r("120/h"),
-            requests: r("30/d"),
-            links: r("10/h"),
-            reports: r("20/h"),
-            key_checks: r("120/m"),
-            recovery: r("5/h"),
+            registration: r(defaults::REGISTRATION),
+            calls: r(defaults::CALLS),
+            replies: r(defaults::REPLIES),
+            requests: r(defaults::REQUESTS),
+            links: r(defaults::LINKS),
+            reports: r(defaults::REPORTS),
+            key_checks: r(defaults::KEY_CHECKS),
+            recovery: r(defaults::RECOVERY),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{Connection, OptionalExtension, Row, named_params};
+use rusqlite::{Connection, OptionalExtension, Row, ToSql, named_params};
 
 use super::{from_json, id_list, is_unique_violation, to_json};
 use crate::domain::contact_policy::ContactPolicy;
@@ -111,8 +111,37 @@ pub fn by_ids(conn: &Connection, ids: &[i64]) -> Result<Vec<AgentRow>> {
     Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
 }
 
+/// The parameters of the profile columns, shared by the insert and the profile update.
+fn profile_params<'a>(
+    a: &'a AgentRow,
+    capabilities: &'a dyn ToSql,
+    languages: &'a dyn ToSql,
+) -> [(&'static str, &'a dyn ToSql); 18] {
+    [
+        (":name", &a.name),
+        (":owner", &a.owner),
+        (":mailbox", &a.mailbox),
+        (":tagline", &a.tagline),
+        (":contact_public", &a.contact_public),
+        (":description_en", &a.description_en),
+        (":description_zh", &a.description_zh),
+        (":capabilities", capabilities),
+        (":languages", languages),
+        (":homepage", &a.homepage),
+        (":model", &a.model),
+        (":policy_accepting", &a.policy.accepting),
+        (":policy_min_level", &a.policy.min_level),
+        (":policy_require_offering", &a.policy.require_offering),
+        (":policy_weekly_cap", &a.policy.weekly_cap),
+        (":policy_note", &a.policy.note),
+        (":updated_at", &a.updated_at),
+        (":last_active_at", &a.last_active_at),
+    ]
+}
+
 /// Inserts a new agent; the handle must be free.
 pub fn insert(conn: &Connection, a: &AgentRow) -> Result<i64> {
+    let (capabilities, languages) = (to_json(&a.capabilities), to_json(&a.languages));
     let res = conn
         .prepare_cached(
             "INSERT INTO agents (handle, name, owner, mailbox, tagline, contact_public, description_en,
@@ -124,30 +153,18 @@ pub fn insert(conn: &Connection, a: &AgentRow) -> Result<i64> {
                 :policy_min_level, :policy_require_offering, :policy_weekly_cap, :policy_note, :key_id,
                 :key_hash, :created_at, :updated_at, :last_active_at)",
         )?
-        .execute(named_params! {
-            ":handle": a.handle,
-            ":name": a.name,
-            ":owner": a.owner,
-            ":mailbox": a.mailbox,
-            ":tagline": a.tagline,
-            ":contact_public": a.contact_public,
-            ":description_en": a.description_en,
-            ":description_zh": a.description_zh,
-            ":capabilities": to_json(&a.capabilities),
-            ":languages": to_json(&a.languages),
-            ":homepage": a.homepage,
-            ":model": a.model,
-            ":policy_accepting": a.policy.accepting,
-            ":policy_min_level": a.policy.min_level,
-            ":policy_require_offering": a.policy.require_offering,
-            ":policy_weekly_cap": a.policy.weekly_cap,
-            ":policy_note": a.policy.note,
-            ":key_id": a.key_id,
-            ":key_hash": a.key_hash,
-            ":created_at": a.created_at,
-            ":updated_at": a.updated_at,
-            ":last_active_at": a.last_active_at,
-        });
+        .execute(
+            &[
+                profile_params(a, &capabilities, &languages).as_slice(),
+                named_params! {
+                    ":handle": a.handle,
+                    ":key_id": a.key_id,
+                    ":key_hash": a.key_hash,
+                    ":created_at": a.created_at,
+                },
+            ]
+            .concat()[..],
+        );
     match res {
         Ok(_) => Ok(conn.last_insert_rowid()),
         Err(e) if is_unique_violation(&e) => Err(Error::HandleTaken),
@@ -157,6 +174,7 @@ pub fn insert(conn: &Connection, a: &AgentRow) -> Result<i64> {
 
 /// Writes back every field a profile patch may change, with the trust state it implies.
 pub fn update_profile(conn: &Connection, a: &AgentRow) -> Result<()> {
+    let (capabilities, languages) = (to_json(&a.capabilities), to_json(&a.languages));
     conn.prepare_cached(
         "UPDATE agents SET name = :name, owner = :owner, mailbox = :mailbox, tagline = :tagline,
             contact_public = :contact_public, description_en = :description_en,
@@ -168,30 +186,18 @@ pub fn update_profile(conn: &Connection, a: &AgentRow) -> Result<()> {
             owner_claimed_at = :owner_claimed_at, updated_at = :updated_at, last_active_at = :last_active_at
          WHERE id = :id",
     )?
-    .execute(named_params! {
-        ":id": a.id,
-        ":name": a.name,
-        ":owner": a.owner,
-        ":mailbox": a.mailbox,
-        ":tagline": a.tagline,
-        ":contact_public": a.contact_public,
-        ":description_en": a.description_en,
-        ":description_zh": a.description_zh,
-        ":capabilities": to_json(&a.capabilities),
-        ":languages": to_json(&a.languages),
-        ":homepage": a.homepage,
-        ":model": a.model,
-        ":policy_accepting": a.policy.accepting,
-        ":policy_min_level": a.policy.min_level,
-        ":policy_require_offering": a.policy.require_offering,
-        ":policy_weekly_cap": a.policy.weekly_cap,
-        ":policy_note": a.policy.note,
-        ":mailbox_verified_at": a.mailbox_verified_at,
-        ":owner_email": a.owner_email,
-        ":owner_claimed_at": a.owner_claimed_at,
-        ":updated_at": a.updated_at,
-        ":last_active_at": a.last_active_at,
-    })?;
+    .execute(
+        &[
+            profile_params(a, &capabilities, &languages).as_slice(),
+            named_params! {
+                ":id": a.id,
+                ":mailbox_verified_at": a.mailbox_verified_at,
+                ":owner_email": a.owner_email,
+                ":owner_claimed_at": a.owner_claimed_at,
+            },
+        ]
+        .concat()[..],
+    )?;
     Ok(())
 }
 

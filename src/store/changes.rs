@@ -30,7 +30,7 @@ pub struct Change {
     pub kind: ChangeKind,
     /// The public id: handle, post id or collab id.
     pub id: String,
-    /// The search index's key of the entity (agents.id, posts.seq; 0 for collaborations).
+    /// The search index's key of the entity (agents.id, calls.seq; 0 for collaborations).
     pub key: i64,
     /// Unix milliseconds.
     pub at: i64,

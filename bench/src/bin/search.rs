@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentdir::config::PrivateTargets;
+use agentdir::link_fetch::PrivateTargets;
 use agentdir::service::rate_limit::RateSettings;
 use agentdir::{App, Directory, Settings};
 use agentdir_search_index::{AgentQuery, CallQuery, DEFAULT_CACHE_ENTRIES, IndexError, Page};

@@ -9,14 +9,16 @@ use super::Reply;
 use crate::domain::changes::ChangesQuery;
 use crate::domain::stats::Stats;
 use crate::error::Result;
-use crate::http::docs::{self, ApiIndex};
+use crate::http::docs;
 use crate::http::extract::QueryParams;
 use crate::http::tagged;
 use crate::service::App;
 use crate::service::rendered::Rendered;
 
-pub async fn index(State(app): State<App>) -> Json<ApiIndex> {
-    Json(docs::api_index(&app.settings.base_url))
+const JSON: &str = "application/json";
+
+pub async fn index(State(app): State<App>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, JSON)], docs::published(&app.settings.base_url).api_index.clone())
 }
 
 pub async fn stats(State(app): State<App>) -> Reply<Stats> {
@@ -24,11 +26,12 @@ pub async fn stats(State(app): State<App>) -> Reply<Stats> {
 }
 
 pub async fn skill(State(app): State<App>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/markdown; charset=utf-8")], docs::skill_md(&app.settings.base_url))
+    let skill_md = docs::published(&app.settings.base_url).skill_md.clone();
+    ([(header::CONTENT_TYPE, "text/markdown; charset=utf-8")], skill_md)
 }
 
 pub async fn openapi(State(app): State<App>) -> impl IntoResponse {
-    Json(docs::openapi(&app.settings.base_url))
+    ([(header::CONTENT_TYPE, JSON)], docs::published(&app.settings.base_url).openapi.clone())
 }
 
 pub async fn changes(

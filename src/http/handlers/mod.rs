@@ -1,10 +1,10 @@
 //! Thin handlers: extract, call one core operation on the blocking pool, shape the response.
 
 pub mod agents;
+pub mod calls;
 pub mod collabs;
 pub mod me;
 pub mod meta;
-pub mod posts;
 pub mod requests;
 
 use axum::Json;

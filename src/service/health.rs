@@ -1,0 +1,83 @@
+//! What the operator endpoints report: readiness (the database and the search index answer)
+//! and the gauges published in `/metrics`.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use agentdir_search_index::CallQuery;
+use serde::Serialize;
+
+use super::Directory;
+use crate::error::{Error, Result};
+use crate::store;
+use crate::telemetry;
+
+/// How long readiness waits for a pooled connection: a pool that cannot hand one out this fast
+/// is not ready for traffic either.
+const READY_POOL_WAIT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Serialize)]
+pub struct Readiness {
+    pub status: &'static str,
+    pub database: &'static str,
+    pub search_index: &'static str,
+    /// Change-log entries committed to SQLite and not yet in the index.
+    pub index_lag: u64,
+}
+
+/// Change-log position of SQLite and of the index.
+struct IndexPosition {
+    committed: u64,
+    applied: u64,
+}
+
+impl IndexPosition {
+    fn lag(&self) -> u64 {
+        self.committed.saturating_sub(self.applied)
+    }
+}
+
+impl Directory {
+    fn index_position(&self) -> Result<IndexPosition> {
+        let conn = self.readers.get_timeout(READY_POOL_WAIT)?;
+        let committed = store::changes::max_seq(&conn)?;
+        Ok(IndexPosition { committed, applied: self.index.applied_seq() })
+    }
+
+    /// Ready when a pooled connection reads the change log in time and the index answers a
+    /// query; any failure is `Overloaded` (to a probe: not now, ask again).
+    pub fn readiness(&self) -> Result<Readiness> {
+        let position = self.index_position().map_err(|e| {
+            tracing::warn!(error = %e, "not ready: the database does not answer");
+            Error::Overloaded
+        })?;
+        let probe = CallQuery { limit: 1, ..CallQuery::default() };
+        self.index.search_calls(&probe).map_err(|e| {
+            tracing::warn!(error = %e, "not ready: the search index does not answer");
+            Error::Overloaded
+        })?;
+        Ok(Readiness { status: "ready", database: "ok", search_index: "ok", index_lag: position.lag() })
+    }
+
+    /// Sets the gauges of the connection pool, the view cache and the index position.
+    pub fn publish_gauges(&self) {
+        let state = self.readers.state();
+        let in_use = state.connections.saturating_sub(state.idle_connections);
+        metrics::gauge!(telemetry::POOL_CONNECTIONS, "state" => "idle")
+            .set(f64::from(state.idle_connections));
+        metrics::gauge!(telemetry::POOL_CONNECTIONS, "state" => "in_use").set(f64::from(in_use));
+        metrics::gauge!(telemetry::POOL_SIZE).set(f64::from(self.readers.max_size()));
+        let (views, bytes) = self.views.size();
+        metrics::gauge!(telemetry::VIEW_CACHE_VIEWS).set(views as f64);
+        metrics::gauge!(telemetry::VIEW_CACHE_BYTES).set(bytes as f64);
+        metrics::counter!(telemetry::VIEW_CACHE_HITS).absolute(self.views.hits.load(Ordering::Relaxed));
+        metrics::counter!(telemetry::VIEW_CACHE_MISSES).absolute(self.views.misses.load(Ordering::Relaxed));
+        match self.index_position() {
+            Ok(p) => {
+                metrics::gauge!(telemetry::INDEX_LAG).set(p.lag() as f64);
+                metrics::gauge!(telemetry::INDEX_APPLIED).set(p.applied as f64);
+            }
+            Err(e) => tracing::warn!(error = %e, "metrics: could not read the change log position"),
+        }
+    }
+}
