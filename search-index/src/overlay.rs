@@ -36,9 +36,14 @@ use crate::warm::Segments;
 /// replay of a long change log).
 pub const MAX_OVERLAY_DOCS: usize = 20_000;
 
-/// Indexing memory of one overlay segment: tantivy's minimum. A batch is small; the budget sizes
-/// the term hash table, which is allocated lazily.
-const SEGMENT_BUDGET: usize = 15_000_000;
+/// Indexing memory of one overlay segment, per document. tantivy sizes the segment's term hash
+/// table from the budget (the largest power of two under a third of it, at 8 bytes a slot, capped
+/// at 2^19) and allocates, zeroes and at the end scans the whole table: with the 15 MB of an
+/// index writer that is 512K slots per batch, which was most of the writer thread's time. A
+/// batch holds a few thousand distinct terms at most; the table grows by itself when it fills.
+const BUDGET_PER_DOC: usize = 4_000;
+const MIN_SEGMENT_BUDGET: usize = 150_000;
+const MAX_SEGMENT_BUDGET: usize = 15_000_000;
 
 /// One segment as a search sees it: the reader, and which of its documents are alive.
 pub(crate) struct Leaf {
@@ -306,10 +311,11 @@ fn leaf(reader: &SegmentReader, masked: &[DocId]) -> Leaf {
 /// One segment of `docs`, in memory, with the schema and tokenizers of `template`; document ids
 /// follow the order of `docs`.
 fn build_segment(template: &Index, docs: Vec<TantivyDocument>) -> tantivy::Result<SegmentReader> {
+    let budget = docs.len().saturating_mul(BUDGET_PER_DOC).clamp(MIN_SEGMENT_BUDGET, MAX_SEGMENT_BUDGET);
     let mut writer = Index::builder()
         .schema(template.schema())
         .tokenizers(template.tokenizers().clone())
-        .single_segment_index_writer(RamDirectory::create(), SEGMENT_BUDGET)?;
+        .single_segment_index_writer(RamDirectory::create(), budget)?;
     for doc in docs {
         writer.add_document(doc)?;
     }
