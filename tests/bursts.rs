@@ -22,7 +22,12 @@ fn env() -> Vec<(&'static str, &'static str)> {
 #[track_caller]
 fn all_created(answers: &[Resp], what: &str) {
     let server_errors: Vec<&Resp> = answers.iter().filter(|r| r.status >= 500).collect();
-    assert!(server_errors.is_empty(), "{} {what} answered 5xx, e.g. {:?}", server_errors.len(), server_errors[0]);
+    assert!(
+        server_errors.is_empty(),
+        "{} {what} answered 5xx, e.g. {:?}",
+        server_errors.len(),
+        server_errors[0]
+    );
     for r in answers {
         assert_eq!(r.status, 201, "{what}: {}", r.text);
     }

@@ -22,8 +22,8 @@ use tantivy::columnar::{Cardinality, Column, ColumnValues};
 use tantivy::query::{EnableScoring, Query};
 use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader};
 
-use crate::schema::{JOINED, LEVEL, VERIFIED};
 use crate::overlay::Leaf;
+use crate::schema::{JOINED, LEVEL, VERIFIED};
 use crate::warm::Segments;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -265,7 +265,11 @@ impl Collector for PageCollector<'_> {
 
 /// A listing with exact filters: the documents of every segment that match `query` and are
 /// alive in its view, through `collector`.
-pub(crate) fn filtered(leaves: &[Arc<Leaf>], query: &dyn Query, collector: &PageCollector) -> tantivy::Result<Hits> {
+pub(crate) fn filtered(
+    leaves: &[Arc<Leaf>],
+    query: &dyn Query,
+    collector: &PageCollector,
+) -> tantivy::Result<Hits> {
     let Some(first) = leaves.first() else {
         return Ok(Hits::new(0, Vec::new()));
     };

@@ -18,9 +18,9 @@
 
 use std::collections::HashMap;
 
+use std::sync::Arc;
 use tantivy::query::Bm25Weight;
 use tantivy::schema::{Field, IndexRecordOption};
-use std::sync::Arc;
 
 use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, Term};
 
@@ -190,8 +190,7 @@ impl Query<'_> {
         let mut out = Vec::new();
         while handle.doc() != TERMINATED {
             let doc = handle.doc();
-            if leaf.is_alive(doc) && numeric.passes(doc) && filters.iter_mut().all(|f| seek_to(f, doc))
-            {
+            if leaf.is_alive(doc) && numeric.passes(doc) && filters.iter_mut().all(|f| seek_to(f, doc)) {
                 out.push(doc);
             }
             handle.advance();

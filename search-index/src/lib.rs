@@ -45,10 +45,10 @@ use crate::analysis::{QueryAnalyzer, index_analyzer};
 use crate::cache::{Key, Target};
 use crate::collect::NumericFilters;
 use crate::evaluate::TextPlan;
+use crate::overlay::Entry;
 use crate::part::Part;
 use crate::part::Plan;
 use crate::query::{EXACT_HANDLE_SCORE, exact_term};
-use crate::overlay::Entry;
 use crate::schema::{AgentFields, CallFields, exact_term_value};
 
 pub use crate::overlay::MAX_OVERLAY_DOCS;
@@ -317,9 +317,13 @@ impl SearchIndex {
         let (mut agents, mut calls) = (Vec::new(), Vec::new());
         for change in changes {
             match change {
-                Change::UpsertAgent(a) => agents.push((a.key, Some(self.agent_fields.document(a, &mut analyzer)))),
+                Change::UpsertAgent(a) => {
+                    agents.push((a.key, Some(self.agent_fields.document(a, &mut analyzer))))
+                }
                 Change::RemoveAgent(key) => agents.push((*key, None)),
-                Change::UpsertCall(c) => calls.push((c.key, Some(self.call_fields.document(c, &mut analyzer)))),
+                Change::UpsertCall(c) => {
+                    calls.push((c.key, Some(self.call_fields.document(c, &mut analyzer))))
+                }
                 Change::RemoveCall(key) => calls.push((*key, None)),
             }
         }

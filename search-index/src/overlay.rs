@@ -207,7 +207,8 @@ impl Overlay {
     /// `disk`, and the batches up to `seq` are in them.
     pub(crate) fn replace_disk(&self, disk: &Searcher, seq: u64, segments: &Segments) -> tantivy::Result<()> {
         let mut state = self.lock();
-        let (gone, kept): (Vec<Batch>, Vec<Batch>) = std::mem::take(&mut state.batches).into_iter().partition(|b| b.seq <= seq);
+        let (gone, kept): (Vec<Batch>, Vec<Batch>) =
+            std::mem::take(&mut state.batches).into_iter().partition(|b| b.seq <= seq);
         for b in &gone {
             if let Some(r) = &b.reader {
                 segments.forget_extra(r);
@@ -216,7 +217,8 @@ impl Overlay {
         let kept_ids: HashSet<u64> = kept.iter().map(|b| b.id).collect();
         state.batches = kept;
         state.latest.retain(|_, (id, _)| kept_ids.contains(id));
-        state.docs = state.batches.iter().map(|b| b.reader.as_ref().map_or(0, |r| r.max_doc() as usize)).sum();
+        state.docs =
+            state.batches.iter().map(|b| b.reader.as_ref().map_or(0, |r| r.max_doc() as usize)).sum();
         state.set_disk(disk);
         let keys: Vec<u64> = state.batches.iter().flat_map(|b| b.keys.iter().copied()).collect();
         state.mask_disk(self.key, &keys)?;
@@ -235,7 +237,11 @@ impl State {
             .map(|r| Disk {
                 reader: r.clone(),
                 masked: Vec::new(),
-                leaf: Arc::new(Leaf { reader: r.clone(), alive: r.alive_bitset().cloned(), num_docs: r.num_docs() }),
+                leaf: Arc::new(Leaf {
+                    reader: r.clone(),
+                    alive: r.alive_bitset().cloned(),
+                    num_docs: r.num_docs(),
+                }),
             })
             .collect();
     }
@@ -249,7 +255,8 @@ impl State {
             }
             let term = Term::from_field_u64(key_field, key);
             for (i, d) in self.disk.iter_mut().enumerate() {
-                let Some(mut list) = d.reader.inverted_index(key_field)?.read_postings(&term, IndexRecordOption::Basic)?
+                let Some(mut list) =
+                    d.reader.inverted_index(key_field)?.read_postings(&term, IndexRecordOption::Basic)?
                 else {
                     continue;
                 };
@@ -291,7 +298,11 @@ impl State {
 /// The reader with `masked` deleted on top of its own deletions.
 fn leaf(reader: &SegmentReader, masked: &[DocId]) -> Leaf {
     if masked.is_empty() {
-        return Leaf { reader: reader.clone(), alive: reader.alive_bitset().cloned(), num_docs: reader.num_docs() };
+        return Leaf {
+            reader: reader.clone(),
+            alive: reader.alive_bitset().cloned(),
+            num_docs: reader.num_docs(),
+        };
     }
     let mut bits = BitSet::with_max_value_and_full(reader.max_doc());
     for &doc in masked {

@@ -1205,8 +1205,11 @@ fn dense_bitmaps_count_like_decoded_lists() {
                 }
                 out
             };
-            let with = matches::compute(segment, segment.alive_bitset(), Some(dense), &words, &filters, &numeric).expect("with");
-            let without = matches::compute(segment, segment.alive_bitset(), None, &words, &filters, &numeric).expect("without");
+            let with =
+                matches::compute(segment, segment.alive_bitset(), Some(dense), &words, &filters, &numeric)
+                    .expect("with");
+            let without = matches::compute(segment, segment.alive_bitset(), None, &words, &filters, &numeric)
+                .expect("without");
             assert_eq!(with.count, without.count, "{text:?}");
             assert_eq!(members(&with.members), members(&without.members), "{text:?}");
         }

@@ -76,9 +76,13 @@ impl Segments {
     /// The segment's data; prepared now if the reader's warming has not (it always has).
     pub(crate) fn get(&self, segment: &SegmentReader) -> tantivy::Result<Arc<SegmentData>> {
         let id = segment.segment_id();
-        let found = self.map.read().unwrap_or_else(|e| e.into_inner()).get(&id).cloned().or_else(|| {
-            self.extra.read().unwrap_or_else(|e| e.into_inner()).get(&id).cloned()
-        });
+        let found = self
+            .map
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .cloned()
+            .or_else(|| self.extra.read().unwrap_or_else(|e| e.into_inner()).get(&id).cloned());
         match found {
             Some(data) => Ok(data),
             None => Ok(Arc::new(SegmentData::build(segment, &self.fields)?)),

@@ -36,8 +36,7 @@ fn options() -> Result<Options, Error> {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
             "--connections" => {
-                o.connections =
-                    Some(value()?.split(',').map(|c| c.trim().parse()).collect::<Result<_, _>>()?)
+                o.connections = Some(value()?.split(',').map(|c| c.trim().parse()).collect::<Result<_, _>>()?)
             }
             "--seconds" => o.seconds = value()?.parse()?,
             "--rounds" => o.rounds = value()?.parse()?,
