@@ -138,9 +138,9 @@ async fn acknowledged_writes_survive_sigkill_with_the_writer_busy() {
     crash_and_check(64, 400).await;
 }
 
-/// `writers` clients write until `acks_before_kill` writes were acknowledged; then SIGKILL,
+/// `clients` writers write until `acks_before_kill` writes were acknowledged; then SIGKILL,
 /// restart, and check.
-async fn crash_and_check(writers: usize, acks_before_kill: usize) {
+async fn crash_and_check(clients: usize, acks_before_kill: usize) {
     let mut s = Server::start_with(RELAXED_LIMITS).await;
     let corpus = format!("durab{}", std::process::id());
     let mut recipients = Vec::new();
@@ -152,7 +152,7 @@ async fn crash_and_check(writers: usize, acks_before_kill: usize) {
     let acks = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let mut writers = Vec::new();
-    for n in 0..writers {
+    for n in 0..clients {
         let sender = s.verified("dur-sender").await;
         let mut mine = recipients.clone();
         mine.rotate_left(n);
@@ -262,7 +262,7 @@ async fn crash_and_check(writers: usize, acks_before_kill: usize) {
     let agents = sqlite_count(&db, "SELECT COUNT(*) FROM agents WHERE suspended_at IS NULL");
     let posts = sqlite_count(&db, "SELECT COUNT(*) FROM calls WHERE status = 'active'");
     let replies = sqlite_count(&db, "SELECT COUNT(*) FROM replies");
-    assert!(agents as usize >= acked.agents.len() + RECIPIENTS + writers);
+    assert!(agents as usize >= acked.agents.len() + RECIPIENTS + clients);
     assert!(posts as usize >= acked.calls.len());
     let stats = s.get("/api/stats", None).await;
     assert_eq!(stats.json["agents"].as_u64(), Some(agents), "{}", stats.text);
