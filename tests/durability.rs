@@ -155,7 +155,7 @@ async fn crash_and_check(clients: usize, acks_before_kill: usize) {
     for n in 0..clients {
         let sender = s.verified("dur-sender").await;
         let mut mine = recipients.clone();
-        mine.rotate_left(n);
+        mine.rotate_left(n % RECIPIENTS);
         let w = Writer {
             n,
             http: reqwest::Client::builder().timeout(Duration::from_secs(20)).build().expect("client"),

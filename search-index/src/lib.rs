@@ -2,11 +2,12 @@
 //! source of truth) and asks for ordered pages of keys. It knows nothing of SQL, HTTP or MCP.
 //!
 //! One [`SearchIndex`] owns a directory holding two tantivy indexes (`agents/`, `calls/`), one
-//! writer for each behind a single mutex, and a manually reloaded reader for each so a search
-//! issued after [`SearchIndex::apply`] returns sees the change. The change-log sequence number
-//! the index has applied is stored in every commit's payload; the core replays its change log
-//! from [`SearchIndex::applied_seq`] at start, and rebuilds from scratch when
-//! [`SearchIndex::needs_rebuild`] says the index was missing, corrupt or of another schema.
+//! writer for each behind a single mutex, and a manually reloaded reader for each. What
+//! [`SearchIndex::apply`] gets is kept in memory first (the overlay, `overlay.rs`), and a search
+//! issued after `apply` returns sees it; [`SearchIndex::flush`] writes it to disk. The change-log
+//! sequence number the disk holds is stored in every commit's payload; the core replays its
+//! change log from there at start, and rebuilds from scratch when [`SearchIndex::needs_rebuild`]
+//! says the index was missing, corrupt or of another schema.
 //!
 //! A free-text search counts its matches exactly and ranks only those that can reach the page
 //! (`evaluate.rs`); what it needs of each segment beyond its files (the key and time columns,
@@ -305,8 +306,12 @@ impl SearchIndex {
             lock(&self.pending).push((up_to_seq, changes));
             self.applied_seq.store(up_to_seq, Ordering::SeqCst);
         }
-        if self.unflushed_docs() > MAX_OVERLAY_DOCS {
-            self.flush()?;
+        // The batch is applied either way; a failed flush keeps everything in memory and the
+        // next flush retries.
+        if self.unflushed_docs() > MAX_OVERLAY_DOCS
+            && let Err(e) = self.flush()
+        {
+            tracing::warn!(error = %e, "flushing the search index failed; will retry");
         }
         Ok(())
     }
