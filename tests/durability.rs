@@ -14,10 +14,7 @@ use std::time::{Duration, Instant};
 use common::{Agent, RELAXED_LIMITS, Server};
 use serde_json::{Value, json};
 
-const WRITERS: usize = 4;
 const RECIPIENTS: usize = 6;
-/// Acknowledged writes to wait for before the kill, so it lands mid-stream.
-const ACKS_BEFORE_KILL: usize = 60;
 
 /// What the server acknowledged with a 2xx.
 #[derive(Default)]
@@ -130,6 +127,20 @@ fn sqlite_count(db: &rusqlite::Connection, sql: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn acknowledged_writes_survive_sigkill_and_stay_searchable() {
+    crash_and_check(4, 60).await;
+}
+
+/// The same with the writer busy at full batch size: as many clients as the server lets in at
+/// once, so every batch is as large as the queue allows when the kill lands, and the search
+/// index holds most of what it has applied in memory only (unflushed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn acknowledged_writes_survive_sigkill_with_the_writer_busy() {
+    crash_and_check(64, 400).await;
+}
+
+/// `clients` writers write until `acks_before_kill` writes were acknowledged; then SIGKILL,
+/// restart, and check.
+async fn crash_and_check(clients: usize, acks_before_kill: usize) {
     let mut s = Server::start_with(RELAXED_LIMITS).await;
     let corpus = format!("durab{}", std::process::id());
     let mut recipients = Vec::new();
@@ -141,10 +152,10 @@ async fn acknowledged_writes_survive_sigkill_and_stay_searchable() {
     let acks = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let mut writers = Vec::new();
-    for n in 0..WRITERS {
+    for n in 0..clients {
         let sender = s.verified("dur-sender").await;
         let mut mine = recipients.clone();
-        mine.rotate_left(n);
+        mine.rotate_left(n % RECIPIENTS);
         let w = Writer {
             n,
             http: reqwest::Client::builder().timeout(Duration::from_secs(20)).build().expect("client"),
@@ -159,10 +170,10 @@ async fn acknowledged_writes_survive_sigkill_and_stay_searchable() {
     }
 
     let deadline = Instant::now() + Duration::from_secs(120);
-    while acks.load(Ordering::Relaxed) < ACKS_BEFORE_KILL && Instant::now() < deadline {
+    while acks.load(Ordering::Relaxed) < acks_before_kill && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(acks.load(Ordering::Relaxed) >= ACKS_BEFORE_KILL, "the writers made too little progress");
+    assert!(acks.load(Ordering::Relaxed) >= acks_before_kill, "the writers made too little progress");
     s.kill();
     stop.store(true, Ordering::Relaxed);
     let mut acked = Acked::default();
@@ -251,7 +262,7 @@ async fn acknowledged_writes_survive_sigkill_and_stay_searchable() {
     let agents = sqlite_count(&db, "SELECT COUNT(*) FROM agents WHERE suspended_at IS NULL");
     let posts = sqlite_count(&db, "SELECT COUNT(*) FROM calls WHERE status = 'active'");
     let replies = sqlite_count(&db, "SELECT COUNT(*) FROM replies");
-    assert!(agents as usize >= acked.agents.len() + RECIPIENTS + WRITERS);
+    assert!(agents as usize >= acked.agents.len() + RECIPIENTS + clients);
     assert!(posts as usize >= acked.calls.len());
     let stats = s.get("/api/stats", None).await;
     assert_eq!(stats.json["agents"].as_u64(), Some(agents), "{}", stats.text);

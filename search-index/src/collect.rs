@@ -19,8 +19,10 @@ use std::sync::Arc;
 
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Cardinality, Column, ColumnValues};
-use tantivy::{DocId, Score, Searcher, SegmentOrdinal, SegmentReader};
+use tantivy::query::{EnableScoring, Query};
+use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader};
 
+use crate::overlay::Leaf;
 use crate::schema::{JOINED, LEVEL, VERIFIED};
 use crate::warm::Segments;
 
@@ -261,23 +263,50 @@ impl Collector for PageCollector<'_> {
     }
 }
 
+/// A listing with exact filters: the documents of every segment that match `query` and are
+/// alive in its view, through `collector`.
+pub(crate) fn filtered(
+    leaves: &[Arc<Leaf>],
+    query: &dyn Query,
+    collector: &PageCollector,
+) -> tantivy::Result<Hits> {
+    let Some(first) = leaves.first() else {
+        return Ok(Hits::new(0, Vec::new()));
+    };
+    let weight = query.weight(EnableScoring::disabled_from_schema(first.reader.schema()))?;
+    let mut fruits = Vec::with_capacity(leaves.len());
+    for (ordinal, leaf) in leaves.iter().enumerate() {
+        let mut child = collector.for_segment(ordinal as SegmentOrdinal, &leaf.reader)?;
+        weight.for_each_no_score(&leaf.reader, &mut |docs| {
+            for &doc in docs {
+                if leaf.is_alive(doc) {
+                    child.collect(doc, 0.0);
+                }
+            }
+        })?;
+        fruits.push(child.harvest());
+    }
+    collector.merge_fruits(fruits)
+}
+
 /// The unfiltered listing ("everything, most recent first") without a query: each segment's
 /// `ts` column is read in chunks from the last document backwards. Documents are mostly added
 /// in time order, so walking backwards fills the top k early and the rest are rejected by one
 /// comparison each; the total is the number of live documents, known without counting.
-pub(crate) fn scan_recent(searcher: &Searcher, segments: &Segments, k: usize) -> tantivy::Result<Hits> {
+pub(crate) fn scan_recent(leaves: &[Arc<Leaf>], segments: &Segments, k: usize) -> tantivy::Result<Hits> {
     const CHUNK: u32 = 1024;
     let mut top = TopK::new(k);
     let mut total = 0u64;
     let mut buf = vec![0i64; CHUNK as usize];
-    for segment in searcher.segment_readers() {
-        total += u64::from(segment.num_docs());
+    for leaf in leaves {
+        let segment = &leaf.reader;
+        total += u64::from(leaf.num_docs);
         if k == 0 {
             continue;
         }
         let data = segments.get(segment)?;
         let (ts, key) = (&data.ts, &data.key);
-        let alive = segment.alive_bitset();
+        let alive = leaf.alive.as_ref();
         let mut end = segment.max_doc();
         while end > 0 {
             let start = end.saturating_sub(CHUNK);

@@ -18,13 +18,16 @@
 
 use std::collections::HashMap;
 
+use std::sync::Arc;
 use tantivy::query::Bm25Weight;
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{DocId, DocSet, Score, Searcher, SegmentReader, TERMINATED, Term};
+
+use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, Term};
 
 use crate::analysis::QueryWord;
 use crate::collect::{Hits, NumericColumns, NumericFilters};
 use crate::matches::{self, Bits, MatchSet, Members, WordCondition, seek_to};
+use crate::overlay::Leaf;
 use crate::rank::{ClauseSpec, Ranker, Top};
 use crate::warm::{SegmentData, Segments};
 
@@ -44,7 +47,7 @@ pub(crate) struct TextPlan {
 
 /// The total number of matches and the best `k` sort values.
 pub(crate) fn search(
-    searcher: &Searcher,
+    leaves: &[Arc<Leaf>],
     segments: &Segments,
     plan: &TextPlan,
     numeric: &NumericFilters,
@@ -58,26 +61,27 @@ pub(crate) fn search(
             parts: w.parts.iter().map(|p| Term::from_field_text(plan.all, p)).collect(),
         })
         .collect();
-    let specs = clause_specs(searcher, plan)?;
+    let specs = clause_specs(leaves, plan)?;
     let slots: Vec<usize> = plan.words.iter().map(|w| 1 + w.parts.len()).collect();
     let query = Query { plan, words, specs, slots, numeric, segments };
     let mut top = Top::new(k);
     let mut total = 0;
-    for (ordinal, segment) in searcher.segment_readers().iter().enumerate() {
-        total += query.segment(segment, ordinal, &mut top)?;
+    for (ordinal, leaf) in leaves.iter().enumerate() {
+        total += query.segment(leaf, ordinal, &mut top)?;
     }
     Ok(Hits::new(total, top.into_values()))
 }
 
 /// One scored list per (word or sub-word, field) that exists anywhere in the index, weighted
-/// with searcher-wide statistics, as tantivy's `TermQuery` would be.
-fn clause_specs(searcher: &Searcher, plan: &TextPlan) -> tantivy::Result<Vec<ClauseSpec>> {
-    let num_docs: u64 = searcher.segment_readers().iter().map(|s| u64::from(s.max_doc())).sum();
+/// with statistics over every segment (the overlay's too), as tantivy's `TermQuery` would be.
+/// Like tantivy's, they count masked and deleted documents until a merge drops them.
+fn clause_specs(leaves: &[Arc<Leaf>], plan: &TextPlan) -> tantivy::Result<Vec<ClauseSpec>> {
+    let num_docs: u64 = leaves.iter().map(|l| u64::from(l.reader.max_doc())).sum();
     let mut average: HashMap<Field, Score> = HashMap::new();
     for &(field, _) in &plan.fields {
         let mut tokens = 0u64;
-        for segment in searcher.segment_readers() {
-            tokens += segment.inverted_index(field)?.total_num_tokens();
+        for leaf in leaves {
+            tokens += leaf.reader.inverted_index(field)?.total_num_tokens();
         }
         average.insert(field, tokens as Score / num_docs.max(1) as Score);
     }
@@ -87,9 +91,9 @@ fn clause_specs(searcher: &Searcher, plan: &TextPlan) -> tantivy::Result<Vec<Cla
             for &(field, boost) in &plan.fields {
                 let term = Term::from_field_text(field, text);
                 let mut df = 0;
-                let mut lists = Vec::with_capacity(searcher.segment_readers().len());
-                for segment in searcher.segment_readers() {
-                    let info = segment.inverted_index(field)?.get_term_info(&term)?;
+                let mut lists = Vec::with_capacity(leaves.len());
+                for leaf in leaves {
+                    let info = leaf.reader.inverted_index(field)?.get_term_info(&term)?;
                     df += info.as_ref().map_or(0, |i| u64::from(i.doc_freq));
                     lists.push(info);
                 }
@@ -116,16 +120,24 @@ struct Query<'q> {
 
 impl Query<'_> {
     /// Offers this segment's best matches to `top`; returns how many documents match.
-    fn segment(&self, segment: &SegmentReader, ordinal: usize, top: &mut Top) -> tantivy::Result<u64> {
+    fn segment(&self, leaf: &Leaf, ordinal: usize, top: &mut Top) -> tantivy::Result<u64> {
+        let segment = &leaf.reader;
         let numeric = NumericColumns::for_segment(segment, self.numeric)?;
         let data = self.segments.get(segment)?;
         let found = if self.words.is_empty() {
             MatchSet { count: 0, members: Members::Bits(Bits::empty(0)) }
         } else {
-            matches::compute(segment, Some(&data.bitmaps), &self.words, &self.plan.filters, &numeric)?
+            matches::compute(
+                segment,
+                leaf.alive.as_ref(),
+                Some(&data.bitmaps),
+                &self.words,
+                &self.plan.filters,
+                &numeric,
+            )?
         };
         let mut count = found.count;
-        let handles = self.handle_matches(segment, &numeric)?;
+        let handles = self.handle_matches(leaf, &numeric)?;
         if !handles.is_empty() {
             let bonus = self.plan.exact.as_ref().map_or(0.0, |(_, b)| *b);
             let text = if self.words.is_empty() {
@@ -160,11 +172,8 @@ impl Query<'_> {
     }
 
     /// Live documents whose whole handle was typed in and that pass every filter, in order.
-    fn handle_matches(
-        &self,
-        segment: &SegmentReader,
-        numeric: &NumericColumns,
-    ) -> tantivy::Result<Vec<DocId>> {
+    fn handle_matches(&self, leaf: &Leaf, numeric: &NumericColumns) -> tantivy::Result<Vec<DocId>> {
+        let segment = &leaf.reader;
         let Some((term, _)) = &self.plan.exact else {
             return Ok(Vec::new());
         };
@@ -181,8 +190,7 @@ impl Query<'_> {
         let mut out = Vec::new();
         while handle.doc() != TERMINATED {
             let doc = handle.doc();
-            if !segment.is_deleted(doc) && numeric.passes(doc) && filters.iter_mut().all(|f| seek_to(f, doc))
-            {
+            if leaf.is_alive(doc) && numeric.passes(doc) && filters.iter_mut().all(|f| seek_to(f, doc)) {
                 out.push(doc);
             }
             handle.advance();

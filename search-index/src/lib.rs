@@ -2,11 +2,12 @@
 //! source of truth) and asks for ordered pages of keys. It knows nothing of SQL, HTTP or MCP.
 //!
 //! One [`SearchIndex`] owns a directory holding two tantivy indexes (`agents/`, `calls/`), one
-//! writer for each behind a single mutex, and a manually reloaded reader for each so a search
-//! issued after [`SearchIndex::apply`] returns sees the change. The change-log sequence number
-//! the index has applied is stored in every commit's payload; the core replays its change log
-//! from [`SearchIndex::applied_seq`] at start, and rebuilds from scratch when
-//! [`SearchIndex::needs_rebuild`] says the index was missing, corrupt or of another schema.
+//! writer for each behind a single mutex, and a manually reloaded reader for each. What
+//! [`SearchIndex::apply`] gets is kept in memory first (the overlay, `overlay.rs`), and a search
+//! issued after `apply` returns sees it; [`SearchIndex::flush`] writes it to disk. The change-log
+//! sequence number the disk holds is stored in every commit's payload; the core replays its
+//! change log from there at start, and rebuilds from scratch when [`SearchIndex::needs_rebuild`]
+//! says the index was missing, corrupt or of another schema.
 //!
 //! A free-text search counts its matches exactly and ranks only those that can reach the page
 //! (`evaluate.rs`); what it needs of each segment beyond its files (the key and time columns,
@@ -25,6 +26,7 @@ mod collect;
 mod dense;
 mod evaluate;
 mod matches;
+mod overlay;
 mod part;
 mod query;
 mod rank;
@@ -44,10 +46,13 @@ use crate::analysis::{QueryAnalyzer, index_analyzer};
 use crate::cache::{Key, Target};
 use crate::collect::NumericFilters;
 use crate::evaluate::TextPlan;
+use crate::overlay::Entry;
 use crate::part::Part;
 use crate::part::Plan;
 use crate::query::{EXACT_HANDLE_SCORE, exact_term};
 use crate::schema::{AgentFields, CallFields, exact_term_value};
+
+pub use crate::overlay::MAX_OVERLAY_DOCS;
 
 /// Largest page the index hands out; larger limits are clamped.
 pub const MAX_LIMIT: usize = 100;
@@ -196,8 +201,19 @@ pub struct SearchIndex {
     call_fields: CallFields,
     writers: Mutex<Writers>,
     analyzer: QueryAnalyzer,
+    /// Analyses the documents of the overlay (overlay.rs), apart from the writers so that
+    /// `apply` never waits for a flush.
+    documents: Mutex<TextAnalyzer>,
+    /// The batches in the overlay, as changes, for the next flush.
+    pending: Mutex<Vec<(u64, Vec<Change>)>>,
+    /// Held by `apply`, `flush` and `rebuild` in that order of nesting, one of each at a time.
+    applying: Mutex<()>,
+    flushing: Mutex<()>,
     needs_rebuild: AtomicBool,
+    /// The seq searches see (the disk and the overlay).
     applied_seq: AtomicU64,
+    /// The seq the disk holds, recorded in its commits.
+    flushed_seq: AtomicU64,
     // Declared last so it is released after the writers.
     _dir_lock: DirectoryLock,
 }
@@ -217,7 +233,12 @@ impl SearchIndex {
         Ok(SearchIndex {
             needs_rebuild: AtomicBool::new(opened.needs_rebuild),
             applied_seq: AtomicU64::new(opened.applied_seq),
+            flushed_seq: AtomicU64::new(opened.applied_seq),
             analyzer,
+            documents: Mutex::new(documents.clone()),
+            pending: Mutex::new(Vec::new()),
+            applying: Mutex::new(()),
+            flushing: Mutex::new(()),
             writers: Mutex::new(Writers {
                 agents: opened.agents.1,
                 calls: opened.calls.1,
@@ -236,9 +257,21 @@ impl SearchIndex {
         self.needs_rebuild.load(Ordering::SeqCst)
     }
 
-    /// The change-log sequence number the index has applied up to (0 for a new index).
+    /// The change-log sequence number the index has applied up to (0 for a new index): what
+    /// searches see, in memory or on disk.
     pub fn applied_seq(&self) -> u64 {
         self.applied_seq.load(Ordering::SeqCst)
+    }
+
+    /// The seq the index holds on disk: after a crash, [`open`](Self::open) starts from here
+    /// and the caller replays its change log after it.
+    pub fn flushed_seq(&self) -> u64 {
+        self.flushed_seq.load(Ordering::SeqCst)
+    }
+
+    /// Documents applied but not yet flushed to disk.
+    pub fn unflushed_docs(&self) -> usize {
+        self.agents.overlay.docs() + self.calls.overlay.docs()
     }
 
     fn lock_writers(&self) -> MutexGuard<'_, Writers> {
@@ -258,25 +291,83 @@ impl SearchIndex {
         }
     }
 
-    /// Applies changes (upsert = delete by key + add), commits with `up_to_seq` in the payload
-    /// and reloads the reader of each index the batch touched (an untouched index is neither
-    /// committed nor reloaded), so a search made after this returns sees the changes. On error
-    /// nothing uncommitted is kept and `applied_seq` does not advance; re-applying is safe.
+    /// Applies changes (an upsert replaces any document with the same key) in memory: a search
+    /// made after this returns sees them, and `applied_seq` is `up_to_seq`. Nothing is written to
+    /// disk here; [`flush`](Self::flush) does that (and this does too, past
+    /// [`MAX_OVERLAY_DOCS`] unflushed documents). On error `applied_seq` does not advance;
+    /// re-applying is safe.
     pub fn apply(&self, changes: Vec<Change>, up_to_seq: u64) -> Result<(), IndexError> {
+        {
+            let _one = lock(&self.applying);
+            let (agents, calls) = self.entries(&changes);
+            let (a, c) = (&self.agents, &self.calls);
+            a.overlay.add(up_to_seq, agents, a.reader.searcher().index(), &a.segments)?;
+            c.overlay.add(up_to_seq, calls, c.reader.searcher().index(), &c.segments)?;
+            lock(&self.pending).push((up_to_seq, changes));
+            self.applied_seq.store(up_to_seq, Ordering::SeqCst);
+        }
+        // The batch is applied either way; a failed flush keeps everything in memory and the
+        // next flush retries.
+        if self.unflushed_docs() > MAX_OVERLAY_DOCS
+            && let Err(e) = self.flush()
+        {
+            tracing::warn!(error = %e, "flushing the search index failed; will retry");
+        }
+        Ok(())
+    }
+
+    /// Each index's entries for the overlay, in order, analysed.
+    fn entries(&self, changes: &[Change]) -> (Vec<Entry>, Vec<Entry>) {
+        let mut analyzer = lock(&self.documents);
+        let (mut agents, mut calls) = (Vec::new(), Vec::new());
+        for change in changes {
+            match change {
+                Change::UpsertAgent(a) => {
+                    agents.push((a.key, Some(self.agent_fields.document(a, &mut analyzer))))
+                }
+                Change::RemoveAgent(key) => agents.push((*key, None)),
+                Change::UpsertCall(c) => {
+                    calls.push((c.key, Some(self.call_fields.document(c, &mut analyzer))))
+                }
+                Change::RemoveCall(key) => calls.push((*key, None)),
+            }
+        }
+        (agents, calls)
+    }
+
+    /// Writes everything applied so far to disk in one commit per touched index (with the seq in
+    /// the payload) and lets the overlay forget it. Searches see the same results throughout;
+    /// `apply` goes on meanwhile. On error the overlay keeps everything and nothing advances.
+    pub fn flush(&self) -> Result<(), IndexError> {
+        let _one = lock(&self.flushing);
+        let seq = self.applied_seq();
+        if seq <= self.flushed_seq() {
+            return Ok(());
+        }
+        let changes: Vec<Change> = lock(&self.pending)
+            .iter()
+            .filter(|(s, _)| *s <= seq)
+            .flat_map(|(_, c)| c.iter().cloned())
+            .collect();
         let agents = changes.iter().any(|c| matches!(c, Change::UpsertAgent(_) | Change::RemoveAgent(_)));
         let calls = changes.iter().any(|c| matches!(c, Change::UpsertCall(_) | Change::RemoveCall(_)));
-        let mut w = self.lock_writers();
-        let result = self.apply_locked(&mut w, changes, up_to_seq, agents, calls);
-        if result.is_err() {
-            rollback(&mut w);
+        {
+            let mut w = self.lock_writers();
+            let result = self.apply_locked(&mut w, changes, seq, agents, calls);
+            if result.is_err() {
+                rollback(&mut w);
+            }
+            // After a failure both are reloaded, since a commit may have landed.
+            let failed = result.is_err();
+            let reloaded = self.reload(agents || failed, calls || failed);
+            result?;
+            reloaded?;
         }
-        // Only a touched index is reloaded: a reload reopens every segment and starts a new
-        // result-cache generation. After a failure both are, since a commit may have landed.
-        let failed = result.is_err();
-        let reloaded = self.reload(agents || failed, calls || failed);
-        result?;
-        reloaded?;
-        self.applied_seq.store(up_to_seq, Ordering::SeqCst);
+        for part in [&self.agents, &self.calls] {
+            part.overlay.replace_disk(&part.reader.searcher(), seq, &part.segments)?;
+        }
+        lock(&self.pending).retain(|(s, _)| *s > seq);
+        self.flushed_seq.store(seq, Ordering::SeqCst);
         Ok(())
     }
 
@@ -320,6 +411,8 @@ impl SearchIndex {
     /// `up_to_seq`, and clears `needs_rebuild`. Keys in `docs` must be unique. Searches keep
     /// seeing the previous content until this returns.
     pub fn rebuild(&self, docs: impl IntoIterator<Item = Change>, up_to_seq: u64) -> Result<(), IndexError> {
+        let _apply = lock(&self.applying);
+        let _flush = lock(&self.flushing);
         let mut w = self.lock_writers();
         store::pause_merges(&w.agents);
         store::pause_merges(&w.calls);
@@ -330,9 +423,16 @@ impl SearchIndex {
         store::resume_merges(&w.agents);
         store::resume_merges(&w.calls);
         let reloaded = self.reload(true, true);
+        drop(w);
         result?;
         reloaded?;
+        // The new content replaces the overlay too; later changes are applied again.
+        for part in [&self.agents, &self.calls] {
+            part.overlay.replace_disk(&part.reader.searcher(), u64::MAX, &part.segments)?;
+        }
+        lock(&self.pending).clear();
         self.applied_seq.store(up_to_seq, Ordering::SeqCst);
+        self.flushed_seq.store(up_to_seq, Ordering::SeqCst);
         self.needs_rebuild.store(false, Ordering::SeqCst);
         Ok(())
     }
@@ -470,6 +570,20 @@ impl SearchIndex {
 
 #[cfg(test)]
 mod tests;
+
+impl Drop for SearchIndex {
+    /// A clean close keeps what was applied; after a crash the caller's replay redoes it.
+    fn drop(&mut self) {
+        if let Err(e) = self.flush() {
+            tracing::warn!(error = %e, "flushing the search index on close failed");
+        }
+    }
+}
+
+/// A mutex whose holder cannot leave its data inconsistent (every change is made whole).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Commits both indexes with the same seq, each naming the other as its partner. In parallel: a
 /// commit is mostly waiting on fsync.

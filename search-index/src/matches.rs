@@ -286,15 +286,15 @@ pub(crate) struct MatchSet<'a> {
 }
 
 /// Computes the documents of `segment` that contain every word and every filter term, pass the
-/// numeric filters and are not deleted. `words` must not be empty.
+/// numeric filters and are alive in `alive` (`None`: all are). `words` must not be empty.
 pub(crate) fn compute<'a>(
     segment: &'a SegmentReader,
+    alive: Option<&'a AliveBitSet>,
     dense: Option<&SegmentBitmaps>,
     words: &[WordCondition],
     filters: &[Term],
     numeric: &NumericColumns,
 ) -> tantivy::Result<MatchSet<'a>> {
-    let alive = segment.alive_bitset();
     if let [word] = words
         && word.parts.is_empty()
         && filters.is_empty()

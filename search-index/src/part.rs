@@ -8,6 +8,7 @@ use tantivy::{IndexReader, Term};
 use crate::cache::{DEPTH, Entry, Key, ResultCache};
 use crate::collect::{NumericFilters, PageCollector};
 use crate::evaluate::{self, TextPlan};
+use crate::overlay::Overlay;
 use crate::query::filters_only;
 use crate::warm::Segments;
 use crate::{DEFAULT_CACHE_ENTRIES, IndexError, MAX_LIMIT, Page};
@@ -24,15 +25,20 @@ pub(crate) enum Plan {
 }
 
 pub(crate) struct Part {
+    /// The disk segments; searches read them through `overlay`'s views.
     pub reader: IndexReader,
+    pub overlay: Overlay,
     pub cache: ResultCache,
     /// Registered with `reader` as a warmer, which holds it weakly.
     pub segments: Arc<Segments>,
 }
 
 impl Part {
-    pub(crate) fn new(reader: IndexReader, segments: Arc<Segments>) -> Self {
-        Part { reader, cache: ResultCache::new(DEFAULT_CACHE_ENTRIES), segments }
+    pub(crate) fn new(reader: IndexReader, segments: Arc<Segments>) -> tantivy::Result<Self> {
+        let searcher = reader.searcher();
+        let key = searcher.schema().get_field(crate::schema::KEY)?;
+        let overlay = Overlay::new(key, &searcher)?;
+        Ok(Part { reader, overlay, cache: ResultCache::new(DEFAULT_CACHE_ENTRIES), segments })
     }
 
     /// Runs the search identified by `key`. `build` makes the query only on a cache miss; it
@@ -46,9 +52,9 @@ impl Part {
         build: impl FnOnce() -> Option<Plan>,
     ) -> Result<Page, IndexError> {
         let limit = limit.min(MAX_LIMIT);
-        // One searcher for the whole call: its generation names exactly the data it reads.
-        let searcher = self.reader.searcher();
-        let generation = searcher.generation().generation_id();
+        // One view for the whole call: its generation names exactly the data it reads.
+        let view = self.overlay.view();
+        let generation = view.generation;
         let cacheable =
             self.cache.enabled() && key.text.as_ref().is_none_or(|t| t.len() <= MAX_CACHED_TEXT_BYTES);
         if cacheable
@@ -62,18 +68,18 @@ impl Part {
         };
         // No page can start past the number of live documents, so don't buffer for one.
         let wanted =
-            if limit == 0 || offset as u64 >= searcher.num_docs() { 0 } else { offset.saturating_add(limit) };
+            if limit == 0 || offset as u64 >= view.num_docs() { 0 } else { offset.saturating_add(limit) };
         let fill_cache = cacheable && wanted <= DEPTH;
         let k = if fill_cache { DEPTH } else { wanted };
         let hits = match plan {
             Plan::Recency(filters) if filters.is_empty() && numeric.is_empty() => {
-                crate::collect::scan_recent(&searcher, &self.segments, k)?
+                crate::collect::scan_recent(&view.leaves, &self.segments, k)?
             }
             Plan::Recency(filters) => {
                 let collector = PageCollector { filters: numeric, k, segments: &self.segments };
-                searcher.search(filters_only(filters).as_ref(), &collector)?
+                crate::collect::filtered(&view.leaves, filters_only(filters).as_ref(), &collector)?
             }
-            Plan::Text(text) => evaluate::search(&searcher, &self.segments, &text, &numeric, k)?,
+            Plan::Text(text) => evaluate::search(&view.leaves, &self.segments, &text, &numeric, k)?,
         };
         let (total, keys) = hits.into_keys();
         let entry = Entry { total, keys };

@@ -140,7 +140,7 @@ fn open_part(
     let mut writer = prepare(&index, budget)?;
     commit(&mut writer, 0, 0)?;
     let reader = reader(&index, &segments)?;
-    Ok(((Part::new(reader, segments), writer), None))
+    Ok(((Part::new(reader, segments)?, writer), None))
 }
 
 enum Unusable {
@@ -187,7 +187,7 @@ fn open_existing(
     }
     let writer = prepare(&index, budget)?;
     let reader = reader(&index, segments)?;
-    Ok((Part::new(reader, segments.clone()), writer, payload))
+    Ok((Part::new(reader, segments.clone())?, writer, payload))
 }
 
 fn prepare(index: &Index, budget: usize) -> Result<IndexWriter, TantivyError> {

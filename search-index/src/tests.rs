@@ -813,6 +813,11 @@ fn ranking_corpus(idx: &SearchIndex, r: &mut Rng) {
             });
         }
         idx.apply(changes, batch + 1).expect("apply");
+        // The last two batches stay in memory (overlay.rs), replacing and removing some of
+        // what is on disk.
+        if batch == 2 {
+            idx.flush().expect("flush");
+        }
     }
 }
 
@@ -939,10 +944,25 @@ fn text_search_matches_tantivy_queries() {
     ranking_corpus(&idx, &mut r);
     let af = idx.agent_fields.clone();
     let cf = idx.call_fields.clone();
+    // First with part of the corpus in the overlay; the reference reads tantivy's own reader,
+    // so it comes after the flush, which must not change a single page.
+    let start = r.0;
+    let mut before = Vec::new();
     for i in 0..240 {
         let text = random_text(&mut r, i);
         let q = random_agent_query(&mut r, &text, i);
+        let cq = random_call_query(&mut r, &text, i);
+        before.push((idx.search_agents(&q).expect("search"), idx.search_calls(&cq).expect("search")));
+    }
+    assert!(idx.unflushed_docs() > 0);
+    idx.flush().expect("flush");
+    assert_eq!(idx.unflushed_docs(), 0);
+    let mut r = Rng(start);
+    for (i, (agents_before, calls_before)) in before.into_iter().enumerate() {
+        let text = random_text(&mut r, i);
+        let q = random_agent_query(&mut r, &text, i);
         let got = idx.search_agents(&q).expect("search");
+        assert_eq!(got, agents_before, "agents {q:?} before and after the flush");
         let mut filters = Vec::new();
         if let Some(c) = q.capability {
             filters.push(exact_term(af.capability, c));
@@ -974,6 +994,7 @@ fn text_search_matches_tantivy_queries() {
 
         let cq = random_call_query(&mut r, &text, i);
         let got = idx.search_calls(&cq).expect("search");
+        assert_eq!(got, calls_before, "calls {cq:?} before and after the flush");
         let mut filters = Vec::new();
         if let Some(t) = cq.tag {
             filters.push(exact_term(cf.tag, t));
@@ -1117,6 +1138,7 @@ fn all_field_is_the_union_of_the_text_fields() {
         changes.push(Change::UpsertCall(c));
     }
     idx.apply(changes, 1).expect("apply");
+    idx.flush().expect("flush");
     let docs = |part: &Part, q: &dyn Query| {
         let mut d: Vec<_> =
             part.reader.searcher().search(q, &DocSetCollector).expect("search").into_iter().collect();
@@ -1149,6 +1171,7 @@ fn dense_bitmaps_count_like_decoded_lists() {
     let (_d, idx) = fresh();
     let mut r = Rng(0xde5e);
     ranking_corpus(&idx, &mut r);
+    idx.flush().expect("flush");
     let searcher = idx.calls.reader.searcher();
     let cf = &idx.call_fields;
     let mut covered = 0;
@@ -1182,8 +1205,11 @@ fn dense_bitmaps_count_like_decoded_lists() {
                 }
                 out
             };
-            let with = matches::compute(segment, Some(dense), &words, &filters, &numeric).expect("with");
-            let without = matches::compute(segment, None, &words, &filters, &numeric).expect("without");
+            let with =
+                matches::compute(segment, segment.alive_bitset(), Some(dense), &words, &filters, &numeric)
+                    .expect("with");
+            let without = matches::compute(segment, segment.alive_bitset(), None, &words, &filters, &numeric)
+                .expect("without");
             assert_eq!(with.count, without.count, "{text:?}");
             assert_eq!(members(&with.members), members(&without.members), "{text:?}");
         }
@@ -1200,6 +1226,7 @@ fn every_live_segment_is_prepared_by_the_reload() {
         let changes =
             (0..20).map(|i| Change::UpsertAgent(random_agent(&mut r, batch * 20 + i + 1))).collect();
         idx.apply(changes, batch + 1).expect("apply");
+        idx.flush().expect("flush");
     }
     let searcher = idx.agents.reader.searcher();
     assert!(searcher.segment_readers().len() > 1);

@@ -58,11 +58,14 @@ pub(crate) struct Fields {
 pub(crate) struct Segments {
     fields: Fields,
     map: RwLock<HashMap<SegmentId, Arc<SegmentData>>>,
+    /// The overlay's segments (overlay.rs), which no reader generation knows: prepared when
+    /// built, dropped when flushed.
+    extra: RwLock<HashMap<SegmentId, Arc<SegmentData>>>,
 }
 
 impl Segments {
     pub(crate) fn new(fields: Fields) -> Segments {
-        Segments { fields, map: RwLock::new(HashMap::new()) }
+        Segments { fields, map: RwLock::new(HashMap::new()), extra: RwLock::new(HashMap::new()) }
     }
 
     #[cfg(test)]
@@ -72,11 +75,30 @@ impl Segments {
 
     /// The segment's data; prepared now if the reader's warming has not (it always has).
     pub(crate) fn get(&self, segment: &SegmentReader) -> tantivy::Result<Arc<SegmentData>> {
-        let found = self.map.read().unwrap_or_else(|e| e.into_inner()).get(&segment.segment_id()).cloned();
+        let id = segment.segment_id();
+        let found = self
+            .map
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .cloned()
+            .or_else(|| self.extra.read().unwrap_or_else(|e| e.into_inner()).get(&id).cloned());
         match found {
             Some(data) => Ok(data),
             None => Ok(Arc::new(SegmentData::build(segment, &self.fields)?)),
         }
+    }
+}
+
+impl Segments {
+    pub(crate) fn prepare_extra(&self, segment: &SegmentReader) -> tantivy::Result<()> {
+        let data = Arc::new(SegmentData::build(segment, &self.fields)?);
+        self.extra.write().unwrap_or_else(|e| e.into_inner()).insert(segment.segment_id(), data);
+        Ok(())
+    }
+
+    pub(crate) fn forget_extra(&self, segment: &SegmentReader) {
+        self.extra.write().unwrap_or_else(|e| e.into_inner()).remove(&segment.segment_id());
     }
 }
 

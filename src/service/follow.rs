@@ -4,6 +4,10 @@
 //! applied. The writer thread calls it after each batch, before answering (read-your-writes);
 //! searches call it before they read, and the background pass every second, which picks up the
 //! writes of other processes (inbound mail, operator commands).
+//!
+//! Applying is cheap: the index keeps what it applied in memory (its overlay) and searches see it
+//! at once. The background pass flushes it to disk, off the writer's path; after a crash the
+//! index opens at its last flushed seq and `repair_index` replays the log from there.
 
 use std::sync::atomic::Ordering;
 
@@ -145,6 +149,7 @@ impl Directory {
             self.rebuild_index()?;
         }
         self.follow()?;
+        self.index.flush().map_err(index_error)?;
         self.note_expired_proofs()?;
         self.forget_old_deletions().map(|_| ())
     }

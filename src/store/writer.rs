@@ -12,7 +12,11 @@
 //!    one fsync of the WAL for the batch, not one per write, so durability costs no throughput.
 //! 4. The triggers of the batch appended their change-log rows inside the same transaction; the
 //!    `after_commit` hook (the followers: search index, read caches) applies them before
-//!    anybody is answered.
+//!    anybody is answered. It runs on a second thread, the applier, so that the writer commits
+//!    the next batch while the applier applies the last one (the two take about the same time,
+//!    on two cores). When the applier falls behind it applies every batch committed meanwhile
+//!    in one go (one in-memory segment of the search index's overlay for all of them, see
+//!    `search-index/src/overlay.rs`), so its cost per write falls as the load rises.
 //! 5. Only then is every job of the batch answered, so once a write is answered every read sees
 //!    it (read-your-writes).
 //!
@@ -72,8 +76,8 @@ where
     }
 }
 
-/// Called on the writer thread after each commit, with the newest change-log seq; the followers
-/// apply the batch there, before any job is answered.
+/// Called on the applier thread after commits, with the newest change-log seq; the followers
+/// apply the batches there, before any of their jobs is answered.
 pub type AfterCommit = Box<dyn Fn(u64) + Send>;
 
 /// A handle to the writer thread. Dropping every handle stops the thread after the jobs already
@@ -81,21 +85,29 @@ pub type AfterCommit = Box<dyn Fn(u64) + Send>;
 pub struct Writer {
     queue: Option<mpsc::Sender<Box<dyn Job>>>,
     thread: Option<JoinHandle<()>>,
+    applier: Option<JoinHandle<()>>,
 }
+
+/// A committed batch waiting for the applier: its seq and the answers to give once applied.
+type Committed = (u64, Vec<Reply>);
 
 impl Writer {
     /// Starts the writer thread over `conn`, which must be a read-write connection.
     pub fn start(conn: Connection, after_commit: AfterCommit) -> std::io::Result<Writer> {
         let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
+        let (committed_tx, committed_rx) = mpsc::channel::<Committed>();
+        let applier = std::thread::Builder::new()
+            .name("agentdir-applier".into())
+            .spawn(move || apply(committed_rx, after_commit))?;
         let thread = std::thread::Builder::new()
             .name("agentdir-writer".into())
-            .spawn(move || run(conn, rx, after_commit))?;
-        Ok(Writer { queue: Some(tx), thread: Some(thread) })
+            .spawn(move || run(conn, rx, committed_tx))?;
+        Ok(Writer { queue: Some(tx), thread: Some(thread), applier: Some(applier) })
     }
 
     /// A writer that refuses every job (its thread could not be started).
     pub fn stopped() -> Writer {
-        Writer { queue: None, thread: None }
+        Writer { queue: None, thread: None, applier: None }
     }
 
     fn queue<T: Send + 'static>(
@@ -132,17 +144,17 @@ impl Writer {
 impl Drop for Writer {
     fn drop(&mut self) {
         drop(self.queue.take());
-        if let Some(thread) = self.thread.take()
-            // The last owner may be a job's own reply on the writer thread: it cannot wait for
-            // itself, and the thread ends by itself once the queue is gone.
-            && thread.thread().id() != std::thread::current().id()
-        {
-            let _ = thread.join();
+        // The writer ends once the queue is gone, and the applier once the writer is gone. The
+        // last owner may be a job's own reply on the applier thread: it cannot wait for itself.
+        for thread in [self.thread.take(), self.applier.take()].into_iter().flatten() {
+            if thread.thread().id() != std::thread::current().id() {
+                let _ = thread.join();
+            }
         }
     }
 }
 
-fn run(mut conn: Connection, rx: mpsc::Receiver<Box<dyn Job>>, after_commit: AfterCommit) {
+fn run(mut conn: Connection, rx: mpsc::Receiver<Box<dyn Job>>, applier: mpsc::Sender<Committed>) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -153,17 +165,34 @@ fn run(mut conn: Connection, rx: mpsc::Receiver<Box<dyn Job>>, after_commit: Aft
         }
         let started = Instant::now();
         let size = batch.len();
-        run_batch(&mut conn, batch, &after_commit);
+        run_batch(&mut conn, batch, &applier);
         metrics::histogram!(crate::telemetry::WRITE_BATCH_SIZE).record(size as f64);
         metrics::histogram!(crate::telemetry::WRITE_BATCH_SECONDS).record(started.elapsed().as_secs_f64());
     }
     tracing::debug!("writer thread stopped");
 }
 
+/// The applier: runs the followers over everything committed so far, then answers every batch
+/// it covered.
+fn apply(rx: mpsc::Receiver<Committed>, after_commit: AfterCommit) {
+    while let Ok(first) = rx.recv() {
+        let mut committed = vec![first];
+        committed.extend(rx.try_iter());
+        let newest = committed.iter().map(|(seq, _)| *seq).max().unwrap_or_default();
+        after_commit(newest);
+        for (seq, replies) in committed {
+            for reply in replies {
+                reply(Ok(seq));
+            }
+        }
+    }
+    tracing::debug!("applier thread stopped");
+}
+
 /// Runs one batch in one transaction and answers every job. A job's own failure only rolls
 /// back its savepoint; a failure of the transaction itself (the lock, a savepoint, the commit)
 /// answers every job with that error.
-fn run_batch(conn: &mut Connection, batch: Vec<Box<dyn Job>>, after_commit: &AfterCommit) {
+fn run_batch(conn: &mut Connection, batch: Vec<Box<dyn Job>>, applier: &mpsc::Sender<Committed>) {
     if let Err(e) = begin(conn) {
         for job in batch {
             job.refuse(e.clone());
@@ -196,9 +225,13 @@ fn run_batch(conn: &mut Connection, batch: Vec<Box<dyn Job>>, after_commit: &Aft
     };
     match committed {
         Ok(seq) => {
-            after_commit(seq);
-            for reply in replies {
-                reply(Ok(seq));
+            if let Err(mpsc::SendError((seq, replies))) = applier.send((seq, replies)) {
+                // No applier (it panicked): the write is committed; the background pass brings
+                // the followers up to date.
+                tracing::error!("the applier thread is gone");
+                for reply in replies {
+                    reply(Ok(seq));
+                }
             }
         }
         Err(e) => {

@@ -6,7 +6,8 @@
 //!
 //! ```text
 //! cargo run --release -p agentdir-bench --bin writes [-- OPTIONS]
-//!   --connections LIST  connection counts (default 16,32,64)
+//!   --connections LIST  connection counts for every workload (default: posts at 32, the goal's
+//!                       setting; replies and registrations at 16 and 64)
 //!   --seconds S         seconds per run (default 5)
 //!   --rounds R          runs per workload and connection count (default 3)
 //!   --only WHAT         posts | replies | registrations
@@ -22,20 +23,20 @@ use agentdir_bench::{
 use serde_json::json;
 
 struct Options {
-    connections: Vec<usize>,
+    connections: Option<Vec<usize>>,
     seconds: u64,
     rounds: usize,
     only: Option<String>,
 }
 
 fn options() -> Result<Options, Error> {
-    let mut o = Options { connections: vec![16, 32, 64], seconds: 5, rounds: 3, only: None };
+    let mut o = Options { connections: None, seconds: 5, rounds: 3, only: None };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
             "--connections" => {
-                o.connections = value()?.split(',').map(|c| c.trim().parse()).collect::<Result<_, _>>()?
+                o.connections = Some(value()?.split(',').map(|c| c.trim().parse()).collect::<Result<_, _>>()?)
             }
             "--seconds" => o.seconds = value()?.parse()?,
             "--rounds" => o.rounds = value()?.parse()?,
@@ -114,6 +115,22 @@ end
     )
 }
 
+/// Mean writer batch size and duration so far, from the server's Prometheus metrics.
+async fn batch_figures(http: &reqwest::Client, base: &str) -> Result<(f64, f64), Error> {
+    let text = http.get(format!("{base}/metrics")).send().await?.text().await?;
+    let value = |name: &str| -> f64 {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let jobs = value("agentdir_write_batch_size_sum");
+    let batches = value("agentdir_write_batch_size_count");
+    let seconds = value("agentdir_write_batch_seconds_sum");
+    Ok((jobs / batches, seconds * 1000.0 / batches))
+}
+
 fn report(label: &str, connections: usize, runs: &[WrkRun]) {
     let per = |f: fn(&WrkRun) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
     let failed: u64 = runs.iter().map(|r| r.non_2xx + r.errors).sum();
@@ -153,11 +170,17 @@ async fn main() -> Result<(), Error> {
     println!("| workload      | conns | writes/s  | p50 ms  | p99 ms  | max ms  | non-2xx |");
     println!("|---------------|------:|----------:|--------:|--------:|--------:|-------:|");
     let mut registration_runs = 0;
+    let mut batches = Vec::new();
     for workload in ["posts", "replies", "registrations"] {
         if o.only.as_deref().is_some_and(|w| w != workload) {
             continue;
         }
-        for &connections in &o.connections {
+        let connections = match (&o.connections, workload) {
+            (Some(list), _) => list.clone(),
+            (None, "posts") => vec![32],
+            (None, _) => vec![16, 64],
+        };
+        for connections in connections {
             let mut runs = Vec::new();
             for _ in 0..o.rounds {
                 let script = match workload {
@@ -174,7 +197,14 @@ async fn main() -> Result<(), Error> {
                 );
             }
             report(workload, connections, &runs);
+            batches.push((workload, connections, batch_figures(&http, &base).await?));
         }
+    }
+
+    println!();
+    println!("writer batches so far (server metrics, cumulative): workload, conns, mean size, mean ms");
+    for (workload, connections, (size, ms)) in batches {
+        println!("  {workload:<13} {connections:>5}  {size:>7.1}  {ms:>7.2}");
     }
 
     // Read-your-writes: each call is found by `q` the moment its POST is answered.
