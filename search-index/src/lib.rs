@@ -60,9 +60,6 @@ pub const MAX_LIMIT: usize = 100;
 /// Distinct searches remembered per index between two commits (see `cache.rs`).
 pub const DEFAULT_CACHE_ENTRIES: usize = 2048;
 
-/// Longest string that can be a handle typed in full (handles are `[a-z0-9-]`).
-const MAX_HANDLE_CHARS: usize = 64;
-
 /// One agent as the index sees it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AgentDoc {
@@ -123,6 +120,10 @@ pub enum Change {
 pub struct AgentQuery<'a> {
     /// The user's free text `q`, any string.
     pub text: Option<&'a str>,
+    /// `text` read as a whole handle (lower-case, without a leading `@`) when the directory's
+    /// handle rule says it is one: that agent ranks first. Derived from `text` alone, so results
+    /// cached by `text` stay right.
+    pub handle: Option<&'a str>,
     /// Exact match, case-insensitive, against capabilities.
     pub capability: Option<&'a str>,
     /// Exact match, case-insensitive, against languages.
@@ -509,7 +510,7 @@ impl SearchIndex {
                 return Some(Plan::Recency(filters));
             };
             let words = self.analyzer.words(text);
-            let exact = handle_candidate(text).map(|h| (exact_term(f.handle_exact, &h), EXACT_HANDLE_SCORE));
+            let exact = q.handle.map(|h| (exact_term(f.handle_exact, h), EXACT_HANDLE_SCORE));
             // Text with nothing searchable in it (punctuation, emoji) matches nothing.
             if words.is_empty() && exact.is_none() {
                 return None;
@@ -633,13 +634,4 @@ fn exact_filter(field: tantivy::schema::Field, value: Option<&str>) -> Filter {
             None => Filter::Impossible,
         },
     }
-}
-
-/// The text, lower-cased, if it could be a whole handle (an optional leading `@` is allowed).
-fn handle_candidate(text: &str) -> Option<String> {
-    let h = text.trim().trim_start_matches('@').to_lowercase();
-    let ok = !h.is_empty()
-        && h.chars().count() <= MAX_HANDLE_CHARS
-        && h.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    ok.then_some(h)
 }

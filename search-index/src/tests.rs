@@ -48,8 +48,17 @@ fn with_agents(agents: Vec<AgentDoc>) -> (TempDir, SearchIndex) {
     (dir, idx)
 }
 
+/// A query's text read as a handle the way the directory's core reads it (trimmed, without `@`,
+/// lower-cased, of handle characters), for queries built here.
+fn as_handle(text: &str) -> Option<&'static str> {
+    let h = text.trim().trim_start_matches('@').to_lowercase();
+    let ok = (3..=32).contains(&h.len())
+        && h.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-');
+    ok.then(|| &*Box::leak(h.into_boxed_str()))
+}
+
 fn aq(text: &str) -> AgentQuery<'_> {
-    AgentQuery { text: Some(text), limit: 100, ..Default::default() }
+    AgentQuery { text: Some(text), handle: as_handle(text), limit: 100, ..Default::default() }
 }
 
 fn cq(text: &str) -> CallQuery<'_> {
@@ -883,9 +892,9 @@ fn reference(
         )));
     }
     if let Some(field) = handle
-        && let Some(h) = handle_candidate(text)
+        && let Some(h) = as_handle(text)
     {
-        let t = TermQuery::new(exact_term(field, &h), IndexRecordOption::Basic);
+        let t = TermQuery::new(exact_term(field, h), IndexRecordOption::Basic);
         text_q.push(Box::new(ConstScoreQuery::new(Box::new(t), EXACT_HANDLE_SCORE)));
     }
     if text_q.is_empty() {

@@ -38,6 +38,12 @@ pub fn is_handle(s: &str) -> bool {
     HANDLE.is_match(s)
 }
 
+/// A search text read as a whole handle: trimmed, without a leading `@`, lower-cased, and only
+/// if that is a handle.
+pub fn as_handle(text: &str) -> Option<String> {
+    Some(text.trim().trim_start_matches('@').to_ascii_lowercase()).filter(|h| is_handle(h))
+}
+
 /// Whether some handle starts with `s`.
 pub fn could_begin_handle(s: &str) -> bool {
     static PREFIX: LazyLock<Regex> =

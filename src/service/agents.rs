@@ -109,8 +109,10 @@ impl Directory {
         // Whole minutes: the same `new=true` search then has the same index cache key for a
         // minute instead of a millisecond.
         let joined_since = (now - agent::NEW_WINDOW_DAYS * DAY).div_euclid(MINUTE) * MINUTE;
+        let handle = q.q.as_deref().and_then(agent::as_handle);
         let query = AgentQuery {
             text: q.q.as_deref(),
+            handle: handle.as_deref(),
             capability: q.capability.as_deref(),
             language: q.language.as_deref(),
             mailbox_verified: q.verified,

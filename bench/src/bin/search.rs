@@ -353,8 +353,10 @@ fn index_page(app: &App, q: &queries::Query, limit: usize) -> Result<Page, Index
         }),
         _ => {
             let window = agentdir::domain::agent::NEW_WINDOW_DAYS * agentdir::time::DAY;
+            let handle = agentdir::domain::agent::as_handle(q.text);
             app.index.search_agents(&AgentQuery {
                 text: Some(q.text),
+                handle: handle.as_deref(),
                 capability: q.capability,
                 language: q.language,
                 mailbox_verified: q.verified,
