@@ -102,6 +102,9 @@ impl Directory {
     /// to SQLite (`PRAGMA data_version`, answered from shared memory, no page read) when nothing
     /// changed. Our own writer's commits count as changes too; following them again is a no-op.
     pub fn catch_up(&self) -> Result<()> {
+        if let Some(link) = &self.replica {
+            return crate::replica::link::catch_up(self, link);
+        }
         let version: i64 = {
             let watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
             watch.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?
@@ -124,10 +127,17 @@ impl Directory {
 
     fn rebuild_index(&self) -> Result<()> {
         rebuild(&self.follower(), &self.index)?;
+        if self.replica.is_some() {
+            return Ok(());
+        }
         self.write_blocking(|tx| meta::remove(tx, REINDEX_REQUESTED))
     }
 
+    /// (A replica's index is its own: the primary's requests are not for it.)
     fn rebuild_requested(&self) -> Result<bool> {
+        if self.replica.is_some() {
+            return Ok(false);
+        }
         Ok(meta::get(&*self.read()?, REINDEX_REQUESTED)?.is_some())
     }
 
@@ -147,6 +157,9 @@ impl Directory {
     pub fn background_pass(&self) -> Result<()> {
         if self.rebuild_requested()? {
             self.rebuild_index()?;
+        }
+        if self.replica.is_some() {
+            return self.catch_up();
         }
         self.follow()?;
         self.index.flush().map_err(index_error)?;
