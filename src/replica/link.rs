@@ -196,7 +196,7 @@ pub async fn run(app: crate::service::App) {
         if link.copy_changed().is_none() {
             continue;
         }
-        if let Err(e) = app.run(|d| d.catch_up()).await {
+        if let Err(e) = app.run(|d| d.replica.as_ref().map_or(Ok(()), |link| catch_up(d, link))).await {
             tracing::warn!(error = %e, "following the copy failed; will retry");
         }
         if poller.is_finished() {
@@ -205,7 +205,7 @@ pub async fn run(app: crate::service::App) {
     }
 }
 
-/// `Directory::catch_up` on a replica: when Litestream applied something since the last look,
+/// A replica's catch-up (its loop and background pass): when Litestream applied something since the last look,
 /// read the copy's write position, then follow its change log (so everything up to that
 /// position is applied), then publish the position to whoever waits for it.
 pub fn catch_up(d: &crate::service::Directory, link: &Link) -> crate::error::Result<()> {

@@ -102,8 +102,10 @@ impl Directory {
     /// to SQLite (`PRAGMA data_version`, answered from shared memory, no page read) when nothing
     /// changed. Our own writer's commits count as changes too; following them again is a no-op.
     pub fn catch_up(&self) -> Result<()> {
-        if let Some(link) = &self.replica {
-            return crate::replica::link::catch_up(self, link);
+        // A replica's copy changes under Litestream, not SQLite's change counter: its own loop
+        // follows it (`replica::link::run`), and reads that need a position wait for it.
+        if self.replica.is_some() {
+            return Ok(());
         }
         let version: i64 = {
             let watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
@@ -158,8 +160,8 @@ impl Directory {
         if self.rebuild_requested()? {
             self.rebuild_index()?;
         }
-        if self.replica.is_some() {
-            return self.catch_up();
+        if let Some(link) = &self.replica {
+            return crate::replica::link::catch_up(self, link);
         }
         self.follow()?;
         self.index.flush().map_err(index_error)?;

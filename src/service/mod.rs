@@ -185,9 +185,9 @@ impl Directory {
         &self,
         job: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let (out, position) = self.writer.write_blocking(positioned(job))?;
-        self.written.fetch_max(position, std::sync::atomic::Ordering::AcqRel);
-        Ok(out)
+        // Only the background passes write from blocking threads: nobody waits for their
+        // position, and advancing it would turn an idle server's upkeep into a commit a second.
+        self.writer.write_blocking(job)
     }
 
     /// The write position after this server's newest write (what `X-Agentdir-Seq` tells).
@@ -212,7 +212,8 @@ impl Directory {
 }
 
 /// A write job that also advances the write position, so replicas can tell when their copy
-/// holds it; a job that fails is rolled back with its advance.
+/// holds it (and a client that wrote can ask for it); a job that fails is rolled back with its
+/// advance.
 fn positioned<T>(
     job: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
 ) -> impl FnOnce(&Connection) -> Result<(T, u64)> + Send + 'static {
