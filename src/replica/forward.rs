@@ -60,10 +60,11 @@ pub async fn route(State(app): State<App>, req: Request, next: Next) -> Response
     if may_write(&req) {
         return forward_write(&app, link, req).await;
     }
+    // The client's position is waited for but never taken as the primary's: a made-up one
+    // must not make the replica look behind (and so not ready).
     if let Some(wanted) = seq_of(req.headers())
         && wanted > link.applied_seq()
     {
-        link.primary_at(wanted);
         if !link.wait_for(wanted).await {
             return forward(&app, link, req).await;
         }
