@@ -64,10 +64,9 @@ pub async fn route(State(app): State<App>, req: Request, next: Next) -> Response
     // must not make the replica look behind (and so not ready).
     if let Some(wanted) = seq_of(req.headers())
         && wanted > link.applied_seq()
+        && !link.wait_for(wanted).await
     {
-        if !link.wait_for(wanted).await {
-            return forward(&app, link, req).await;
-        }
+        return forward(&app, link, req).await;
     }
     next.run(req).await
 }

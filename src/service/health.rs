@@ -65,7 +65,14 @@ impl Directory {
         let lag = self.replica.as_ref().map(|link| link.lag());
         let seq = lag.as_ref().map_or(self.written(), |l| l.applied_seq);
         let status = if lag.as_ref().is_some_and(|l| l.stuck) { "stuck" } else { "ready" };
-        Ok(Readiness { status, database: "ok", search_index: "ok", index_lag: position.lag(), seq, replica: lag })
+        Ok(Readiness {
+            status,
+            database: "ok",
+            search_index: "ok",
+            index_lag: position.lag(),
+            seq,
+            replica: lag,
+        })
     }
 
     /// Sets the gauges of the connection pool, the view cache and the index position.
