@@ -95,7 +95,11 @@ impl Directory {
 
     /// Brings the followers up to the newest committed change.
     pub fn follow(&self) -> Result<()> {
-        follow(&self.follower(), &self.index, Some(&self.views))
+        let conn = self.follower();
+        if self.replica.is_some() {
+            conn.release_memory()?; // see `Directory::read`
+        }
+        follow(&conn, &self.index, Some(&self.views))
     }
 
     /// Follows the changes other processes committed since the last look, if any: one question

@@ -161,7 +161,13 @@ impl Directory {
 
     /// A read-only connection.
     pub fn read(&self) -> Result<Conn> {
-        Ok(self.readers.get()?)
+        let conn = self.readers.get()?;
+        if self.replica.is_some() {
+            // Litestream rewrites pages of the copy without moving SQLite's change counter, so
+            // a page this connection cached earlier may be stale: drop them (`store::replica`).
+            conn.release_memory()?;
+        }
+        Ok(conn)
     }
 
     /// The pool of read-only connections (for its metrics).

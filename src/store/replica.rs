@@ -11,7 +11,8 @@
 //!   to rollback mode once, before the read connections open;
 //! - the follower does not move SQLite's change counter unless page 1 changed, so a connection's
 //!   page cache would serve old pages: reads go through the memory map (`READ_PRAGMAS`), which
-//!   always shows the file as it is now;
+//!   always shows the file as it is now, and every connection drops its cached pages before it
+//!   is used (`Directory::read`), for the pages SQLite read outside the map;
 //! - the follower waits for open read transactions, so reads stay short.
 
 use std::path::{Path, PathBuf};
