@@ -128,6 +128,8 @@ pub struct ServeArgs {
     /// Seconds to let in-flight requests finish after SIGTERM/SIGINT before exiting anyway.
     #[arg(long, env = "AGENTDIR_SHUTDOWN_GRACE", default_value = "30", value_parser = parse_seconds)]
     pub shutdown_grace: Duration,
+    #[command(flatten)]
+    pub replica: crate::replica::ReplicaArgs,
 }
 
 impl ServeArgs {
@@ -248,7 +250,7 @@ fn parse_span(s: &str) -> Result<Duration, String> {
 }
 
 /// Seconds, fractions allowed (`0.5`), more than zero and at most a day.
-fn parse_seconds(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_seconds(s: &str) -> Result<Duration, String> {
     match s.trim().parse::<f64>() {
         Ok(secs) if secs > 0.0 && secs <= 86_400.0 => Ok(Duration::from_secs_f64(secs)),
         _ => Err(format!("`{s}` is not a number of seconds between 0 and 86400")),

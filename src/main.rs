@@ -4,6 +4,7 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use agentdir::config::{AdminAction, AdminArgs, Cli, Command, ServeArgs, SiteArgs};
+use agentdir::replica::{self, Role};
 use agentdir::service::admin::{self, Actor};
 use agentdir::service::follow;
 use agentdir::service::inbound::{self, MailOutcome};
@@ -59,8 +60,19 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             view_cache_bytes: args.view_cache_mb.saturating_mul(1 << 20),
             changes_retention_ms: i64::try_from(args.changes_retention.as_millis()).unwrap_or(i64::MAX),
         };
-        let app = tokio::task::spawn_blocking(move || Directory::open(settings)).await??;
-        tracing::info!(%bound, %base_url, "agentdir listening");
+        let replica = match (args.replica.role, &args.replica.primary_url) {
+            (Role::Replica, Some(primary)) => {
+                Some(replica::Link::new(&args.replica, primary.clone(), &settings.data_dir)?)
+            }
+            (Role::Replica, None) => anyhow::bail!("--role replica needs --primary-url"),
+            (Role::Primary, _) => None,
+        };
+        let app = tokio::task::spawn_blocking(move || match replica {
+            Some(link) => Directory::open_replica(settings, link),
+            None => Directory::open(settings),
+        })
+        .await??;
+        tracing::info!(%bound, %base_url, role = ?args.replica.role, "agentdir listening");
         // Tests and scripts read this line to learn the port when binding port 0.
         println!("agentdir listening on http://{bound}");
         http::serve(app, listener, limits).await?;

@@ -33,6 +33,7 @@ pub fn router(app: App) -> Result<Router, agentdir_mcp::ConfigError> {
         .nest_service("/mcp", mcp)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(app.clone(), crate::replica::forward::route))
         .with_state(app))
 }
 
@@ -52,6 +53,7 @@ pub async fn serve(
     let metrics = crate::telemetry::install();
     let service = self::app(app.clone(), &limits)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let replica = tokio::spawn(crate::replica::link::run(app.clone()));
     let background = tokio::spawn(background(app));
     // Histogram samples pile up until folded in; do it even when nobody scrapes.
     let upkeep = tokio::spawn(async move {
@@ -63,6 +65,7 @@ pub async fn serve(
     });
     server::run(listener, service, &limits, shutdown_signal()).await;
     background.abort();
+    replica.abort();
     upkeep.abort();
     Ok(())
 }

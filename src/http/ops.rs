@@ -35,6 +35,10 @@ async fn healthz() -> Json<Health> {
 
 async fn readyz(State(app): State<App>) -> Response {
     match app.run(|d| d.readiness()).await {
+        // A replica whose copy stopped following is no use to a load balancer: 503, with why.
+        Ok(r) if r.replica.as_ref().is_some_and(|l| l.stuck) => {
+            (axum::http::StatusCode::SERVICE_UNAVAILABLE, Json(r)).into_response()
+        }
         Ok(r) => Json(r).into_response(),
         // Whatever failed inside, the answer is the same to a probe: not now, ask again.
         Err(_) => Error::Overloaded.into_response(),
@@ -51,6 +55,9 @@ async fn metrics_text(State(app): State<App>) -> Response {
         .await
     {
         tracing::warn!(error = %e, "metrics: the gauges could not be read");
+    }
+    if let Some(link) = &app.replica {
+        link.record_metrics();
     }
     handle.run_upkeep();
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], handle.render()).into_response()

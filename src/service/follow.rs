@@ -95,13 +95,22 @@ impl Directory {
 
     /// Brings the followers up to the newest committed change.
     pub fn follow(&self) -> Result<()> {
-        follow(&self.follower(), &self.index, Some(&self.views))
+        let conn = self.follower();
+        if self.replica.is_some() {
+            conn.release_memory()?; // see `Directory::read`
+        }
+        follow(&conn, &self.index, Some(&self.views))
     }
 
     /// Follows the changes other processes committed since the last look, if any: one question
     /// to SQLite (`PRAGMA data_version`, answered from shared memory, no page read) when nothing
     /// changed. Our own writer's commits count as changes too; following them again is a no-op.
     pub fn catch_up(&self) -> Result<()> {
+        // A replica's copy changes under Litestream, not SQLite's change counter: its own loop
+        // follows it (`replica::link::run`), and reads that need a position wait for it.
+        if self.replica.is_some() {
+            return Ok(());
+        }
         let version: i64 = {
             let watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
             watch.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?
@@ -124,10 +133,17 @@ impl Directory {
 
     fn rebuild_index(&self) -> Result<()> {
         rebuild(&self.follower(), &self.index)?;
+        if self.replica.is_some() {
+            return Ok(());
+        }
         self.write_blocking(|tx| meta::remove(tx, REINDEX_REQUESTED))
     }
 
+    /// (A replica's index is its own: the primary's requests are not for it.)
     fn rebuild_requested(&self) -> Result<bool> {
+        if self.replica.is_some() {
+            return Ok(false);
+        }
         Ok(meta::get(&*self.read()?, REINDEX_REQUESTED)?.is_some())
     }
 
@@ -147,6 +163,9 @@ impl Directory {
     pub fn background_pass(&self) -> Result<()> {
         if self.rebuild_requested()? {
             self.rebuild_index()?;
+        }
+        if let Some(link) = &self.replica {
+            return crate::replica::link::catch_up(self, link);
         }
         self.follow()?;
         self.index.flush().map_err(index_error)?;

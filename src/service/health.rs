@@ -23,6 +23,12 @@ pub struct Readiness {
     pub search_index: &'static str,
     /// Change-log entries committed to SQLite and not yet in the index.
     pub index_lag: u64,
+    /// The write position: the newest write on a primary, what the copy holds on a replica
+    /// (replicas poll it from the primary; see `replica`).
+    pub seq: u64,
+    /// On a replica: how far behind the primary it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica: Option<crate::replica::link::Lag>,
 }
 
 /// Change-log position of SQLite and of the index.
@@ -56,7 +62,17 @@ impl Directory {
             tracing::warn!(error = %e, "not ready: the search index does not answer");
             Error::Overloaded
         })?;
-        Ok(Readiness { status: "ready", database: "ok", search_index: "ok", index_lag: position.lag() })
+        let lag = self.replica.as_ref().map(|link| link.lag());
+        let seq = lag.as_ref().map_or(self.written(), |l| l.applied_seq);
+        let status = if lag.as_ref().is_some_and(|l| l.stuck) { "stuck" } else { "ready" };
+        Ok(Readiness {
+            status,
+            database: "ok",
+            search_index: "ok",
+            index_lag: position.lag(),
+            seq,
+            replica: lag,
+        })
     }
 
     /// Sets the gauges of the connection pool, the view cache and the index position.

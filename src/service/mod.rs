@@ -83,6 +83,10 @@ pub struct Directory {
     seen_version: std::sync::atomic::AtomicI64,
     /// Searches running at once (see [`SEARCHES_PER_CORE`]).
     search_permits: tokio::sync::Semaphore,
+    /// The write position after the newest write of this server (see `store::replica`).
+    written: std::sync::atomic::AtomicU64,
+    /// Set when this server is a read replica: its copy, its lag, its way to the primary.
+    pub replica: Option<crate::replica::Link>,
 }
 
 pub type App = Arc<Directory>;
@@ -95,10 +99,30 @@ impl Directory {
         let (write_conn, readers) = store::open_server(&settings.data_dir, settings.read_connections)?;
         let follower = store::open_server_reader(&settings.data_dir)?;
         let watch = store::open_server_reader(&settings.data_dir)?;
+        Self::assemble(settings, readers, follower, watch, Some(write_conn), None)
+    }
+
+    /// Opens a read replica over the copy `litestream restore -f` keeps in the data dir: no
+    /// writer thread, no migrations, read-only connections; its own search index and caches.
+    pub fn open_replica(settings: Settings, link: crate::replica::Link) -> anyhow::Result<App> {
+        let (readers, follower, watch) =
+            store::replica::open_copy(&settings.data_dir, settings.read_connections)?;
+        Self::assemble(settings, readers, follower, watch, None, Some(link))
+    }
+
+    fn assemble(
+        settings: Settings,
+        readers: Pool,
+        follower: Connection,
+        watch: Connection,
+        write_conn: Option<Connection>,
+        replica: Option<crate::replica::Link>,
+    ) -> anyhow::Result<App> {
         let index = SearchIndex::open(&settings.data_dir.join("search-index"))
             .map_err(|e| anyhow::anyhow!("cannot open the search index: {e}"))?;
         let limits = RateLimits::new(&settings.rates);
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let written = store::replica::position(&*readers.get()?)?;
         let mut started = Ok(());
         let dir = Arc::new_cyclic(|me: &std::sync::Weak<Directory>| {
             let me = me.clone();
@@ -107,10 +131,13 @@ impl Directory {
                     dir.follow_after_write();
                 }
             });
-            let writer = Writer::start(write_conn, after_commit).unwrap_or_else(|e| {
-                started = Err(e);
-                Writer::stopped()
-            });
+            let writer = match write_conn {
+                Some(conn) => Writer::start(conn, after_commit).unwrap_or_else(|e| {
+                    started = Err(e);
+                    Writer::stopped()
+                }),
+                None => Writer::stopped(),
+            };
             Directory {
                 readers,
                 writer,
@@ -123,6 +150,8 @@ impl Directory {
                 watch: Mutex::new(watch),
                 seen_version: std::sync::atomic::AtomicI64::new(i64::MIN),
                 search_permits: tokio::sync::Semaphore::new(SEARCHES_PER_CORE * cores),
+                written: std::sync::atomic::AtomicU64::new(written),
+                replica,
             }
         });
         started?;
@@ -132,7 +161,13 @@ impl Directory {
 
     /// A read-only connection.
     pub fn read(&self) -> Result<Conn> {
-        Ok(self.readers.get()?)
+        let conn = self.readers.get()?;
+        if self.replica.is_some() {
+            // Litestream rewrites pages of the copy without moving SQLite's change counter, so
+            // a page this connection cached earlier may be stale: drop them (`store::replica`).
+            conn.release_memory()?;
+        }
+        Ok(conn)
     }
 
     /// The pool of read-only connections (for its metrics).
@@ -146,7 +181,9 @@ impl Directory {
         &self,
         job: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        self.writer.write(job).await
+        let (out, position) = self.writer.write(positioned(job)).await?;
+        self.written.fetch_max(position, std::sync::atomic::Ordering::AcqRel);
+        Ok(out)
     }
 
     /// `write` from a blocking thread.
@@ -154,7 +191,14 @@ impl Directory {
         &self,
         job: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
+        // Only the background passes write from blocking threads: nobody waits for their
+        // position, and advancing it would turn an idle server's upkeep into a commit a second.
         self.writer.write_blocking(job)
+    }
+
+    /// The write position after this server's newest write (what `X-Agentdir-Seq` tells).
+    pub fn written(&self) -> u64 {
+        self.written.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Runs a blocking operation on the blocking thread pool.
@@ -170,6 +214,18 @@ impl Directory {
             tracing::error!(error = %e, "blocking task failed");
             Err(Error::Internal)
         })
+    }
+}
+
+/// A write job that also advances the write position, so replicas can tell when their copy
+/// holds it (and a client that wrote can ask for it); a job that fails is rolled back with its
+/// advance.
+fn positioned<T>(
+    job: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+) -> impl FnOnce(&Connection) -> Result<(T, u64)> + Send + 'static {
+    move |tx| {
+        let out = job(tx)?;
+        Ok((out, store::replica::advance(tx)?))
     }
 }
 
@@ -199,7 +255,10 @@ impl Directory {
     /// Hourly-ish upkeep: forget rate events older than any window looks back.
     pub fn housekeeping(&self) -> Result<()> {
         let before = crate::time::now_ms() - self.limits.longest_window_ms();
-        self.write_blocking(move |tx| store::rate::prune(tx, before).map(|_| ()))?;
+        // A replica keeps no rate events of its own: the primary checks every write.
+        if self.replica.is_none() {
+            self.write_blocking(move |tx| store::rate::prune(tx, before).map(|_| ()))?;
+        }
         self.limits.shrink();
         Ok(())
     }

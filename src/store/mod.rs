@@ -13,6 +13,7 @@ pub mod offerings;
 pub mod proofs;
 pub mod rate;
 pub mod recoveries;
+pub mod replica;
 pub mod replies;
 pub mod reports;
 pub mod requests;
@@ -90,7 +91,7 @@ pub fn open_server(data_dir: &Path, readers: u32) -> anyhow::Result<(Connection,
     Ok((writer, readers))
 }
 
-fn read_connection(c: &mut Connection) -> rusqlite::Result<()> {
+pub(crate) fn read_connection(c: &mut Connection) -> rusqlite::Result<()> {
     c.execute_batch(READ_PRAGMAS)?;
     c.pragma_update(None, "query_only", true)
 }
