@@ -410,6 +410,27 @@ impl<'a> Ranker<'a> {
 
     /// Whether list `c` holds `doc`, recording its score there (or its absence).
     #[inline]
+    /// Looks `doc` up in the lists `rest` (the others are already set), stopping as soon as its
+    /// total cannot beat `threshold`; a document that can is offered to `top`. Leaves the
+    /// values reset for the next document.
+    fn complete(&mut self, rest: &[usize], doc: DocId, threshold: Score, top: &mut Top) {
+        let mut qualifies = true;
+        for &c in rest {
+            self.resolve(c, doc);
+            if prunable(self.total(), threshold) {
+                qualifies = false;
+                break;
+            }
+        }
+        if qualifies {
+            let score = self.total();
+            if score >= 0.0 {
+                top.push(score, self.key.get_val(doc));
+            }
+        }
+        self.reset();
+    }
+
     fn resolve(&mut self, c: usize, doc: DocId) -> bool {
         let clause = &mut self.clauses[c];
         if clause.seek(doc) {
@@ -549,21 +570,7 @@ impl<'a> Ranker<'a> {
             for &c in &order[..j] {
                 self.set(c, ABSENT);
             }
-            let mut qualifies = true;
-            for &c in &order[j..] {
-                self.resolve(c, doc);
-                if prunable(self.total(), threshold) {
-                    qualifies = false;
-                    break;
-                }
-            }
-            if qualifies {
-                let score = self.total();
-                if score >= 0.0 {
-                    top.push(score, self.key.get_val(doc));
-                }
-            }
-            self.reset();
+            self.complete(&order[j..], doc, threshold, top);
         });
     }
 
@@ -700,21 +707,7 @@ impl<'a> Ranker<'a> {
         }
         self.set(cutoffs.e, score);
         let threshold = top.threshold();
-        let mut qualifies = true;
-        for &c in &cutoffs.order[j..] {
-            self.resolve(c, doc);
-            if prunable(self.total(), threshold) {
-                qualifies = false;
-                break;
-            }
-        }
-        if qualifies {
-            let score = self.total();
-            if score >= 0.0 {
-                top.push(score, self.key.get_val(doc));
-            }
-        }
-        self.reset();
+        self.complete(&cutoffs.order[j..], doc, threshold, top);
     }
 }
 
