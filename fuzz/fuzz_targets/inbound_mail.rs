@@ -36,20 +36,39 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(verdict.as_ref().ok(), upper.as_ref().ok());
     match verdict {
         Ok(method) => {
-            let ours = |ar: &&inbound_mail::AuthenticationResults| {
-                ar.authserv_id.eq_ignore_ascii_case(AUTHSERV_ID) && !ar.malformed
-            };
-            let name = match method {
-                AuthMethod::Dkim => "dkim",
-                AuthMethod::Spf => "spf",
-            };
-            let passed = message
+            let ours: Vec<_> = message
                 .authentication_results
                 .iter()
-                .filter(ours)
-                .flat_map(|ar| &ar.results)
-                .any(|r| r.method == name && r.result == "pass");
-            assert!(passed, "{method:?} accepted without a pass from {AUTHSERV_ID}: {message:?}");
+                .filter(|ar| ar.authserv_id.eq_ignore_ascii_case(AUTHSERV_ID) && !ar.malformed)
+                .collect();
+            // The pass is ours, for the method named, and aligned with the From domain.
+            let (name, ptype, property) = match method {
+                AuthMethod::Dkim => ("dkim", "header", "d"),
+                AuthMethod::Spf => ("spf", "smtp", "mailfrom"),
+            };
+            let norm = |d: &str| d.trim().trim_end_matches('.').to_lowercase();
+            let aligned = ours.iter().flat_map(|ar| &ar.results).any(|r| {
+                r.method == name
+                    && r.result == "pass"
+                    && r.property(ptype, property).is_some_and(|v| {
+                        let v = v.trim().trim_start_matches('<').trim_end_matches('>');
+                        norm(v.rsplit_once('@').map_or(v, |(_, d)| d)) == norm(&message.from_domain)
+                    })
+            });
+            assert!(aligned, "{method:?} accepted without an aligned pass from {AUTHSERV_ID}: {message:?}");
+            // No header of ours says otherwise about a method another of ours passes.
+            for m in ["dkim", "spf"] {
+                let says = |pass: bool| {
+                    ours.iter().any(|ar| {
+                        let mut mine = ar.results.iter().filter(|r| r.method == m).peekable();
+                        match mine.peek() {
+                            None => !pass && ar.results.is_empty(),
+                            Some(_) => mine.any(|r| r.result == "pass") == pass,
+                        }
+                    })
+                };
+                assert!(!(says(true) && says(false)), "{m} both passed and not: {message:?}");
+            }
         }
         Err(reason) => one_line(&reason),
     }
