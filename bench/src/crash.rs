@@ -344,9 +344,12 @@ async fn check(
             return Err(format!("agent {} answers {status}: {card}", a.handle));
         }
         let shown = card["agent"]["tagline"].as_str().unwrap_or_default();
-        let expected: Vec<String> =
-            a.tagline.iter().chain(&a.tagline_in_flight).map(|t| format!("Tagline {t}")).collect();
-        if !expected.is_empty() && !expected.iter().any(|t| t == shown) {
+        // The last acknowledged tagline (none: the registration's empty one), or the update in
+        // flight at the kill if it committed.
+        let tagline = |t: &String| format!("Tagline {t}");
+        let mut expected = vec![a.tagline.as_ref().map(tagline).unwrap_or_default()];
+        expected.extend(a.tagline_in_flight.as_ref().map(tagline));
+        if !expected.iter().any(|t| t == shown) {
             return Err(format!("agent {} shows tagline {shown:?}, acknowledged {expected:?}", a.handle));
         }
         let mut words = vec![a.word.as_str()];
