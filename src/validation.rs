@@ -95,6 +95,12 @@ pub fn from_json<T: DeserializeOwned + JsonSchema + 'static>(value: Value) -> Re
     deserialize(value)
 }
 
+/// Whether `value` passes `T`'s schema, the check `from_json` makes before deserialising. An
+/// object it accepts must deserialise too; the fuzz targets hold `from_json` to that.
+pub fn accepts<T: JsonSchema + 'static>(value: &Value) -> bool {
+    compiled::<T>().validator.is_valid(value)
+}
+
 /// JSON Schema counts `72.0` as an integer, serde's integer types do not. The schema has already
 /// accepted the value at this point, so whole floats become integers and an integer field takes
 /// everything its schema allows. (No input field is a non-integer number.)

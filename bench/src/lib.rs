@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+pub mod crash;
+
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// A server a benchmark started; killed (and its data dir removed) when dropped.

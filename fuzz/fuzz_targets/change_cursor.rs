@@ -1,0 +1,26 @@
+//! Change-feed cursors (`GET /api/changes?after=`): whatever `Cursor::parse` takes must print
+//! back to a cursor that reads the same, and every cursor the server prints must parse.
+
+#![no_main]
+
+use agentdir::domain::changes::{CURSOR_MAX, Cursor};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    if let Some(cursor) = Cursor::parse(&text) {
+        round_trip(cursor);
+    }
+    // Any cursor the server can issue.
+    if let Some(bytes) = data.get(..16) {
+        let (epoch, seq) = bytes.split_at(8);
+        let u64_of = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
+        round_trip(Cursor { epoch: u64_of(epoch), seq: u64_of(seq) });
+    }
+});
+
+fn round_trip(cursor: Cursor) {
+    let printed = cursor.to_string();
+    assert!(printed.len() <= CURSOR_MAX as usize, "{printed}");
+    assert_eq!(Cursor::parse(&printed), Some(cursor), "{printed}");
+}
