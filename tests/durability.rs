@@ -151,7 +151,9 @@ async fn crash_and_check(clients: usize, acks_before_kill: usize) {
     }
     let acks = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let mut writers = Vec::new();
+    // Every sender is made before any writes, so the kill lands after about `acks_before_kill`
+    // writes rather than after whatever the first writers did while the others were made.
+    let mut ready = Vec::new();
     for n in 0..clients {
         let sender = s.verified("dur-sender").await;
         let mut mine = recipients.clone();
@@ -166,8 +168,9 @@ async fn crash_and_check(clients: usize, acks_before_kill: usize) {
             acks: acks.clone(),
             stop: stop.clone(),
         };
-        writers.push(tokio::spawn(w.run()));
+        ready.push(w);
     }
+    let writers: Vec<_> = ready.into_iter().map(|w| tokio::spawn(w.run())).collect();
 
     let deadline = Instant::now() + Duration::from_secs(120);
     while acks.load(Ordering::Relaxed) < acks_before_kill && Instant::now() < deadline {

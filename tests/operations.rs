@@ -138,16 +138,24 @@ async fn metrics_count_requests_by_route_template_and_report_index_and_pool() {
     ] {
         assert!(series(name).is_some(), "no {name} in:\n{text}");
     }
-    // A write moves the applied position of the index.
+    // A write moves the applied position of the index: the applier follows the writer on its
+    // own thread, so soon rather than at once.
     s.register("metrics").await;
-    let after = metrics_text(&s).await;
     let applied = |t: &str| -> f64 {
         t.lines()
             .find_map(|l| l.strip_prefix("agentdir_search_index_applied_seq "))
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(-1.0)
     };
-    assert!(applied(&after) > applied(&text), "applied seq did not move");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let after = metrics_text(&s).await;
+        if applied(&after) > applied(&text) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "applied seq did not move:\n{after}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test]

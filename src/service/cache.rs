@@ -132,6 +132,19 @@ impl ViewCache {
         state.applied = state.applied.max(seq);
     }
 
+    /// Forgets every view, as if every change up to `seq` had been evicted one by one.
+    pub fn clear(&self, seq: u64) {
+        let mut state = self.lock();
+        state.views.clear();
+        state.bytes = 0;
+        state.applied = state.applied.max(seq);
+    }
+
+    /// The newest change-log seq whose evictions are done.
+    pub fn applied(&self) -> u64 {
+        self.lock().applied
+    }
+
     /// Views held and the bytes they take.
     pub fn size(&self) -> (usize, usize) {
         let state = self.lock();

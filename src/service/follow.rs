@@ -9,7 +9,7 @@
 //! at once. The background pass flushes it to disk, off the writer's path; after a crash the
 //! index opens at its last flushed seq and `repair_index` replays the log from there.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use agentdir_search_index::SearchIndex;
 use rusqlite::Connection;
@@ -53,6 +53,18 @@ pub fn follow(conn: &Connection, index: &SearchIndex, views: Option<&ViewCache>)
         if let Some(views) = views {
             views.evict(batch.into_iter().filter_map(view_of), last);
         }
+    }
+}
+
+/// Evicts the cached views changed after the cache's position. Cheap when there is nothing new
+/// (one indexed read).
+pub fn follow_views(conn: &Connection, views: &ViewCache) -> Result<()> {
+    loop {
+        let batch = changes::after(conn, views.applied(), BATCH)?;
+        let Some(last) = batch.last().map(|c| c.seq) else {
+            return Ok(());
+        };
+        views.evict(batch.into_iter().filter_map(view_of), last);
     }
 }
 
@@ -102,10 +114,23 @@ impl Directory {
         follow(&conn, &self.index, Some(&self.views))
     }
 
-    /// Follows the changes other processes committed since the last look, if any: one question
-    /// to SQLite (`PRAGMA data_version`, answered from shared memory, no page read) when nothing
-    /// changed. Our own writer's commits count as changes too; following them again is a no-op.
+    /// Before a search: brings the index (and the views) up to the newest commit, whoever made
+    /// it. This server's writes are answered before the applier has indexed them, so this is
+    /// what makes a search see every write answered before it started.
     pub fn catch_up(&self) -> Result<()> {
+        self.catch_up_with(&self.seen_by_index, || self.follow())
+    }
+
+    /// Before serving a cached view: evicts the views that writes of other processes changed
+    /// (this server's writer evicts its own before answering).
+    pub fn catch_up_views(&self) -> Result<()> {
+        self.catch_up_with(&self.seen_by_views, || follow_views(&*self.read()?, &self.views))
+    }
+
+    /// Runs `follow` when anyone committed since `seen` was last brought up to date: one
+    /// question to SQLite (`PRAGMA data_version`, answered from shared memory, no page read)
+    /// when nothing changed.
+    fn catch_up_with(&self, seen: &AtomicI64, follow: impl FnOnce() -> Result<()>) -> Result<()> {
         // A replica's copy changes under Litestream, not SQLite's change counter: its own loop
         // follows it (`replica::link::run`), and reads that need a position wait for it.
         if self.replica.is_some() {
@@ -115,16 +140,25 @@ impl Directory {
             let watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
             watch.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?
         };
-        if version == self.seen_version.load(Ordering::Acquire) {
+        if version == seen.load(Ordering::Acquire) {
             return Ok(());
         }
-        self.follow()?;
-        self.seen_version.store(version, Ordering::Release);
+        follow()?;
+        seen.store(version, Ordering::Release);
         Ok(())
     }
 
-    /// On the writer thread after a commit. A failure here does not undo the write: the
-    /// background pass retries.
+    /// On the writer thread after a commit, before its jobs are answered. A failure here does
+    /// not undo the write; it drops every cached view instead, so none can be stale.
+    pub(crate) fn evict_after_write(&self, conn: &Connection, seq: u64) {
+        if let Err(e) = follow_views(conn, &self.views) {
+            tracing::warn!(error = %e, "reading the change log after a write failed; dropping every cached view");
+            self.views.clear(seq);
+        }
+    }
+
+    /// On the applier thread after commits. A failure here does not undo the write: the next
+    /// search and the background pass retry.
     pub(crate) fn follow_after_write(&self) {
         if let Err(e) = self.follow() {
             tracing::warn!(error = %e, "following the change log after a write failed; will retry");

@@ -79,8 +79,10 @@ pub struct Directory {
     pub views: cache::ViewCache,
     /// A read connection that only asks SQLite whether anyone committed since it last looked.
     watch: Mutex<Connection>,
-    /// Its `data_version` when the follower last caught up.
-    seen_version: std::sync::atomic::AtomicI64,
+    /// Its `data_version` when the index last caught up.
+    seen_by_index: std::sync::atomic::AtomicI64,
+    /// Its `data_version` when the views last caught up.
+    seen_by_views: std::sync::atomic::AtomicI64,
     /// Searches running at once (see [`SEARCHES_PER_CORE`]).
     search_permits: tokio::sync::Semaphore,
     /// The write position after the newest write of this server (see `store::replica`).
@@ -123,16 +125,23 @@ impl Directory {
         let limits = RateLimits::new(&settings.rates);
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         let written = store::replica::position(&*readers.get()?)?;
+        // An empty cache has nothing to evict for changes older than now.
+        let newest = store::changes::max_seq(&*readers.get()?)?;
         let mut started = Ok(());
         let dir = Arc::new_cyclic(|me: &std::sync::Weak<Directory>| {
-            let me = me.clone();
-            let after_commit = Box::new(move |_seq: u64| {
+            let (me, me_too) = (me.clone(), me.clone());
+            let on_commit = Box::new(move |conn: &Connection, seq: u64| {
                 if let Some(dir) = me.upgrade() {
+                    dir.evict_after_write(conn, seq);
+                }
+            });
+            let after_commit = Box::new(move |_seq: u64| {
+                if let Some(dir) = me_too.upgrade() {
                     dir.follow_after_write();
                 }
             });
             let writer = match write_conn {
-                Some(conn) => Writer::start(conn, after_commit).unwrap_or_else(|e| {
+                Some(conn) => Writer::start(conn, on_commit, after_commit).unwrap_or_else(|e| {
                     started = Err(e);
                     Writer::stopped()
                 }),
@@ -142,13 +151,14 @@ impl Directory {
                 readers,
                 writer,
                 index,
-                views: cache::ViewCache::new(settings.view_cache_bytes, 0),
+                views: cache::ViewCache::new(settings.view_cache_bytes, newest),
                 settings,
                 keys: keys::KeyCache::default(),
                 limits,
                 follower: Mutex::new(follower),
                 watch: Mutex::new(watch),
-                seen_version: std::sync::atomic::AtomicI64::new(i64::MIN),
+                seen_by_index: std::sync::atomic::AtomicI64::new(i64::MIN),
+                seen_by_views: std::sync::atomic::AtomicI64::new(i64::MIN),
                 search_permits: tokio::sync::Semaphore::new(SEARCHES_PER_CORE * cores),
                 written: std::sync::atomic::AtomicU64::new(written),
                 replica,
@@ -176,7 +186,7 @@ impl Directory {
     }
 
     /// Runs `job` on the writer thread, in the next batch, and returns its value once the batch
-    /// is committed and the followers have applied it (see `store::writer`).
+    /// is committed and the views it changed are evicted (see `store::writer`).
     pub async fn write<T: Send + 'static>(
         &self,
         job: impl FnOnce(&Connection) -> Result<T> + Send + 'static,

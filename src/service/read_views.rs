@@ -27,7 +27,7 @@ impl Directory {
     /// The view from memory, if held and current. Other processes' writes are followed first, so
     /// an operator's change or a verification by mail shows at once.
     pub fn cached_view(&self, key: &ViewKey) -> Result<Option<Arc<View>>> {
-        self.catch_up()?;
+        self.catch_up_views()?;
         Ok(self.views.get(key, now_ms()))
     }
 

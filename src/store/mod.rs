@@ -44,7 +44,7 @@ PRAGMA mmap_size = 2147418112;";
 
 /// A connection that writes: WAL so readers never wait for it, and `synchronous = FULL` so an
 /// acknowledged write survives a power loss (the server's writer pays one fsync per batch, not
-/// per write). The busy timeout lets writers of other processes queue behind each other.
+/// per write). The busy handler below lets writers of other processes queue behind each other.
 const WRITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL;
 PRAGMA synchronous = FULL;
 PRAGMA foreign_keys = ON;";
@@ -61,7 +61,24 @@ pub const DB_FILE: &str = "agentdir.sqlite3";
 
 fn write_connection(c: &mut Connection) -> rusqlite::Result<()> {
     c.execute_batch(READ_PRAGMAS)?;
-    c.execute_batch(WRITE_PRAGMAS)
+    c.execute_batch(WRITE_PRAGMAS)?;
+    c.busy_handler(Some(wait_for_write_lock))
+}
+
+/// How long a write waits for the write lock another process holds.
+pub const WRITE_LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// The busy handler of connections that write: tries again every millisecond. SQLite's own
+/// handler backs off to 100 ms between tries, but under load the server's writer holds the lock
+/// for all but a moment between its batches, so a command beside it (`inbound-mail`, `admin`)
+/// tried only ~60 times and could miss every gap; a try every millisecond finds one.
+fn wait_for_write_lock(tries: i32) -> bool {
+    let waited = Duration::from_millis(u64::try_from(tries).unwrap_or(0));
+    if waited >= WRITE_LOCK_WAIT {
+        return false;
+    }
+    std::thread::sleep(Duration::from_millis(1));
+    true
 }
 
 /// Opens (creating if needed) the database in `data_dir` and applies pending migrations: a pool

@@ -10,15 +10,18 @@
 //!    that fails is rolled back to its savepoint alone and keeps its own error, the others go on.
 //! 3. One `COMMIT` makes the whole batch durable: with `synchronous = FULL` in WAL mode that is
 //!    one fsync of the WAL for the batch, not one per write, so durability costs no throughput.
-//! 4. The triggers of the batch appended their change-log rows inside the same transaction; the
-//!    `after_commit` hook (the followers: search index, read caches) applies them before
-//!    anybody is answered. It runs on a second thread, the applier, so that the writer commits
-//!    the next batch while the applier applies the last one (the two take about the same time,
-//!    on two cores). When the applier falls behind it applies every batch committed meanwhile
-//!    in one go (one in-memory segment of the search index's overlay for all of them, see
-//!    `search-index/src/overlay.rs`), so its cost per write falls as the load rises.
-//! 5. Only then is every job of the batch answered, so once a write is answered every read sees
-//!    it (read-your-writes).
+//! 4. The triggers of the batch appended their change-log rows inside the same transaction.
+//!    Right after the commit, still on the writer thread, the `on_commit` hook evicts the
+//!    rendered views those rows name (one indexed read of the log and a few map removals).
+//! 5. Then every job of the batch is answered.
+//! 6. The search index follows on a second thread, the applier (`after_commit`), off the
+//!    answer's path. Building an index segment has a fixed cost of milliseconds however few
+//!    documents it holds, so the applier applies everything committed since its last pass in
+//!    one segment and spaces its passes by at least [`APPLY_SPACING`] under load: the cost per
+//!    write falls as the load rises. A search that starts before the applier got there applies
+//!    what is missing itself (`Directory::catch_up`), so once a write is answered every read
+//!    sees it, searches included (read-your-writes): the index knows its position, and a read
+//!    waits for the index to reach the newest commit.
 //!
 //! Reads never wait for this thread: they use read-only connections of their own, and WAL lets
 //! them read the last committed state while a batch is being written. Other processes
@@ -28,7 +31,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -37,6 +40,11 @@ use crate::error::{Error, Result};
 
 /// Most jobs in one transaction: bounds how long the first job of a batch waits for the last.
 pub const MAX_BATCH: usize = 512;
+
+/// Least time between the starts of two passes of the applier. An idle server applies a write
+/// at once; under load a pass covers every commit of the last [`APPLY_SPACING`], so the search
+/// index builds a few segments a second instead of one per batch.
+pub const APPLY_SPACING: Duration = Duration::from_millis(50);
 
 /// What to answer once the batch of a job that ran is settled: the commit's seq, or why the
 /// batch as a whole failed.
@@ -76,8 +84,12 @@ where
     }
 }
 
-/// Called on the applier thread after commits, with the newest change-log seq; the followers
-/// apply the batches there, before any of their jobs is answered.
+/// Called on the writer thread after each commit, before the batch is answered, with the
+/// connection and the batch's newest change-log seq (the rendered views are evicted there).
+pub type OnCommit = Box<dyn Fn(&Connection, u64) + Send>;
+
+/// Called on the applier thread after commits, with the newest change-log seq (the search
+/// index follows there).
 pub type AfterCommit = Box<dyn Fn(u64) + Send>;
 
 /// A handle to the writer thread. Dropping every handle stops the thread after the jobs already
@@ -88,20 +100,22 @@ pub struct Writer {
     applier: Option<JoinHandle<()>>,
 }
 
-/// A committed batch waiting for the applier: its seq and the answers to give once applied.
-type Committed = (u64, Vec<Reply>);
-
 impl Writer {
     /// Starts the writer thread over `conn`, which must be a read-write connection.
-    pub fn start(conn: Connection, after_commit: AfterCommit) -> std::io::Result<Writer> {
+    pub fn start(
+        conn: Connection,
+        on_commit: OnCommit,
+        after_commit: AfterCommit,
+    ) -> std::io::Result<Writer> {
         let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
-        let (committed_tx, committed_rx) = mpsc::channel::<Committed>();
+        let (committed_tx, committed_rx) = mpsc::channel::<u64>();
         let applier = std::thread::Builder::new()
             .name("agentdir-applier".into())
             .spawn(move || apply(committed_rx, after_commit))?;
+        let committed = Committed { on_commit, applier: committed_tx };
         let thread = std::thread::Builder::new()
             .name("agentdir-writer".into())
-            .spawn(move || run(conn, rx, committed_tx))?;
+            .spawn(move || run(conn, rx, committed))?;
         Ok(Writer { queue: Some(tx), thread: Some(thread), applier: Some(applier) })
     }
 
@@ -124,7 +138,7 @@ impl Writer {
     }
 
     /// Runs `f` in the next batch and returns its value once the batch is committed and the
-    /// followers have applied it.
+    /// views it changed are evicted.
     pub async fn write<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
@@ -145,7 +159,8 @@ impl Drop for Writer {
     fn drop(&mut self) {
         drop(self.queue.take());
         // The writer ends once the queue is gone, and the applier once the writer is gone. The
-        // last owner may be a job's own reply on the applier thread: it cannot wait for itself.
+        // last owner may be a hook on the writer or the applier thread: it cannot wait for
+        // itself.
         for thread in [self.thread.take(), self.applier.take()].into_iter().flatten() {
             if thread.thread().id() != std::thread::current().id() {
                 let _ = thread.join();
@@ -154,7 +169,13 @@ impl Drop for Writer {
     }
 }
 
-fn run(mut conn: Connection, rx: mpsc::Receiver<Box<dyn Job>>, applier: mpsc::Sender<Committed>) {
+/// What the writer does with a commit: its hook, then a word to the applier.
+struct Committed {
+    on_commit: OnCommit,
+    applier: mpsc::Sender<u64>,
+}
+
+fn run(mut conn: Connection, rx: mpsc::Receiver<Box<dyn Job>>, committed: Committed) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -165,25 +186,21 @@ fn run(mut conn: Connection, rx: mpsc::Receiver<Box<dyn Job>>, applier: mpsc::Se
         }
         let started = Instant::now();
         let size = batch.len();
-        run_batch(&mut conn, batch, &applier);
+        run_batch(&mut conn, batch, &committed);
         metrics::histogram!(crate::telemetry::WRITE_BATCH_SIZE).record(size as f64);
         metrics::histogram!(crate::telemetry::WRITE_BATCH_SECONDS).record(started.elapsed().as_secs_f64());
     }
     tracing::debug!("writer thread stopped");
 }
 
-/// The applier: runs the followers over everything committed so far, then answers every batch
-/// it covered.
-fn apply(rx: mpsc::Receiver<Committed>, after_commit: AfterCommit) {
+/// The applier: follows everything committed so far, at most once per [`APPLY_SPACING`].
+fn apply(rx: mpsc::Receiver<u64>, after_commit: AfterCommit) {
     while let Ok(first) = rx.recv() {
-        let mut committed = vec![first];
-        committed.extend(rx.try_iter());
-        let newest = committed.iter().map(|(seq, _)| *seq).max().unwrap_or_default();
+        let started = Instant::now();
+        let newest = rx.try_iter().fold(first, u64::max);
         after_commit(newest);
-        for (seq, replies) in committed {
-            for reply in replies {
-                reply(Ok(seq));
-            }
+        if let Some(rest) = APPLY_SPACING.checked_sub(started.elapsed()) {
+            std::thread::sleep(rest);
         }
     }
     tracing::debug!("applier thread stopped");
@@ -192,7 +209,7 @@ fn apply(rx: mpsc::Receiver<Committed>, after_commit: AfterCommit) {
 /// Runs one batch in one transaction and answers every job. A job's own failure only rolls
 /// back its savepoint; a failure of the transaction itself (the lock, a savepoint, the commit)
 /// answers every job with that error.
-fn run_batch(conn: &mut Connection, batch: Vec<Box<dyn Job>>, applier: &mpsc::Sender<Committed>) {
+fn run_batch(conn: &mut Connection, batch: Vec<Box<dyn Job>>, committed: &Committed) {
     if let Err(e) = begin(conn) {
         for job in batch {
             job.refuse(e.clone());
@@ -218,20 +235,20 @@ fn run_batch(conn: &mut Connection, batch: Vec<Box<dyn Job>>, applier: &mpsc::Se
             break Some(e.into());
         }
     };
-    let committed = match failure {
+    let outcome = match failure {
         Some(e) => Err(e),
         None => crate::store::changes::max_seq(conn)
             .and_then(|seq| conn.execute_batch("COMMIT").map(|()| seq).map_err(Error::from)),
     };
-    match committed {
+    match outcome {
         Ok(seq) => {
-            if let Err(mpsc::SendError((seq, replies))) = applier.send((seq, replies)) {
-                // No applier (it panicked): the write is committed; the background pass brings
-                // the followers up to date.
+            (committed.on_commit)(conn, seq);
+            for reply in replies {
+                reply(Ok(seq));
+            }
+            if committed.applier.send(seq).is_err() {
+                // No applier (it panicked): searches and the background pass still follow.
                 tracing::error!("the applier thread is gone");
-                for reply in replies {
-                    reply(Ok(seq));
-                }
             }
         }
         Err(e) => {
