@@ -30,15 +30,12 @@ impl Directory {
         let now = now_ms();
         // Refuse a flood before the argon2 hash below, so refusals cost no CPU; the check is
         // repeated inside the write, where concurrent registrations are serialised.
-        let key = self
-            .run({
-                let client_ip = client_ip.clone();
-                move |d| {
-                    d.limits.check(&*d.read()?, Persistent::Registration, &client_ip, now)?;
-                    keys::generate()
-                }
-            })
-            .await?;
+        self.run({
+            let client_ip = client_ip.clone();
+            move |d| d.limits.check(&*d.read()?, Persistent::Registration, &client_ip, now)
+        })
+        .await?;
+        let key = self.new_key().await?;
         let row = AgentRow {
             id: 0,
             handle: input.handle,
@@ -250,7 +247,7 @@ impl Directory {
     }
 
     pub async fn rotate_key(self: &Arc<Self>, caller: Caller) -> Result<RotatedKey> {
-        let key = self.run(|_| keys::generate()).await?;
+        let key = self.new_key().await?;
         let (key_id, hash) = (key.key_id.clone(), key.hash.clone());
         let old_key_id = caller.key_id.clone();
         self.write(move |tx| {

@@ -85,6 +85,8 @@ pub struct Directory {
     seen_by_views: std::sync::atomic::AtomicI64,
     /// Searches running at once (see [`SEARCHES_PER_CORE`]).
     search_permits: tokio::sync::Semaphore,
+    /// New keys hashed at once: one per core (see `Directory::new_key`).
+    hash_permits: tokio::sync::Semaphore,
     /// The write position after the newest write of this server (see `store::replica`).
     written: std::sync::atomic::AtomicU64,
     /// Set when this server is a read replica: its copy, its lag, its way to the primary.
@@ -160,6 +162,7 @@ impl Directory {
                 seen_by_index: std::sync::atomic::AtomicI64::new(i64::MIN),
                 seen_by_views: std::sync::atomic::AtomicI64::new(i64::MIN),
                 search_permits: tokio::sync::Semaphore::new(SEARCHES_PER_CORE * cores),
+                hash_permits: tokio::sync::Semaphore::new(cores),
                 written: std::sync::atomic::AtomicU64::new(written),
                 replica,
             }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::rate_limit::Persistent;
 use super::trust::new_code;
-use super::{Directory, keys, tokens};
+use super::{Directory, tokens};
 use crate::domain::agent;
 use crate::domain::recovery::{RECOVERY_MINUTES, Recovered, RecoveryExchange, RecoveryStarted};
 use crate::domain::trust::CodePurpose;
@@ -97,7 +97,7 @@ impl Directory {
         if recovery.confirmed_at.is_none() {
             return Err(Error::RecoveryNotConfirmed);
         }
-        let key = self.run(|_| keys::generate()).await?;
+        let key = self.new_key().await?;
         let (key_id, hash) = (key.key_id.clone(), key.hash.clone());
         let (handle, old_key_id) = self
             .write(move |tx| {
