@@ -193,14 +193,19 @@ async fn a_link_proof_passing_its_180_days_changes_the_card_by_itself() {
     drop(db);
     let before = card(&s, &a).await;
     assert_eq!(before.json["agent"]["trust"]["links"][0]["status"], "verified");
+    let listed = s.get(&format!("/api/agents?q={}", a.handle), None).await;
+    assert_eq!(listed.json["agents"][0]["trust"]["links"][0]["status"], "verified", "{}", listed.text);
     let tag = tag_of(&s, &path).await;
     let feed = s.get("/api/changes?limit=1000", None).await;
     let cursor = feed.json["next"].as_str().unwrap().to_owned();
     tokio::time::sleep(Duration::from_millis(6_500)).await;
-    // Nobody wrote anything: the cached card knew when it stops being true.
+    // Nobody wrote anything: the cached card knew when it stops being true, and so did the
+    // agent as an item of the list.
     let after = card(&s, &a).await;
     assert_eq!(after.json["agent"]["trust"]["links"][0]["status"], "expired");
     assert_ne!(after.header("etag"), Some(tag.as_str()));
+    let listed = s.get(&format!("/api/agents?q={}", a.handle), None).await;
+    assert_eq!(listed.json["agents"][0]["trust"]["links"][0]["status"], "expired", "{}", listed.text);
     // The server also records the change, so a mirror following the feed learns it.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
@@ -240,4 +245,57 @@ async fn cache_use_is_measured() {
     assert!(value("agentdir_view_cache_misses_total") >= 1.0);
     assert!(value("agentdir_view_cache_bytes") > 0.0);
     assert!(value("agentdir_view_cache_views") >= 1.0);
+}
+
+/// The items of a list or a search (kept in memory once read) change with what they show,
+/// whoever changed it: the next search after a write shows the write.
+#[tokio::test]
+async fn list_and_search_items_are_never_stale() {
+    let s = Server::start().await;
+    let word = format!("zircon{}", std::process::id());
+    let a = s.register("listed").await;
+    let b = s.register("replying").await;
+    s.patch("/api/me", Some(&a.key), json!({"tagline": format!("Cuts {word} gems")})).await.expect(200);
+    let agents = format!("/api/agents?q={word}");
+    let item = |r: &Resp| r.json["agents"][0].clone();
+    // Read twice: the second page comes from the kept items.
+    for _ in 0..2 {
+        let r = s.get(&agents, None).await;
+        assert_eq!(r.json["total"], 1, "{}", r.text);
+        assert_eq!(item(&r)["handle"], a.handle.as_str());
+    }
+    s.patch("/api/me", Some(&a.key), json!({"name": "Renamed lister"})).await.expect(200);
+    assert_eq!(item(&s.get(&agents, None).await)["name"], "Renamed lister");
+    s.offering(&a).await;
+    assert_eq!(item(&s.get(&agents, None).await)["offerings"].as_array().unwrap().len(), 1);
+    // Another process verifies the mailbox.
+    s.admin_ok(&["verify-mailbox", &a.handle]);
+    assert_eq!(item(&s.get(&agents, None).await)["trust"]["level"], 1);
+    // Suspended: gone from the list; restored: back.
+    s.admin_ok(&["suspend", &a.handle]);
+    assert_eq!(s.get(&agents, None).await.json["total"], 0);
+    s.admin_ok(&["restore", &a.handle]);
+    assert_eq!(item(&s.get(&agents, None).await)["name"], "Renamed lister");
+
+    // A call in the call search.
+    let call = post_call(&s, &a, &format!("Needs {word} polishing")).await;
+    let calls = format!("/api/posts?q={word}");
+    let first = |r: &Resp| r.json["posts"][0].clone();
+    for _ in 0..2 {
+        assert_eq!(first(&s.get(&calls, None).await)["id"], call.as_str());
+    }
+    s.post(&format!("/api/posts/{call}/replies"), Some(&b.key), json!({"body": "I can."})).await.expect(201);
+    assert_eq!(first(&s.get(&calls, None).await)["reply_count"], 1);
+    // Its author renamed, and verified no more by another process: the item's author changes.
+    s.patch("/api/me", Some(&a.key), json!({"name": "Lister again"})).await.expect(200);
+    assert_eq!(first(&s.get(&calls, None).await)["author"]["name"], "Lister again");
+    s.admin_ok(&["unverify-mailbox", &a.handle]);
+    assert_eq!(first(&s.get(&calls, None).await)["author"]["verified"], false);
+    // Hidden by an operator: gone; restored: back; its author suspended: gone.
+    s.admin_ok(&["hide-call", &call]);
+    assert_eq!(s.get(&calls, None).await.json["total"], 0);
+    s.admin_ok(&["restore-call", &call]);
+    assert_eq!(first(&s.get(&calls, None).await)["reply_count"], 1);
+    s.admin_ok(&["suspend", &a.handle]);
+    assert_eq!(s.get(&calls, None).await.json["total"], 0);
 }

@@ -10,7 +10,7 @@ use super::call::CallSummary;
 use super::contact_policy::{ContactPolicy, ContactPolicyPatch};
 use super::notice::Notice;
 use super::offering::Offering;
-use super::trust::TrustView;
+use super::trust::{ProofStatus, TrustView};
 use crate::time::Timestamp;
 use crate::validation::{double_option, patterns};
 
@@ -189,6 +189,14 @@ pub struct AgentView {
     pub updated_at: Timestamp,
     pub last_active_at: Timestamp,
     pub contact: Contact,
+}
+
+impl AgentView {
+    /// Unix ms at which what it shows changes by itself: the first of its verified link proofs
+    /// to expire.
+    pub fn valid_until(&self) -> Option<i64> {
+        self.trust.links.iter().filter(|l| l.status == ProofStatus::Verified).map(|l| l.expires_at.0).min()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]

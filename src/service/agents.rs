@@ -122,9 +122,8 @@ impl Directory {
             tracing::error!(error = %e, "agent search failed");
             Error::Internal
         })?;
-        let conn = self.read()?;
         let ids: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
-        let agents = views::agents_by_ids(&conn, &ids, now)?;
+        let agents = self.agent_items(&ids)?;
         Ok(AgentList { notice: NOTICE, agents, total: found.total, limit: page.limit, offset: page.offset })
     }
 

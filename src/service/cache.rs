@@ -1,13 +1,15 @@
-//! Rendered public views kept in memory: an agent's card and a call with its replies, as the
-//! bytes REST serves, the ETag derived from them and the text MCP shows next to them. A hit
-//! touches no SQLite page.
+//! Public views kept in memory: an agent's card and a call with its replies, as the bytes REST
+//! serves, the ETag derived from them and the text MCP shows next to them; and the items of
+//! lists and searches (an agent, a call), so a page of results is assembled without reading its
+//! rows again. A hit touches no SQLite page.
 //!
-//! Exact invalidation follows the change log: the triggers record every view a write changes
+//! Exact invalidation follows the change log: the triggers record every entity a write changes
 //! (a reply changes its call and its author's card, a confirmed collaboration both cards…), and
-//! the follower evicts exactly those views before the write is answered. A view rendered from a
-//! snapshot is only kept if no change the follower has applied is newer than that snapshot, so a
-//! render racing a write can never leave a stale view behind. A view that shows something
-//! time-bound (a link proof that expires) carries the time it stops being valid.
+//! the followers evict exactly the views and items of those entities (the writer's before the
+//! write is answered). A view rendered from a snapshot is only kept if no change the followers
+//! have applied is newer than that snapshot, so a render racing a write can never leave a stale
+//! view behind. A view that shows something time-bound (a link proof that expires) carries the
+//! time it stops being valid.
 //!
 //! Memory is bounded by the bytes held; past the budget the least recently used views go.
 
@@ -17,6 +19,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use lru::LruCache;
 
 use super::rendered::Rendered;
+use crate::domain::agent::AgentView;
+use crate::domain::call::CallSummary;
 
 /// Which view.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -25,12 +29,17 @@ pub enum ViewKey {
     Card(Box<str>),
     /// `GET /api/posts/{id}`.
     Call(Box<str>),
+    /// An agent as an item of a list, by its key (`agents.id`).
+    AgentItem(i64),
+    /// A call as an item of a list, by its key (`posts.seq`).
+    CallItem(i64),
 }
 
 impl ViewKey {
     fn bytes(&self) -> usize {
         match self {
             ViewKey::Card(k) | ViewKey::Call(k) => k.len(),
+            ViewKey::AgentItem(_) | ViewKey::CallItem(_) => 0,
         }
     }
 }
@@ -45,17 +54,58 @@ pub struct View {
     pub valid_until: Option<i64>,
 }
 
-impl View {
+/// What is kept under a key.
+#[derive(Debug, Clone)]
+pub enum Cached {
+    Page(Arc<View>),
+    Agent(Arc<AgentView>),
+    Call(Arc<CallSummary>),
+}
+
+impl Cached {
+    fn valid_until(&self) -> Option<i64> {
+        match self {
+            Cached::Page(v) => v.valid_until,
+            Cached::Agent(a) => a.valid_until(),
+            Cached::Call(_) => None,
+        }
+    }
+
+    /// What it holds in memory, near enough: for items, the length of their JSON (measured
+    /// once, when kept after a miss).
     fn bytes(&self) -> usize {
-        self.rendered.json.len() + self.rendered.etag.len() + self.text.len() + std::mem::size_of::<View>()
+        fn json_len<T: serde::Serialize>(value: &T) -> usize {
+            serde_json::to_vec(value).map_or(0, |v| v.len())
+        }
+        match self {
+            Cached::Page(v) => {
+                v.rendered.json.len() + v.rendered.etag.len() + v.text.len() + std::mem::size_of::<View>()
+            }
+            Cached::Agent(a) => json_len(a.as_ref()) + std::mem::size_of::<AgentView>(),
+            Cached::Call(c) => json_len(c.as_ref()) + std::mem::size_of::<CallSummary>(),
+        }
     }
 }
 
+struct Entry {
+    value: Cached,
+    valid_until: Option<i64>,
+    bytes: usize,
+}
+
 struct State {
-    views: LruCache<ViewKey, Arc<View>>,
+    views: LruCache<ViewKey, Entry>,
     bytes: usize,
     /// The newest change-log seq whose evictions are done.
     applied: u64,
+}
+
+impl State {
+    fn remove(&mut self, key: &ViewKey) {
+        if let Some(gone) = self.views.pop(key) {
+            self.bytes -= gone.bytes;
+        }
+    }
 }
 
 pub struct ViewCache {
@@ -79,15 +129,13 @@ impl ViewCache {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The view, if held and still valid at `now`.
-    pub fn get(&self, key: &ViewKey, now: i64) -> Option<Arc<View>> {
+    /// What is held under `key`, if still valid at `now`.
+    pub fn get(&self, key: &ViewKey, now: i64) -> Option<Cached> {
         let mut state = self.lock();
         let found = match state.views.get(key) {
-            Some(v) if v.valid_until.is_none_or(|until| now < until) => Some(v.clone()),
+            Some(e) if e.valid_until.is_none_or(|until| now < until) => Some(e.value.clone()),
             Some(_) => {
-                if let Some(gone) = state.views.pop(key) {
-                    state.bytes -= gone.bytes() + key.bytes();
-                }
+                state.remove(key);
                 None
             }
             None => None,
@@ -98,36 +146,46 @@ impl ViewCache {
         found
     }
 
-    /// Keeps `view`, rendered from a snapshot that had seen every change up to `snapshot_seq`,
-    /// unless the follower has already applied a newer change (which may concern this view).
-    pub fn keep(&self, key: ViewKey, view: Arc<View>, snapshot_seq: u64) {
-        let size = view.bytes() + key.bytes();
-        if size > self.max_bytes {
+    /// The rendered view held under `key`, if still valid at `now`.
+    pub fn view(&self, key: &ViewKey, now: i64) -> Option<Arc<View>> {
+        match self.get(key, now)? {
+            Cached::Page(v) => Some(v),
+            Cached::Agent(_) | Cached::Call(_) => None,
+        }
+    }
+
+    /// Keeps `value`, read from a snapshot that had seen every change up to `snapshot_seq`,
+    /// unless the followers have already applied a newer change (which may concern it).
+    pub fn keep(&self, key: ViewKey, value: Cached, snapshot_seq: u64) {
+        if snapshot_seq < self.applied() {
             return;
         }
+        let bytes = value.bytes() + key.bytes();
+        if bytes > self.max_bytes {
+            return;
+        }
+        let valid_until = value.valid_until();
         let mut state = self.lock();
         if snapshot_seq < state.applied {
             return;
         }
-        if let Some(old) = state.views.put(key.clone(), view) {
-            state.bytes -= old.bytes() + key.bytes();
+        if let Some(old) = state.views.put(key, Entry { value, valid_until, bytes }) {
+            state.bytes -= old.bytes;
         }
-        state.bytes += size;
+        state.bytes += bytes;
         while state.bytes > self.max_bytes {
             match state.views.pop_lru() {
-                Some((k, v)) => state.bytes -= v.bytes() + k.bytes(),
+                Some((_, e)) => state.bytes -= e.bytes,
                 None => break,
             }
         }
     }
 
-    /// Forgets the views changed up to `seq` (called by the follower with every batch).
+    /// Forgets the views changed up to `seq` (called by the followers with every batch).
     pub fn evict(&self, keys: impl IntoIterator<Item = ViewKey>, seq: u64) {
         let mut state = self.lock();
         for key in keys {
-            if let Some(gone) = state.views.pop(&key) {
-                state.bytes -= gone.bytes() + key.bytes();
-            }
+            state.remove(&key);
         }
         state.applied = state.applied.max(seq);
     }
@@ -156,12 +214,12 @@ impl ViewCache {
 mod tests {
     use super::*;
 
-    fn view(text: &str, valid_until: Option<i64>) -> Arc<View> {
-        Arc::new(View {
+    fn view(text: &str, valid_until: Option<i64>) -> Cached {
+        Cached::Page(Arc::new(View {
             rendered: Rendered::of(&serde_json::json!({"text": text})).expect("renders"),
             text: text.to_owned(),
             valid_until,
-        })
+        }))
     }
 
     #[test]
@@ -171,7 +229,7 @@ mod tests {
         cache.keep(key.clone(), view("old", None), 9);
         assert!(cache.get(&key, 0).is_none());
         cache.keep(key.clone(), view("current", None), 10);
-        assert_eq!(cache.get(&key, 0).expect("kept").text, "current");
+        assert_eq!(cache.view(&key, 0).expect("kept").text, "current");
         cache.evict([key.clone()], 11);
         assert!(cache.get(&key, 0).is_none());
         cache.keep(key.clone(), view("rendered before 11", None), 10);

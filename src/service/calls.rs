@@ -87,9 +87,8 @@ impl Directory {
             tracing::error!(error = %e, "call search failed");
             Error::Internal
         })?;
-        let conn = self.read()?;
         let seqs: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
-        let posts = views::calls_by_seqs(&conn, &seqs)?;
+        let posts = self.call_items(&seqs)?;
         Ok(CallList { notice: NOTICE, posts, total: found.total, limit: page.limit, offset: page.offset })
     }
 

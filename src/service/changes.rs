@@ -74,7 +74,7 @@ impl Directory {
         let keys =
             |k: ChangeKind| -> Vec<i64> { rows.iter().filter(|c| c.kind == k).map(|c| c.key).collect() };
         let mut out = HashMap::with_capacity(rows.len());
-        for agent in views::agents_by_ids(conn, &keys(ChangeKind::Agent), now_ms())? {
+        for (_, agent) in views::agents_by_ids(conn, &keys(ChangeKind::Agent), now_ms())? {
             out.insert((ChangeKind::Agent, agent.handle.clone()), ChangeData::Agent(Box::new(agent)));
         }
         for row in calls::by_seqs(conn, &keys(ChangeKind::Call))?.into_iter().filter(|c| c.visible) {

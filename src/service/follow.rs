@@ -51,7 +51,7 @@ pub fn follow(conn: &Connection, index: &SearchIndex, views: Option<&ViewCache>)
         }
         index.apply(docs, last).map_err(index_error)?;
         if let Some(views) = views {
-            views.evict(batch.into_iter().filter_map(view_of), last);
+            views.evict(batch.into_iter().flat_map(views_of), last);
         }
     }
 }
@@ -64,17 +64,18 @@ pub fn follow_views(conn: &Connection, views: &ViewCache) -> Result<()> {
         let Some(last) = batch.last().map(|c| c.seq) else {
             return Ok(());
         };
-        views.evict(batch.into_iter().filter_map(view_of), last);
+        views.evict(batch.into_iter().flat_map(views_of), last);
     }
 }
 
-/// The cached view a change is about, if any is cached for its kind.
-fn view_of(change: Change) -> Option<ViewKey> {
-    match change.kind {
-        ChangeKind::Agent => Some(ViewKey::Card(change.id.into())),
-        ChangeKind::Call => Some(ViewKey::Call(change.id.into())),
-        ChangeKind::Collab => None,
-    }
+/// The cached views a change is about: the page and the list item of its entity.
+fn views_of(change: Change) -> impl Iterator<Item = ViewKey> {
+    let keys = match change.kind {
+        ChangeKind::Agent => [Some(ViewKey::Card(change.id.into())), Some(ViewKey::AgentItem(change.key))],
+        ChangeKind::Call => [Some(ViewKey::Call(change.id.into())), Some(ViewKey::CallItem(change.key))],
+        ChangeKind::Collab => [None, None],
+    };
+    keys.into_iter().flatten()
 }
 
 /// Rebuilds the whole index from SQLite. The seq is read first: changes landing during the

@@ -6,11 +6,14 @@ use std::sync::Arc;
 
 use agentdir_mcp::ToText;
 
-use super::cache::{View, ViewKey};
+use std::collections::HashMap;
+
+use super::cache::{Cached, View, ViewKey};
 use super::rendered::Rendered;
-use super::{Directory, agents, calls};
-use crate::domain::trust::ProofStatus;
-use crate::error::Result;
+use super::{Directory, agents, calls, views};
+use crate::domain::agent::AgentView;
+use crate::domain::call::CallSummary;
+use crate::error::{Error, Result};
 use crate::store::changes;
 use crate::time::now_ms;
 
@@ -28,7 +31,7 @@ impl Directory {
     /// an operator's change or a verification by mail shows at once.
     pub fn cached_view(&self, key: &ViewKey) -> Result<Option<Arc<View>>> {
         self.catch_up_views()?;
-        Ok(self.views.get(key, now_ms()))
+        Ok(self.views.view(key, now_ms()))
     }
 
     /// The view, from memory or rendered now (blocking: reads SQLite on a miss).
@@ -43,24 +46,78 @@ impl Directory {
         let view = match key {
             ViewKey::Card(handle) => {
                 let card = agents::card(&snapshot, handle, now)?;
-                let valid_until = card
-                    .agent
-                    .trust
-                    .links
-                    .iter()
-                    .filter(|l| l.status == ProofStatus::Verified)
-                    .map(|l| l.expires_at.0)
-                    .min();
+                let valid_until = card.agent.valid_until();
                 View { rendered: Rendered::of(&card)?, text: card.to_text(), valid_until }
             }
             ViewKey::Call(id) => {
                 let call = calls::call_detail(&snapshot, id)?;
                 View { rendered: Rendered::of(&call)?, text: call.to_text(), valid_until: None }
             }
+            ViewKey::AgentItem(_) | ViewKey::CallItem(_) => {
+                tracing::error!(?key, "an item is not a page");
+                return Err(Error::Internal);
+            }
         };
         drop(snapshot);
         let view = Arc::new(view);
-        self.views.keep(key.clone(), view.clone(), seq);
+        self.views.keep(key.clone(), Cached::Page(view.clone()), seq);
         Ok(view)
+    }
+
+    /// The public agents among `keys` (`agents.id`), in that order: a page of search results as
+    /// readers see it.
+    pub fn agent_items(&self, keys: &[i64]) -> Result<Vec<AgentView>> {
+        let now = now_ms();
+        self.items(
+            keys,
+            ViewKey::AgentItem,
+            |cached| if let Cached::Agent(a) = cached { Some(a) } else { None },
+            Cached::Agent,
+            |conn, missing| views::agents_by_ids(conn, missing, now),
+        )
+    }
+
+    /// The visible calls among `keys` (`posts.seq`), in that order.
+    pub fn call_items(&self, keys: &[i64]) -> Result<Vec<CallSummary>> {
+        self.items(
+            keys,
+            ViewKey::CallItem,
+            |cached| if let Cached::Call(c) = cached { Some(c) } else { None },
+            Cached::Call,
+            views::calls_by_seqs,
+        )
+    }
+
+    /// Items of a page: each from memory when held, the rest read from SQLite in one go and
+    /// kept. Items that `load` does not return (no longer public) are left out.
+    fn items<T: Clone>(
+        &self,
+        keys: &[i64],
+        key: fn(i64) -> ViewKey,
+        held: fn(Cached) -> Option<Arc<T>>,
+        keep: fn(Arc<T>) -> Cached,
+        load: impl FnOnce(&rusqlite::Connection, &[i64]) -> Result<Vec<(i64, T)>>,
+    ) -> Result<Vec<T>> {
+        let now = now_ms();
+        let mut found: HashMap<i64, Arc<T>> = HashMap::with_capacity(keys.len());
+        let mut missing = Vec::new();
+        for &k in keys {
+            match self.views.get(&key(k), now).and_then(held) {
+                Some(item) => {
+                    found.insert(k, item);
+                }
+                None => missing.push(k),
+            }
+        }
+        if !missing.is_empty() {
+            // Read before the rows: an eviction that lands meanwhile is newer, and refuses them.
+            let seq = self.views.applied();
+            for (k, item) in load(&*self.read()?, &missing)? {
+                let item = Arc::new(item);
+                self.views.keep(key(k), keep(item.clone()), seq);
+                found.insert(k, item);
+            }
+        }
+        Ok(keys.iter().filter_map(|k| found.get(k)).map(|item| T::clone(item)).collect())
     }
 }

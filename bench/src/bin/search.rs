@@ -18,6 +18,8 @@
 //!   --rounds-16 R    passes over the query set per client at 16 clients (default 1)
 //!   --only WHAT      agents | calls: measure only one target
 //!   --no-fts         skip the FTS5 baseline
+//!   --no-item-cache  no memory for list items (the server keeps a page's agents and calls
+//!                    in its view cache, 64 MiB by default): every page is read from SQLite
 //!   --fts-plans      print SQLite's query plan of every FTS5 statement used
 //!   --queries        print the query set and exit
 //! ```
@@ -64,6 +66,8 @@ struct Options {
     fts: bool,
     plans: bool,
     list: bool,
+    /// Memory for rendered views and list items, as `agentdir serve` has by default.
+    view_cache_bytes: usize,
 }
 
 fn options() -> Result<Options, Error> {
@@ -77,6 +81,7 @@ fn options() -> Result<Options, Error> {
         fts: true,
         plans: false,
         list: false,
+        view_cache_bytes: 64 << 20,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -95,6 +100,7 @@ fn options() -> Result<Options, Error> {
                 })
             }
             "--no-fts" => o.fts = false,
+            "--no-item-cache" => o.view_cache_bytes = 0,
             "--fts-plans" => o.plans = true,
             "--queries" => o.list = true,
             "-h" | "--help" => {
@@ -185,7 +191,7 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
 
     // 2. The index, built the way the server builds it at start.
     let started = Instant::now();
-    let app = Directory::open(settings(dir)).map_err(|e| e.to_string())?;
+    let app = Directory::open(settings(dir, o.view_cache_bytes)).map_err(|e| e.to_string())?;
     let opened = started.elapsed().as_secs_f64();
     let index_dir = dir.join("search-index");
     println!(
@@ -295,7 +301,7 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-fn settings(dir: &Path) -> Settings {
+fn settings(dir: &Path, view_cache_bytes: usize) -> Settings {
     Settings {
         data_dir: dir.to_path_buf(),
         base_url: "http://127.0.0.1:8080".into(),
@@ -307,7 +313,7 @@ fn settings(dir: &Path) -> Settings {
         // As `agentdir serve` configures its pool.
         read_connections: 16,
         changes_retention_ms: 30 * 86_400_000,
-        view_cache_bytes: 64 << 20,
+        view_cache_bytes,
     }
 }
 
