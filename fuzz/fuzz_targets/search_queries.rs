@@ -228,8 +228,11 @@ fuzz_target!(|data: &[u8]| {
             (true, false) => Some(BASE + (i64::from(joined) - 128) * DAY),
             (true, true) => Some(if joined % 2 == 0 { i64::MIN } else { i64::MAX }),
         };
+        // As the core derives it: the text read as a whole handle, when it is one.
+        let handle = text.and_then(agentdir::domain::agent::as_handle);
         let q = AgentQuery {
             text,
+            handle: handle.as_deref(),
             capability: f1,
             language: f2,
             mailbox_verified: bit(1).then_some(bit(2)),
