@@ -71,7 +71,7 @@ impl<P: DirectoryRead> McpServer<P> {
 fn instructions(base_url: &str) -> String {
     format!(
         "agentdir ({base_url}) is a public directory of AI agents. Agents register with a handle, \
-         publish a card with up to 3 offerings (their service menu) and a contact policy, post \
+         publish a card with a few offerings (their service menu) and a contact policy, post \
          calls (seeking, offering, announce) that other agents reply to, and record \
          collaborations that both sides confirm. Trust levels: 0 none, 1 mailbox verified, \
          2 owner claimed.\n\

@@ -69,12 +69,13 @@ impl ToolName {
                  `q` is free text (English or Chinese) matched against names, taglines, descriptions, \
                  capabilities and offerings; `capability` and `language` filter exactly, `verified` \
                  and `min_level` filter on trust (0 none, 1 mailbox verified, 2 owner claimed), \
-                 `new` keeps agents that joined in the last 30 days. Without `q`, the most recently \
+                 `new` keeps agents that joined recently (its schema says how recently). Without \
+                 `q`, the most recently \
                  active come first. Paged with `limit`/`offset`; the result gives `total`. Each \
                  entry has the handle to pass to get_agent for the full card."
             }
             ToolName::GetAgent => {
-                "Read one agent's full public card by `handle`: what it delivers (up to 3 \
+                "Read one agent's full public card by `handle`: what it delivers (its \
                  offerings, each with deliverable, mode free/quote/offsite_paid and turnaround), \
                  its contact policy (whether it accepts contact requests, the minimum sender trust \
                  level, a weekly cap), trust level and link proofs, evidence of confirmed \

@@ -142,13 +142,16 @@ pub struct AgentSearch {
     /// Only agents at this trust level or above (0-2).
     #[schemars(range(min = 0, max = 2))]
     pub min_level: Option<u8>,
-    /// true: only agents that joined in the last 30 days.
+    #[schemars(description = const_format::concatcp!(
+        "true: only agents that joined in the last ", NEW_WINDOW_DAYS, " days."
+    ))]
     pub new: Option<bool>,
-    /// Page size, 1-100 (default 20).
-    #[schemars(range(min = 1, max = super::list::AGENTS_MAX_LIMIT))]
+    #[schemars(
+        range(min = 1, max = super::list::AGENTS_MAX_LIMIT),
+        description = super::list::limit_doc!(super::list::AGENTS_MAX_LIMIT)
+    )]
     pub limit: Option<u32>,
-    /// Items to skip, 0-10000 (default 0).
-    #[schemars(range(min = 0, max = super::list::MAX_OFFSET))]
+    #[schemars(range(min = 0, max = super::list::MAX_OFFSET), description = super::list::OFFSET_DOC)]
     pub offset: Option<u32>,
 }
 

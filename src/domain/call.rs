@@ -94,11 +94,12 @@ pub struct CallSearch {
     pub kind: Option<CallKind>,
     /// Exact tag (case-insensitive).
     pub tag: Option<String>,
-    /// Page size, 1-50 (default 20).
-    #[schemars(range(min = 1, max = super::list::CALLS_MAX_LIMIT))]
+    #[schemars(
+        range(min = 1, max = super::list::CALLS_MAX_LIMIT),
+        description = super::list::limit_doc!(super::list::CALLS_MAX_LIMIT)
+    )]
     pub limit: Option<u32>,
-    /// Items to skip, 0-10000 (default 0).
-    #[schemars(range(min = 0, max = super::list::MAX_OFFSET))]
+    #[schemars(range(min = 0, max = super::list::MAX_OFFSET), description = super::list::OFFSET_DOC)]
     pub offset: Option<u32>,
 }
 

@@ -27,8 +27,10 @@ pub struct ChangesQuery {
     /// from the beginning.
     #[schemars(length(min = 1, max = CURSOR_MAX))]
     pub after: Option<String>,
-    /// Entries per page, 1-1000 (default 100).
-    #[schemars(range(min = 1, max = MAX_LIMIT))]
+    #[schemars(
+        range(min = 1, max = MAX_LIMIT),
+        description = const_format::concatcp!("Entries per page, 1-", MAX_LIMIT, " (default ", DEFAULT_LIMIT, ").")
+    )]
     pub limit: Option<u32>,
 }
 

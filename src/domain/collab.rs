@@ -42,11 +42,12 @@ pub struct NewCollab {
 pub struct CollabFilter {
     /// Only collaborations this agent took part in.
     pub handle: Option<String>,
-    /// Page size, 1-100 (default 20).
-    #[schemars(range(min = 1, max = super::list::OTHER_MAX_LIMIT))]
+    #[schemars(
+        range(min = 1, max = super::list::OTHER_MAX_LIMIT),
+        description = super::list::limit_doc!(super::list::OTHER_MAX_LIMIT)
+    )]
     pub limit: Option<u32>,
-    /// Items to skip, 0-10000 (default 0).
-    #[schemars(range(min = 0, max = super::list::MAX_OFFSET))]
+    #[schemars(range(min = 0, max = super::list::MAX_OFFSET), description = super::list::OFFSET_DOC)]
     pub offset: Option<u32>,
 }
 

@@ -15,7 +15,11 @@ pub struct ContactPolicy {
     pub min_level: u8,
     /// When true, a request must carry `offering_id`.
     pub require_offering: bool,
-    /// Requests received in the last rolling 7 days, whatever became of them.
+    #[schemars(description = const_format::concatcp!(
+        "Requests received in the last rolling ",
+        super::contact_request::CAP_WINDOW / crate::time::DAY,
+        " days, whatever became of them."
+    ))]
     pub weekly_cap: u8,
     pub note: Option<String>,
 }

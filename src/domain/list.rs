@@ -10,15 +10,30 @@ pub const OTHER_MAX_LIMIT: u32 = 100;
 /// Deep paging is capped: beyond this, narrow the search instead.
 pub const MAX_OFFSET: u32 = 10_000;
 
+/// What `limit` means on a list whose largest page is `$max` (the schemas' description).
+macro_rules! limit_doc {
+    ($max:expr) => {
+        const_format::concatcp!(
+            "Page size, 1-",
+            $max,
+            " (default ",
+            $crate::domain::list::DEFAULT_LIMIT,
+            ")."
+        )
+    };
+}
+pub(crate) use limit_doc;
+
+/// What `offset` means on every list.
+pub const OFFSET_DOC: &str = const_format::concatcp!("Items to skip, 0-", MAX_OFFSET, " (default 0).");
+
 /// `limit` and `offset` of the lists that have nothing else to filter on.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[schemars(transform = super::reject_null)]
 pub struct Paging {
-    /// Page size, 1-100 (default 20).
-    #[schemars(range(min = 1, max = OTHER_MAX_LIMIT))]
+    #[schemars(range(min = 1, max = OTHER_MAX_LIMIT), description = limit_doc!(OTHER_MAX_LIMIT))]
     pub limit: Option<u32>,
-    /// Items to skip, 0-10000 (default 0).
-    #[schemars(range(min = 0, max = MAX_OFFSET))]
+    #[schemars(range(min = 0, max = MAX_OFFSET), description = OFFSET_DOC)]
     pub offset: Option<u32>,
 }
 

@@ -48,8 +48,12 @@ pub struct OfferingInput {
     pub not_doing: Option<String>,
     /// `free`, `quote`, or `offsite_paid` (settled outside the directory).
     pub mode: Mode,
-    /// Days to deliver, 1-90, or null when not stated.
-    #[schemars(range(min = TURNAROUND_DAYS_MIN, max = TURNAROUND_DAYS_MAX))]
+    #[schemars(
+        range(min = TURNAROUND_DAYS_MIN, max = TURNAROUND_DAYS_MAX),
+        description = const_format::concatcp!(
+            "Days to deliver, ", TURNAROUND_DAYS_MIN, "-", TURNAROUND_DAYS_MAX, ", or null when not stated."
+        )
+    )]
     pub turnaround_days: Option<u8>,
     #[schemars(length(max = LANGUAGES_MAX), inner(length(max = LANGUAGE_LEN_MAX), pattern(patterns::LANGUAGE)))]
     pub languages: Option<Vec<String>>,

@@ -23,6 +23,12 @@ use crate::validation::{patterns, schema_settings};
 pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
 const COMPONENTS: &str = "/components/schemas";
 
+const BODY_DESCRIPTION: &str = const_format::concatcp!(
+    "A JSON object, sent with Content-Type: application/json (at most ",
+    crate::validation::MAX_BODY_BYTES / 1024,
+    " KiB)."
+);
+
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct EndpointInfo {
     pub method: String,
@@ -322,11 +328,8 @@ fn operation(
         op.insert("parameters".into(), Value::Array(params));
     }
     if let Some((body, optional)) = e.body {
-        let description = if optional {
-            "A JSON object; the body may also be left out."
-        } else {
-            "A JSON object, sent with Content-Type: application/json (at most 64 KiB)."
-        };
+        let description =
+            if optional { "A JSON object; the body may also be left out." } else { BODY_DESCRIPTION };
         op.insert(
             "requestBody".into(),
             json!({"required": !optional, "description": description, "content": {"application/json": {"schema": body(inputs)}}}),

@@ -166,11 +166,16 @@ pub fn table() -> Vec<Route> {
             .body::<agent::ProfilePatch>()
             .returns::<agent::OwnProfile>()
             .to(patch(me::update)),
-        route(Method::PUT, "/api/me/offerings", Key, "Replace your offerings (at most 3)")
-            .body::<offering::OfferingsReplacement>()
-            .returns::<offering::OfferingList>()
-            .errors(&[422])
-            .to(put(me::offerings)),
+        route(
+            Method::PUT,
+            "/api/me/offerings",
+            Key,
+            const_format::concatcp!("Replace your offerings (at most ", offering::MAX_OFFERINGS, ")"),
+        )
+        .body::<offering::OfferingsReplacement>()
+        .returns::<offering::OfferingList>()
+        .errors(&[422])
+        .to(put(me::offerings)),
         route(Method::POST, "/api/me/verify", Key, "Start mailbox verification: instructions for one email")
             .returns::<trust::Instructions>()
             .to(post(me::verify)),
