@@ -66,7 +66,7 @@ fn write_connection(c: &mut Connection) -> rusqlite::Result<()> {
 }
 
 /// How long a write waits for the write lock another process holds.
-pub const WRITE_LOCK_WAIT: Duration = Duration::from_secs(10);
+pub const WRITE_LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// The busy handler of connections that write: tries again every millisecond. SQLite's own
 /// handler backs off to 100 ms between tries, but under load the server's writer holds the lock
