@@ -118,7 +118,7 @@ pub struct ServeArgs {
     /// Seconds a client has to send a request's headers (and an idle connection stays open).
     #[arg(long, env = "AGENTDIR_HEADER_TIMEOUT", default_value = "10", value_parser = parse_seconds)]
     pub header_timeout: Duration,
-    /// Memory for rendered cards and calls served from memory, in MiB.
+    /// Memory for rendered cards and calls and for the items of result pages, in MiB.
     #[arg(long, env = "AGENTDIR_VIEW_CACHE_MB", default_value = "64", value_parser = parse_positive)]
     pub view_cache_mb: usize,
     /// How long the change feed remembers deletions (`30d`, `12h`, `90m`, `45s`); an older

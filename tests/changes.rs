@@ -78,14 +78,6 @@ async fn lists(s: &Server) -> BTreeMap<(String, String), Value> {
     out
 }
 
-async fn post_call(s: &Server, a: &Agent, title: &str) -> String {
-    let r = s
-        .post("/api/posts", Some(&a.key), json!({"kind": "seeking", "title": title, "body": "Details."}))
-        .await;
-    r.expect(201);
-    r.json["id"].as_str().unwrap().to_owned()
-}
-
 /// Two claimed agents with different owners, so their confirmed collaboration is evidence.
 async fn collaboration(s: &Server) -> (Agent, Agent, String) {
     let a = s.claimed("collab-a", "owner-a@example.org").await;
@@ -101,7 +93,7 @@ async fn each_entity_appears_once_at_its_latest_change_oldest_first() {
     let s = Server::start().await;
     let a = s.register("first").await;
     let b = s.register("second").await;
-    let call = post_call(&s, &b, "An early call").await;
+    let call = s.seeking(&b, "An early call").await;
     // `a` changes after everything else: it moves to the end of the feed with its new name.
     s.patch("/api/me", Some(&a.key), json!({"name": "Renamed first"})).await.expect(200);
 
@@ -170,7 +162,7 @@ async fn pages_have_no_gaps_or_repeats_while_writes_happen_between_them() {
         // Between pages: new entities, and changes to ones already read.
         if step < 6 {
             let a = &agents[step];
-            post_call(&s, a, &format!("Written between pages {step}")).await;
+            s.seeking(a, &format!("Written between pages {step}")).await;
             s.patch("/api/me", Some(&agents[0].key), json!({"tagline": format!("step {step}")}))
                 .await
                 .expect(200);
@@ -197,9 +189,9 @@ async fn deleted_hidden_and_suspended_entities_become_deletions() {
     let s = Server::start().await;
     let author = s.register("deleter").await;
     let other = s.register("bystander").await;
-    let deleted = post_call(&s, &author, "To be deleted").await;
-    let hidden = post_call(&s, &author, "To be hidden").await;
-    let of_suspended = post_call(&s, &other, "By an agent to be suspended").await;
+    let deleted = s.seeking(&author, "To be deleted").await;
+    let hidden = s.seeking(&author, "To be hidden").await;
+    let of_suspended = s.seeking(&other, "By an agent to be suspended").await;
     let (_, start) = read_all(&s, None, 100).await;
 
     s.delete(&format!("/api/posts/{deleted}"), Some(&author.key)).await.expect(200);
@@ -292,8 +284,8 @@ async fn a_cursor_older_than_the_remembered_deletions_is_410() {
     env.push(("AGENTDIR_CHANGES_RETENTION", "4s"));
     let s = Server::start_with(&env).await;
     let a = s.register("retention").await;
-    let kept = post_call(&s, &a, "Kept").await;
-    let gone = post_call(&s, &a, "Gone").await;
+    let kept = s.seeking(&a, "Kept").await;
+    let gone = s.seeking(&a, "Gone").await;
     let (_, old) = read_all(&s, None, 100).await;
     s.delete(&format!("/api/posts/{gone}"), Some(&a.key)).await.expect(200);
     let (deleted, _) = read_all(&s, Some(&old), 100).await;
@@ -323,7 +315,7 @@ async fn a_cursor_older_than_the_remembered_deletions_is_410() {
 async fn bad_cursors_and_limits_are_400_and_pages_carry_etags() {
     let s = Server::start().await;
     let a = s.register("etag").await;
-    post_call(&s, &a, "Tagged").await;
+    s.seeking(&a, "Tagged").await;
     let (_, next) = read_all(&s, None, 100).await;
     for bad in ["nope", "0_0", "abc_1_2", "", &format!("{next}0"), "zzzzzzzz_1"] {
         let r = s.get(&format!("/api/changes?after={bad}"), None).await;
@@ -346,7 +338,7 @@ async fn bad_cursors_and_limits_are_400_and_pages_carry_etags() {
     assert!(again.text.is_empty());
     assert_eq!(again.header("etag"), Some(etag.as_str()));
     // A change makes the same request a new page with a new tag.
-    post_call(&s, &a, "Another").await;
+    s.seeking(&a, "Another").await;
     let changed = s.send(s.http.get(s.url("/api/changes")).header("if-none-match", &etag)).await;
     changed.expect(200);
     assert_ne!(changed.header("etag"), Some(etag.as_str()));
@@ -376,11 +368,11 @@ async fn the_example_mirror_keeps_a_copy_equal_to_the_lists() {
     };
     let a = s.register("mirrored").await;
     let b = s.register("mirrored").await;
-    let c1 = post_call(&s, &a, "First mirrored call").await;
+    let c1 = s.seeking(&a, "First mirrored call").await;
     assert_eq!(run_mirror(), lists(&s).await);
 
     // Changes, a deletion and a suspension since: the next run catches up from its cursor.
-    post_call(&s, &b, "Second mirrored call").await;
+    s.seeking(&b, "Second mirrored call").await;
     s.delete(&format!("/api/posts/{c1}"), Some(&a.key)).await.expect(200);
     s.admin_ok(&["suspend", &b.handle]);
     s.patch("/api/me", Some(&a.key), json!({"tagline": "Mirrored and changed"})).await.expect(200);

@@ -54,12 +54,6 @@ async fn register_with(s: &Server, prefix: &str, fields: Value) -> Agent {
     Agent { handle, key: r.json["api_key"].as_str().expect("api_key").to_owned(), mailbox }
 }
 
-async fn post_call(s: &Server, author: &Agent, body: Value) -> String {
-    let r = s.post("/api/posts", Some(&author.key), body).await;
-    r.expect(201);
-    r.json["id"].as_str().expect("call id").to_owned()
-}
-
 impl World {
     async fn build(pagers: usize) -> World {
         let server = Server::start().await;
@@ -94,21 +88,21 @@ impl World {
         }
         s.offering(&en).await;
 
-        let en_call = post_call(
-            s,
-            &en,
-            json!({"kind": "seeking", "title": "Need a reviewer for a Chinese glossary",
+        let en_call = s
+            .call(
+                &en,
+                json!({"kind": "seeking", "title": "Need a reviewer for a Chinese glossary",
                    "body": "Looking for a native speaker to review 200 glossary terms.",
                    "deliverable": "Reviewed glossary", "tags": ["review", "glossary"]}),
-        )
-        .await;
-        let zh_call = post_call(
-            s,
-            &zh,
-            json!({"kind": "offering", "title": "免费翻译开源项目文档",
+            )
+            .await;
+        let zh_call = s
+            .call(
+                &zh,
+                json!({"kind": "offering", "title": "免费翻译开源项目文档",
                    "body": "我们可以为开源项目免费翻译文档，每周两份。", "tags": ["翻译"]}),
-        )
-        .await;
+            )
+            .await;
         s.post(
             &format!("/api/posts/{en_call}/replies"),
             Some(&zh.key),
@@ -130,12 +124,12 @@ impl World {
         s.post_empty(&format!("/api/collabs/{collab}/confirm"), Some(&zh.key)).await.expect(200);
 
         // What no reader may see: a call hidden by the operators, a suspended agent.
-        let hidden_call = post_call(
-            s,
-            &en,
-            json!({"kind": "announce", "title": "Hidden translation announcement", "body": "Spam."}),
-        )
-        .await;
+        let hidden_call = s
+            .call(
+                &en,
+                json!({"kind": "announce", "title": "Hidden translation announcement", "body": "Spam."}),
+            )
+            .await;
         s.admin_ok(&["hide-call", &hidden_call]);
         let suspended = register_with(
             s,
@@ -668,8 +662,7 @@ async fn read_error(client: &Client, uri: &str) -> (i32, Value) {
 async fn a_failing_database_is_an_internal_error_never_the_clients_fault() {
     let s = Server::start().await;
     let author = s.register("broken-db").await;
-    let call_id =
-        post_call(&s, &author, json!({"kind": "seeking", "title": "Review", "body": "Please."})).await;
+    let call_id = s.call(&author, json!({"kind": "seeking", "title": "Review", "body": "Please."})).await;
     // The database loses a table under the running server (as a damaged file or a bad manual
     // edit would): reads that need it fail inside the server.
     let db = rusqlite::Connection::open(s.data_dir.join("agentdir.sqlite3")).expect("open the database");

@@ -303,17 +303,21 @@ async fn slow_or_idle_connections_are_closed_by_the_header_timeout() {
     s.get("/api/stats", None).await.expect(200);
 }
 
-#[tokio::test]
-async fn overload_is_shed_with_503_and_retry_after_while_probes_answer() {
+/// A server answering one request at once (the others wait up to `queue_wait` seconds), whose
+/// one slot a link proof holds for `hold` while its page is slow to answer; and that request.
+async fn one_slot_taken(
+    queue_wait: &'static str,
+    hold: Duration,
+) -> (Server, tokio::task::JoinHandle<reqwest::Result<reqwest::Response>>) {
     let s = Server::start_with(&env_with(&[
         ("AGENTDIR_MAX_IN_FLIGHT", "1"),
-        ("AGENTDIR_QUEUE_WAIT", "0.3"),
+        ("AGENTDIR_QUEUE_WAIT", queue_wait),
         ("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "1"),
     ]))
     .await;
     let a = s.register("busy").await;
     s.get("/api/me", Some(&a.key)).await.expect(200);
-    let (url, arrived) = slow_page(Duration::from_secs(3), format!("agentdir-proof:{}", a.handle), 1);
+    let (url, arrived) = slow_page(hold, format!("agentdir-proof:{}", a.handle), 1);
     let slow = {
         let req = s.http.post(s.url("/api/me/links")).bearer_auth(&a.key).json(&json!({"url": url}));
         tokio::spawn(req.send())
@@ -322,6 +326,12 @@ async fn overload_is_shed_with_503_and_retry_after_while_probes_answer() {
         .await
         .expect("join")
         .expect("the link proof never reached the page");
+    (s, slow)
+}
+
+#[tokio::test]
+async fn overload_is_shed_with_503_and_retry_after_while_probes_answer() {
+    let (s, slow) = one_slot_taken("0.3", Duration::from_secs(3)).await;
 
     let r = s.get("/api/stats", None).await;
     r.expect_error(503, "overloaded");
@@ -340,22 +350,7 @@ async fn overload_is_shed_with_503_and_retry_after_while_probes_answer() {
 
 #[tokio::test]
 async fn requests_past_the_in_flight_limit_wait_their_turn() {
-    let s = Server::start_with(&env_with(&[
-        ("AGENTDIR_MAX_IN_FLIGHT", "1"),
-        ("AGENTDIR_QUEUE_WAIT", "20"),
-        ("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "1"),
-    ]))
-    .await;
-    let a = s.register("queue").await;
-    let (url, arrived) = slow_page(Duration::from_secs(2), format!("agentdir-proof:{}", a.handle), 1);
-    let slow = {
-        let req = s.http.post(s.url("/api/me/links")).bearer_auth(&a.key).json(&json!({"url": url}));
-        tokio::spawn(req.send())
-    };
-    tokio::task::spawn_blocking(move || arrived.recv_timeout(Duration::from_secs(10)))
-        .await
-        .expect("join")
-        .expect("the link proof never reached the page");
+    let (s, slow) = one_slot_taken("20", Duration::from_secs(2)).await;
     // The only slot is taken: these wait for it instead of failing, and all get their answer.
     let started = Instant::now();
     let mut waiting = tokio::task::JoinSet::new();

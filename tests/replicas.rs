@@ -68,22 +68,15 @@ fn litestream_cmd(bin: &Path, log: &Path) -> Command {
     cmd
 }
 
-/// `litestream replicate` of the primary's database to `file://{replica}`, with the intervals
-/// of `deploy/litestream-primary.yml`.
+/// `litestream replicate` of the primary's database to `file://{replica}`, with the very config
+/// the deployment uses (`deploy/litestream-primary.yml`, paths from the environment).
 fn replicate(bin: &Path, root: &Path, primary_dir: &Path, replica: &Path) -> Proc {
-    let config = root.join("litestream.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "dbs:\n  - path: {}\n    monitor-interval: 100ms\n    replicas:\n      - url: file://{}\n        sync-interval: 100ms\n",
-            primary_dir.join("agentdir.sqlite3").display(),
-            replica.display()
-        ),
-    )
-    .expect("litestream config");
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/litestream-primary.yml");
     let child = litestream_cmd(bin, &root.join("replicate.log"))
         .args(["replicate", "-config"])
         .arg(&config)
+        .env("AGENTDIR_DATA_DIR", primary_dir)
+        .env("AGENTDIR_REPLICA_URL", format!("file://{}", replica.display()))
         .spawn()
         .expect("start litestream replicate");
     Proc(child)

@@ -44,21 +44,13 @@ async fn mcp_card(s: &Server, handle: &str) -> Value {
     r.json["result"]["structuredContent"].clone()
 }
 
-async fn post_call(s: &Server, a: &Agent, title: &str) -> String {
-    let r = s
-        .post("/api/posts", Some(&a.key), json!({"kind": "seeking", "title": title, "body": "Details."}))
-        .await;
-    r.expect(201);
-    r.json["id"].as_str().unwrap().to_owned()
-}
-
 #[tokio::test]
 async fn every_change_a_card_shows_is_seen_at_once_with_a_new_tag() {
     let s = Server::start().await;
     let a = s.claimed("viewed", "owner-a@example.org").await;
     let b = s.claimed("partner", "owner-b@example.org").await;
     let path = format!("/api/agents/{}", a.handle);
-    let call = post_call(&s, &a, "A recent call").await;
+    let call = s.seeking(&a, "A recent call").await;
     let mut tags = vec![tag_of(&s, &path).await];
     // Same bytes, same tag, while nothing changes.
     assert_eq!(tag_of(&s, &path).await, tags[0]);
@@ -123,7 +115,7 @@ async fn every_change_a_card_shows_is_seen_at_once_with_a_new_tag() {
 async fn a_call_with_its_replies_is_never_stale() {
     let s = Server::start().await;
     let author = s.register("author").await;
-    let call = post_call(&s, &author, "Busy call").await;
+    let call = s.seeking(&author, "Busy call").await;
     let path = format!("/api/posts/{call}");
     let repliers: Vec<Agent> = {
         let mut v = Vec::new();
@@ -278,7 +270,7 @@ async fn list_and_search_items_are_never_stale() {
     assert_eq!(item(&s.get(&agents, None).await)["name"], "Renamed lister");
 
     // A call in the call search.
-    let call = post_call(&s, &a, &format!("Needs {word} polishing")).await;
+    let call = s.seeking(&a, &format!("Needs {word} polishing")).await;
     let calls = format!("/api/posts?q={word}");
     let first = |r: &Resp| r.json["posts"][0].clone();
     for _ in 0..2 {

@@ -118,6 +118,11 @@ fn rand_tag() -> u128 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() % 1_000_000)
 }
 
+/// A fresh release server with the benchmark limits, and a client for it.
+pub fn serve() -> Result<(OwnServer, reqwest::Client), Error> {
+    Ok((start_server(None, &[])?, http_client()?))
+}
+
 pub fn http_client() -> Result<reqwest::Client, Error> {
     Ok(reqwest::Client::builder().timeout(Duration::from_secs(60)).pool_max_idle_per_host(64).build()?)
 }
@@ -154,6 +159,55 @@ pub async fn register_agents(
         out.push((handle, r["api_key"].as_str().ok_or("no api_key")?.to_owned()));
     }
     Ok(out)
+}
+
+/// The agent the read benchmarks read: a full card with three offerings, English and Chinese
+/// text, and five calls (newest last).
+pub struct Translator {
+    pub handle: String,
+    pub key: String,
+    pub calls: Vec<String>,
+}
+
+/// Registers the benchmarks' translator agent with its offerings and calls.
+pub async fn seed_translator(http: &reqwest::Client, base: &str) -> Result<Translator, Error> {
+    let handle = "bench-translator".to_owned();
+    let registered = send_json(
+        http.post(format!("{base}/api/agents")),
+        json!({
+            "handle": handle, "name": "Bench Translator 翻译", "owner": "Bench Owner",
+            "mailbox": "bench@example.org", "accept_rules": true,
+            "tagline": "English ⇄ Chinese translation of technical documents",
+            "description_en": "Translates READMEs, API references and release notes between English and Chinese, keeping code blocks and links intact.",
+            "description_zh": "专注于技术文档的中英文互译，保留代码块和链接。",
+            "capabilities": ["translation", "localization", "proofreading"],
+            "languages": ["en", "zh"], "homepage": "https://example.org/bench",
+        }),
+    )
+    .await?;
+    let key = registered["api_key"].as_str().ok_or("no api_key")?.to_owned();
+    let offering = |title: &str, mode: &str| {
+        json!({"title": title, "deliverable": "A translated document with a glossary", "mode": mode,
+               "turnaround_days": 3, "languages": ["en", "zh"], "tags": ["translation", "docs"]})
+    };
+    send_json(
+        http.put(format!("{base}/api/me/offerings")).bearer_auth(&key),
+        json!({"offerings": [offering("README translation", "free"), offering("API docs", "quote"),
+                             offering("Release notes", "offsite_paid")]}),
+    )
+    .await?;
+    let mut calls = Vec::new();
+    for i in 0..5 {
+        let c = send_json(
+            http.post(format!("{base}/api/posts")).bearer_auth(&key),
+            json!({"kind": "offering", "title": format!("Translating open-source docs, batch {i}"),
+                   "body": "Free English to Chinese translation for two open-source READMEs this week.",
+                   "tags": ["translation"]}),
+        )
+        .await?;
+        calls.push(c["id"].as_str().ok_or("no call id")?.to_owned());
+    }
+    Ok(Translator { handle, key, calls })
 }
 
 /// What one `wrk` run measured.
@@ -226,6 +280,14 @@ pub fn wrk(url: &str, script: &str, connections: usize, seconds: u64) -> Result<
         max_ms: ms("max"),
     })
 }
+
+/// The start of a `wrk` script whose requests count (`n`) and know their thread (`id`, also
+/// seeding Lua's random numbers per thread).
+pub const LUA_THREADS: &str = r#"local n = 0
+local id = 0
+local next_id = 0
+function setup(thread) thread:set("id", next_id); next_id = next_id + 1 end
+function init(args) id = wrk.thread:get("id"); math.randomseed(id * 7919 + 1) end"#;
 
 /// A Lua string literal of `s` (for values embedded in scripts).
 pub fn lua_string(s: &str) -> String {

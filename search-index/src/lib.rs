@@ -477,20 +477,10 @@ impl SearchIndex {
     /// Agents matching `q`, ordered by relevance (with text) or recent activity (without).
     pub fn search_agents(&self, q: &AgentQuery) -> Result<Page, IndexError> {
         let f = &self.agent_fields;
-        let mut filters = Vec::new();
-        let mut exact: [Option<String>; 3] = [None, None, None];
-        for (i, (field, value)) in
-            [(f.capability, q.capability), (f.language, q.language)].into_iter().enumerate()
-        {
-            match exact_filter(field, value) {
-                Filter::None => {}
-                Filter::Term(v, t) => {
-                    exact[i] = Some(v);
-                    filters.push(t);
-                }
-                Filter::Impossible => return Ok(Page::default()),
-            }
-        }
+        let Some((exact, filters)) = exact_filters(&[(f.capability, q.capability), (f.language, q.language)])
+        else {
+            return Ok(Page::default());
+        };
         let text = present(q.text);
         let key = Key {
             target: Target::Agents,
@@ -523,20 +513,11 @@ impl SearchIndex {
     /// Calls matching `q`, ordered by relevance (with text) or creation time (without).
     pub fn search_calls(&self, q: &CallQuery) -> Result<Page, IndexError> {
         let f = &self.call_fields;
-        let mut filters = Vec::new();
-        let mut exact: [Option<String>; 3] = [None, None, None];
-        for (i, (field, value)) in
-            [(f.kind, q.kind), (f.tag, q.tag), (f.author, q.author_handle)].into_iter().enumerate()
-        {
-            match exact_filter(field, value) {
-                Filter::None => {}
-                Filter::Term(v, t) => {
-                    exact[i] = Some(v);
-                    filters.push(t);
-                }
-                Filter::Impossible => return Ok(Page::default()),
-            }
-        }
+        let Some((exact, filters)) =
+            exact_filters(&[(f.kind, q.kind), (f.tag, q.tag), (f.author, q.author_handle)])
+        else {
+            return Ok(Page::default());
+        };
         let text = present(q.text);
         let key = Key {
             target: Target::Calls,
@@ -617,21 +598,19 @@ fn present(value: Option<&str>) -> Option<&str> {
     value.map(str::trim).filter(|v| !v.is_empty())
 }
 
-enum Filter {
-    None,
-    Term(String, Term),
-    Impossible,
-}
-
-fn exact_filter(field: tantivy::schema::Field, value: Option<&str>) -> Filter {
-    match present(value) {
-        None => Filter::None,
-        Some(v) => match exact_term_value(v) {
-            Some(v) => {
-                let t = exact_term(field, &v);
-                Filter::Term(v, t)
-            }
-            None => Filter::Impossible,
-        },
+/// The exact filters of a search, at most three: their normalised values (part of the result
+/// cache's key) and their terms. `None` when a value can match nothing.
+fn exact_filters(
+    pairs: &[(tantivy::schema::Field, Option<&str>)],
+) -> Option<([Option<String>; 3], Vec<Term>)> {
+    let mut exact: [Option<String>; 3] = [None, None, None];
+    let mut terms = Vec::new();
+    for (slot, (field, value)) in exact.iter_mut().zip(pairs) {
+        if let Some(v) = present(*value) {
+            let v = exact_term_value(v)?;
+            terms.push(exact_term(*field, &v));
+            *slot = Some(v);
+        }
     }
+    Some((exact, terms))
 }

@@ -657,16 +657,21 @@ fn corrupt_meta_is_recreated() {
     assert_recreated(dir.path());
 }
 
+/// A file of the agents index's segments with this extension.
+fn agents_file(dir: &std::path::Path, extension: &str) -> std::path::PathBuf {
+    std::fs::read_dir(dir.join("agents"))
+        .expect("read_dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == extension))
+        .unwrap_or_else(|| panic!("no .{extension} file"))
+}
+
 #[test]
 fn corrupt_segment_file_is_recreated() {
     let dir = TempDir::new().expect("tempdir");
     populated(dir.path());
-    let victim = std::fs::read_dir(dir.path().join("agents"))
-        .expect("read_dir")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "term"))
-        .expect("a term dictionary file");
+    let victim = agents_file(dir.path(), "term");
     let mut bytes = std::fs::read(&victim).expect("read");
     let mid = bytes.len() / 2;
     for b in &mut bytes[mid..mid + 8] {
@@ -680,12 +685,7 @@ fn corrupt_segment_file_is_recreated() {
 fn missing_segment_file_is_recreated() {
     let dir = TempDir::new().expect("tempdir");
     populated(dir.path());
-    let victim = std::fs::read_dir(dir.path().join("agents"))
-        .expect("read_dir")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "idx"))
-        .expect("a postings file");
+    let victim = agents_file(dir.path(), "idx");
     std::fs::remove_file(victim).expect("remove");
     assert_recreated(dir.path());
 }

@@ -270,7 +270,7 @@ impl Directory {
 pub(crate) fn card(conn: &rusqlite::Connection, handle: &str, now: i64) -> Result<AgentCard> {
     let a = visible_agent(conn, handle)?;
     let recent_posts =
-        calls::recent_of(conn, a.id, agent::RECENT_POSTS)?.into_iter().map(views::call).collect();
+        calls::recent_of(conn, a.id, agent::RECENT_POSTS)?.into_iter().map(|c| c.summary).collect();
     Ok(AgentCard {
         notice: NOTICE,
         evidence: Evidence {

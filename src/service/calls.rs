@@ -34,7 +34,7 @@ pub(crate) fn visible_call(conn: &rusqlite::Connection, id: &str) -> Result<Call
 pub(crate) fn call_detail(conn: &rusqlite::Connection, id: &str) -> Result<CallDetail> {
     let c = visible_call(conn, id)?;
     let replies = replies::for_call(conn, c.seq)?.into_iter().map(views::reply).collect();
-    Ok(CallDetail { notice: NOTICE, post: views::call(c), replies })
+    Ok(CallDetail { notice: NOTICE, post: c.summary, replies })
 }
 
 impl Directory {
@@ -67,7 +67,7 @@ impl Directory {
             dir.limits.record(tx, Persistent::Calls, &caller.handle, now)?;
             agents::touch(tx, caller.id, now, false)?;
             let row = calls_store::by_seq(tx, seq)?.ok_or(Error::Internal)?;
-            Ok(views::call(row))
+            Ok(row.summary)
         })
         .await
     }

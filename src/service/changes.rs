@@ -78,7 +78,7 @@ impl Directory {
             out.insert((ChangeKind::Agent, agent.handle.clone()), ChangeData::Agent(Box::new(agent)));
         }
         for row in calls::by_seqs(conn, &keys(ChangeKind::Call))?.into_iter().filter(|c| c.visible) {
-            out.insert((ChangeKind::Call, row.id.clone()), ChangeData::Call(Box::new(views::call(row))));
+            out.insert((ChangeKind::Call, row.summary.id.clone()), ChangeData::Call(Box::new(row.summary)));
         }
         let collab_ids: Vec<String> =
             rows.iter().filter(|c| c.kind == ChangeKind::Collab).map(|c| c.id.clone()).collect();

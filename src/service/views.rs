@@ -14,8 +14,7 @@ use crate::domain::offering::Offering;
 use crate::domain::trust::{LINK_PROOF_DAYS, LinkProofView, ProofStatus, TrustView};
 use crate::error::Result;
 use crate::store::agents::AgentRow;
-use crate::store::calls::CallRow;
-use crate::store::collabs::{CollabRow, PartyRow};
+use crate::store::collabs::CollabRow;
 use crate::store::proofs::ProofRow;
 use crate::store::replies::ReplyRow;
 use crate::store::requests::RequestRow;
@@ -130,29 +129,9 @@ pub fn agent_ref(a: &AgentRow) -> AgentRef {
     AgentRef { handle: a.handle.clone(), name: a.name.clone(), verified: a.mailbox_verified_at.is_some() }
 }
 
-pub fn call(c: CallRow) -> CallSummary {
-    CallSummary {
-        id: c.id,
-        kind: c.kind,
-        title: c.title,
-        body: c.body,
-        deliverable: c.deliverable,
-        deadline: c.deadline,
-        constraints: c.constraints,
-        languages: c.languages,
-        tags: c.tags,
-        lang: c.lang,
-        created_at: Timestamp(c.created_at),
-        reply_count: c.reply_count,
-        status: c.status,
-        author: AgentRef { handle: c.author_handle, name: c.author_name, verified: c.author_verified },
-    }
-}
-
-/// The visible calls among `seqs`, in that order: a page of search results as readers see it.
 /// The visible calls among `seqs`, with their seqs, in that order.
 pub fn calls_by_seqs(conn: &Connection, seqs: &[i64]) -> Result<Vec<(i64, CallSummary)>> {
-    Ok(calls::by_seqs(conn, seqs)?.into_iter().filter(|c| c.visible).map(|c| (c.seq, call(c))).collect())
+    Ok(calls::by_seqs(conn, seqs)?.into_iter().filter(|c| c.visible).map(|c| (c.seq, c.summary)).collect())
 }
 
 pub fn reply(r: ReplyRow) -> ReplyView {
@@ -161,7 +140,7 @@ pub fn reply(r: ReplyRow) -> ReplyView {
         post_id: r.call_id,
         body: r.body,
         created_at: Timestamp(r.created_at),
-        author: AgentRef { handle: r.author_handle, name: r.author_name, verified: r.author_verified },
+        author: r.author,
     }
 }
 
@@ -172,7 +151,7 @@ pub fn reply_on_own_call(r: ReplyRow) -> ReplyOnOwnCall {
         post_title: r.call_title,
         body: r.body,
         created_at: Timestamp(r.created_at),
-        author: AgentRef { handle: r.author_handle, name: r.author_name, verified: r.author_verified },
+        author: r.author,
     }
 }
 
@@ -204,17 +183,13 @@ pub fn request(r: RequestRow, sender: &AgentRow, recipient: &AgentRow, now: i64)
     }
 }
 
-fn party_ref(p: PartyRow) -> AgentRef {
-    AgentRef { handle: p.handle, name: p.name, verified: p.verified }
-}
-
 /// A collaboration record; `private` shows the request id (for the two parties only).
 pub fn collab(c: CollabRow, private: bool) -> CollabView {
     CollabView {
         id: c.id,
         status: c.status,
-        proposer: party_ref(c.proposer),
-        partner: party_ref(c.partner),
+        proposer: c.proposer,
+        partner: c.partner,
         summary: c.summary,
         post_id: c.call_id,
         request_id: if private { c.request_id } else { None },

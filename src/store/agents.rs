@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, Row, ToSql, named_params};
 
-use super::{from_json, id_list, is_unique_violation, to_json};
+use super::{JsonList, id_list, is_unique_violation, to_json};
 use crate::domain::contact_policy::ContactPolicy;
 use crate::error::{Error, Result};
 
@@ -57,8 +57,8 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<AgentRow> {
         contact_public: r.get("contact_public")?,
         description_en: r.get("description_en")?,
         description_zh: r.get("description_zh")?,
-        capabilities: from_json(&r.get::<_, String>("capabilities")?),
-        languages: from_json(&r.get::<_, String>("languages")?),
+        capabilities: r.get::<_, JsonList>("capabilities")?.0,
+        languages: r.get::<_, JsonList>("languages")?.0,
         homepage: r.get("homepage")?,
         model: r.get("model")?,
         policy: ContactPolicy {

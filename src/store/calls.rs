@@ -4,36 +4,23 @@ use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
-use super::{from_json, id_list, to_json};
-use crate::domain::call::{CallKind, CallStatus, Lang};
+use super::{AUTHOR, JsonList, id_list, to_json};
+use crate::domain::call::{CallKind, CallStatus, CallSummary, Lang};
 use crate::error::Result;
+use crate::time::Timestamp;
 
 /// The one rule of a call the public may see, over a call `p` and its author `a`: active (not
 /// hidden by the operators), and its author not suspended.
 pub(crate) const VISIBLE: &str = "p.status = 'active' AND a.suspended_at IS NULL";
 
+/// A call as stored, with what its summary shows.
 #[derive(Debug, Clone)]
 pub struct CallRow {
     pub seq: i64,
-    pub id: String,
     pub agent_id: i64,
-    pub kind: CallKind,
-    pub title: String,
-    pub body: String,
-    pub deliverable: Option<String>,
-    pub deadline: Option<String>,
-    pub constraints: Option<String>,
-    pub languages: Vec<String>,
-    pub tags: Vec<String>,
-    pub lang: Lang,
-    pub status: CallStatus,
-    pub created_at: i64,
-    /// Filled by the reads that join it.
-    pub reply_count: u64,
-    pub author_handle: String,
-    pub author_name: String,
-    pub author_verified: bool,
+    /// Readable by the public (see [`VISIBLE`]).
     pub visible: bool,
+    pub summary: CallSummary,
 }
 
 const SELECT: &str = "SELECT p.seq, p.id, p.agent_id, p.kind, p.title, p.body, p.deliverable,
@@ -48,24 +35,24 @@ const SELECT: &str = "SELECT p.seq, p.id, p.agent_id, p.kind, p.title, p.body, p
 fn from_row(r: &Row<'_>) -> rusqlite::Result<CallRow> {
     Ok(CallRow {
         seq: r.get("seq")?,
-        id: r.get("id")?,
         agent_id: r.get("agent_id")?,
-        kind: r.get("kind")?,
-        title: r.get("title")?,
-        body: r.get("body")?,
-        deliverable: r.get("deliverable")?,
-        deadline: r.get("deadline")?,
-        constraints: r.get("constraints")?,
-        languages: from_json(&r.get::<_, String>("languages")?),
-        tags: from_json(&r.get::<_, String>("tags")?),
-        lang: r.get("lang")?,
-        status: r.get("status")?,
-        created_at: r.get("created_at")?,
-        reply_count: r.get::<_, i64>("reply_count")? as u64,
-        author_handle: r.get("author_handle")?,
-        author_name: r.get("author_name")?,
-        author_verified: r.get("author_verified")?,
         visible: r.get("visible")?,
+        summary: CallSummary {
+            id: r.get("id")?,
+            kind: r.get("kind")?,
+            title: r.get("title")?,
+            body: r.get("body")?,
+            deliverable: r.get("deliverable")?,
+            deadline: r.get("deadline")?,
+            constraints: r.get("constraints")?,
+            languages: r.get::<_, JsonList>("languages")?.0,
+            tags: r.get::<_, JsonList>("tags")?.0,
+            lang: r.get("lang")?,
+            created_at: Timestamp(r.get("created_at")?),
+            reply_count: r.get::<_, i64>("reply_count")? as u64,
+            status: r.get("status")?,
+            author: AUTHOR.read(r)?,
+        },
     })
 }
 

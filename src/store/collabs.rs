@@ -2,16 +2,10 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
+use super::{PARTNER, PROPOSER};
+use crate::domain::AgentRef;
 use crate::domain::collab::CollabStatus;
 use crate::error::Result;
-
-/// One side of a collaboration as others see it.
-#[derive(Debug, Clone)]
-pub struct PartyRow {
-    pub handle: String,
-    pub name: String,
-    pub verified: bool,
-}
 
 #[derive(Debug, Clone)]
 pub struct CollabRow {
@@ -25,8 +19,8 @@ pub struct CollabRow {
     pub status: CollabStatus,
     pub created_at: i64,
     pub decided_at: Option<i64>,
-    pub proposer: PartyRow,
-    pub partner: PartyRow,
+    pub proposer: AgentRef,
+    pub partner: AgentRef,
 }
 
 /// A collaboration `c` with its proposer `p` and partner `q`.
@@ -51,16 +45,8 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<CollabRow> {
         status: r.get("status")?,
         created_at: r.get("created_at")?,
         decided_at: r.get("decided_at")?,
-        proposer: PartyRow {
-            handle: r.get("proposer_handle")?,
-            name: r.get("proposer_name")?,
-            verified: r.get("proposer_verified")?,
-        },
-        partner: PartyRow {
-            handle: r.get("partner_handle")?,
-            name: r.get("partner_name")?,
-            verified: r.get("partner_verified")?,
-        },
+        proposer: PROPOSER.read(r)?,
+        partner: PARTNER.read(r)?,
     })
 }
 

@@ -199,8 +199,49 @@ pub(crate) fn id_list(ids: &[i64]) -> String {
     serde_json::to_string(ids).unwrap_or_else(|_| "[]".into())
 }
 
-pub(crate) fn from_json(text: &str) -> Vec<String> {
-    serde_json::from_str(text).unwrap_or_default()
+/// The columns naming an agent a row refers to (its author, a collaboration's proposer…):
+/// `{role}_handle`, `{role}_name` and `{role}_verified` in the statement.
+pub(crate) struct RefColumns {
+    handle: &'static str,
+    name: &'static str,
+    verified: &'static str,
+}
+
+macro_rules! ref_columns {
+    ($role:literal) => {
+        RefColumns {
+            handle: concat!($role, "_handle"),
+            name: concat!($role, "_name"),
+            verified: concat!($role, "_verified"),
+        }
+    };
+}
+
+pub(crate) const AUTHOR: RefColumns = ref_columns!("author");
+pub(crate) const PROPOSER: RefColumns = ref_columns!("proposer");
+pub(crate) const PARTNER: RefColumns = ref_columns!("partner");
+
+impl RefColumns {
+    /// The agent these columns name in `r`.
+    pub(crate) fn read(&self, r: &rusqlite::Row<'_>) -> rusqlite::Result<crate::domain::AgentRef> {
+        Ok(crate::domain::AgentRef {
+            handle: r.get(self.handle)?,
+            name: r.get(self.name)?,
+            verified: r.get(self.verified)?,
+        })
+    }
+}
+
+/// A column holding a JSON list of strings. A stored value that is not one is an error, never an
+/// empty list.
+pub(crate) struct JsonList(pub Vec<String>);
+
+impl rusqlite::types::FromSql for JsonList {
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        serde_json::from_str(value.as_str()?)
+            .map(JsonList)
+            .map_err(|e| rusqlite::types::FromSqlError::Other(Box::new(e)))
+    }
 }
 
 /// Whether an error is SQLite refusing a duplicate key.

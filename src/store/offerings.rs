@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use rusqlite::{Connection, Row, named_params};
 
-use super::{from_json, id_list, to_json};
+use super::{JsonList, id_list, to_json};
 use crate::domain::offering::Offering;
 use crate::error::Result;
 
@@ -19,8 +19,8 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Offering> {
         not_doing: r.get("not_doing")?,
         mode: r.get("mode")?,
         turnaround_days: r.get("turnaround_days")?,
-        languages: from_json(&r.get::<_, String>("languages")?),
-        tags: from_json(&r.get::<_, String>("tags")?),
+        languages: r.get::<_, JsonList>("languages")?.0,
+        tags: r.get::<_, JsonList>("tags")?.0,
     })
 }
 

@@ -2,6 +2,8 @@
 
 use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
+use super::AUTHOR;
+use crate::domain::AgentRef;
 use crate::error::Result;
 
 #[derive(Debug, Clone)]
@@ -12,9 +14,7 @@ pub struct ReplyRow {
     pub call_title: String,
     pub body: String,
     pub created_at: i64,
-    pub author_handle: String,
-    pub author_name: String,
-    pub author_verified: bool,
+    pub author: AgentRef,
 }
 
 const SELECT: &str = "SELECT r.id, p.id AS call_id, p.title AS call_title, r.body, r.created_at,
@@ -29,9 +29,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<ReplyRow> {
         call_title: r.get("call_title")?,
         body: r.get("body")?,
         created_at: r.get("created_at")?,
-        author_handle: r.get("author_handle")?,
-        author_name: r.get("author_name")?,
-        author_verified: r.get("author_verified")?,
+        author: AUTHOR.read(r)?,
     })
 }
 

@@ -4,8 +4,8 @@
 use agentdir_search_index::{AgentDoc, CallDoc, Change};
 use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
+use super::JsonList;
 use super::calls::VISIBLE;
-use super::from_json;
 use crate::error::Result;
 
 /// A public agent `a` as the index sees it.
@@ -30,16 +30,16 @@ fn agent_doc(r: &Row<'_>) -> rusqlite::Result<AgentDoc> {
         tagline: r.get("tagline")?,
         description_en: r.get("description_en")?,
         description_zh: r.get("description_zh")?,
-        capabilities: from_json(&r.get::<_, String>("capabilities")?),
-        languages: from_json(&r.get::<_, String>("languages")?),
+        capabilities: r.get::<_, JsonList>("capabilities")?.0,
+        languages: r.get::<_, JsonList>("languages")?.0,
         model: r.get("model")?,
         level: crate::domain::trust::level(verified, claimed) as u64,
         mailbox_verified: verified,
         joined_at: r.get("created_at")?,
         last_active_at: r.get("last_active_at")?,
-        offering_titles: from_json(&r.get::<_, String>("offering_titles")?),
-        offering_deliverables: from_json(&r.get::<_, String>("offering_deliverables")?),
-        offering_tags: from_json(&r.get::<_, String>("offering_tags")?),
+        offering_titles: r.get::<_, JsonList>("offering_titles")?.0,
+        offering_deliverables: r.get::<_, JsonList>("offering_deliverables")?.0,
+        offering_tags: r.get::<_, JsonList>("offering_tags")?.0,
     })
 }
 
@@ -60,7 +60,7 @@ fn call_doc(r: &Row<'_>) -> rusqlite::Result<CallDoc> {
         body: r.get("body")?,
         deliverable: r.get("deliverable")?,
         constraints: r.get("constraints")?,
-        tags: from_json(&r.get::<_, String>("tags")?),
+        tags: r.get::<_, JsonList>("tags")?.0,
         kind: r.get("kind")?,
         lang: r.get("lang")?,
         author_handle: r.get("author_handle")?,

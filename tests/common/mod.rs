@@ -243,6 +243,18 @@ impl Server {
         a
     }
 
+    /// Posts a call with `body` as `author` and returns its id.
+    pub async fn call(&self, author: &Agent, body: Value) -> String {
+        let r = self.post("/api/posts", Some(&author.key), body).await;
+        r.expect(201);
+        r.json["id"].as_str().expect("call id").to_owned()
+    }
+
+    /// Posts a `seeking` call titled `title` as `author` and returns its id.
+    pub async fn seeking(&self, author: &Agent, title: &str) -> String {
+        self.call(author, json!({"kind": "seeking", "title": title, "body": "Details."})).await
+    }
+
     /// Publishes one offering for `agent` and returns its id.
     pub async fn offering(&self, agent: &Agent) -> String {
         let r = self

@@ -8,21 +8,16 @@
 //!   --concurrency N    requests in flight per side (default 16)
 //!   --seconds S        measured seconds per round and side (default 5)
 //!   --rounds R         REST/MCP rounds, alternating (default 3)
-//!   --server-bin PATH  the agentdir binary to start (default: built next to this one)
 //! ```
 //!
 //! Without `--url`, it builds `agentdir` with the same profile (a no-op when fresh), starts it on
 //! 127.0.0.1 port 0 over a temporary data dir, and writes a realistic card through REST first.
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agentdir_bench::{Error, send_json, start_server};
 use serde_json::{Value, json};
-
-type Error = Box<dyn std::error::Error + Send + Sync>;
 
 struct Options {
     url: Option<String>,
@@ -30,11 +25,10 @@ struct Options {
     concurrency: usize,
     seconds: u64,
     rounds: usize,
-    server_bin: Option<PathBuf>,
 }
 
 fn options() -> Result<Options, Error> {
-    let mut o = Options { url: None, handle: None, concurrency: 16, seconds: 5, rounds: 3, server_bin: None };
+    let mut o = Options { url: None, handle: None, concurrency: 16, seconds: 5, rounds: 3 };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -44,7 +38,6 @@ fn options() -> Result<Options, Error> {
             "--concurrency" => o.concurrency = value()?.parse()?,
             "--seconds" => o.seconds = value()?.parse()?,
             "--rounds" => o.rounds = value()?.parse()?,
-            "--server-bin" => o.server_bin = Some(value()?.into()),
             "-h" | "--help" => {
                 println!("see the header of bench/src/bin/mcp_vs_rest.rs for the options");
                 std::process::exit(0);
@@ -58,113 +51,9 @@ fn options() -> Result<Options, Error> {
     Ok(o)
 }
 
-/// A server this benchmark started; killed (and its data dir removed) when dropped.
-struct OwnServer {
-    child: Child,
-    data_dir: PathBuf,
-}
-
-impl Drop for OwnServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.data_dir);
-    }
-}
-
-/// The `agentdir` binary: given, or built with this binary's profile into the same target dir.
-fn server_binary(given: Option<PathBuf>) -> Result<PathBuf, Error> {
-    if let Some(path) = given {
-        return Ok(path);
-    }
-    let here = std::env::current_exe()?;
-    let dir = here.parent().ok_or("no directory for the current executable")?;
-    let bin = dir.join(format!("agentdir{}", std::env::consts::EXE_SUFFIX));
-    if let Ok(cargo) = std::env::var("CARGO") {
-        let mut build = Command::new(cargo);
-        build.args(["build", "--quiet", "-p", "agentdir", "--bin", "agentdir"]);
-        if !cfg!(debug_assertions) {
-            build.arg("--release");
-        }
-        if !build.status()?.success() {
-            return Err("building the agentdir binary failed".into());
-        }
-    }
-    if !bin.exists() {
-        return Err(format!("{} not found; build it or pass --server-bin", bin.display()).into());
-    }
-    Ok(bin)
-}
-
-fn start_server(bin: PathBuf) -> Result<(OwnServer, String), Error> {
-    let data_dir = std::env::temp_dir().join(format!("agentdir-bench-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&data_dir);
-    let mut child = Command::new(bin)
-        .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
-        .arg(&data_dir)
-        .env("RUST_LOG", "warn")
-        // Seeding registers agents and posts calls faster than the public limits allow.
-        .env("AGENTDIR_RATE_LIMIT_REGISTRATION", "100000/h")
-        .env("AGENTDIR_RATE_LIMIT_CALLS", "100000/d")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let server = OwnServer { child, data_dir };
-    let mut lines = BufReader::new(stdout).lines();
-    let line = lines.next().ok_or("the server exited before listening")??;
-    // Keep draining stdout so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    let base = line.rsplit(' ').next().ok_or("no address in the server's first line")?.to_owned();
-    Ok((server, base))
-}
-
-async fn send_json(req: reqwest::RequestBuilder, body: Value) -> Result<Value, Error> {
-    let response = req.json(&body).send().await?;
-    let status = response.status();
-    let value: Value = response.json().await?;
-    if !status.is_success() {
-        return Err(format!("seeding failed with {status}: {value}").into());
-    }
-    Ok(value)
-}
-
-/// One agent with a full card (3 offerings, recent calls, English and Chinese text) among others.
+/// One agent with a full card (see `seed_translator`) among others.
 async fn seed(http: &reqwest::Client, base: &str) -> Result<String, Error> {
-    let handle = "bench-translator".to_owned();
-    let registered = send_json(
-        http.post(format!("{base}/api/agents")),
-        json!({
-            "handle": handle, "name": "Bench Translator 翻译", "owner": "Bench Owner",
-            "mailbox": "bench@example.org", "accept_rules": true,
-            "tagline": "English ⇄ Chinese translation of technical documents",
-            "description_en": "Translates READMEs, API references and release notes between English and Chinese, keeping code blocks and links intact.",
-            "description_zh": "专注于技术文档的中英文互译，保留代码块和链接。",
-            "capabilities": ["translation", "localization", "proofreading"],
-            "languages": ["en", "zh"], "homepage": "https://example.org/bench",
-        }),
-    )
-    .await?;
-    let key = registered["api_key"].as_str().ok_or("no api_key")?.to_owned();
-    let offering = |title: &str, mode: &str| {
-        json!({"title": title, "deliverable": "A translated document with a glossary", "mode": mode,
-               "turnaround_days": 3, "languages": ["en", "zh"], "tags": ["translation", "docs"]})
-    };
-    send_json(
-        http.put(format!("{base}/api/me/offerings")).bearer_auth(&key),
-        json!({"offerings": [offering("README translation", "free"), offering("API docs", "quote"),
-                             offering("Release notes", "offsite_paid")]}),
-    )
-    .await?;
-    for i in 0..5 {
-        send_json(
-            http.post(format!("{base}/api/posts")).bearer_auth(&key),
-            json!({"kind": "offering", "title": format!("Translating open-source docs, batch {i}"),
-                   "body": "Free English to Chinese translation for two open-source READMEs this week.",
-                   "tags": ["translation"]}),
-        )
-        .await?;
-    }
+    let translator = agentdir_bench::seed_translator(http, base).await?;
     for i in 0..30 {
         send_json(
             http.post(format!("{base}/api/agents")),
@@ -174,7 +63,7 @@ async fn seed(http: &reqwest::Client, base: &str) -> Result<String, Error> {
         )
         .await?;
     }
-    Ok(handle)
+    Ok(translator.handle)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -290,7 +179,8 @@ async fn main() -> Result<(), Error> {
     let (_server, base) = match &o.url {
         Some(url) => (None, url.clone()),
         None => {
-            let (server, base) = start_server(server_binary(o.server_bin.clone())?)?;
+            let server = start_server(None, &[])?;
+            let base = server.base.clone();
             (Some(server), base)
         }
     };

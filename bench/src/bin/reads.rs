@@ -20,9 +20,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use agentdir_bench::{
-    Error, WrkRun, http_client, load_average, lua_string, median, send_json, start_server, wrk,
-};
+use agentdir_bench::{Error, WrkRun, load_average, lua_string, median, send_json, wrk};
 use serde_json::{Value, json};
 
 struct Options {
@@ -98,45 +96,10 @@ fn start_nginx(dir: &Path) -> Result<Nginx, Error> {
     Err("nginx did not start listening".into())
 }
 
-/// A realistic card: three offerings, recent calls, English and Chinese text; and a call with
-/// replies.
+/// A realistic card (see `seed_translator`) and its newest call with replies.
 async fn seed(http: &reqwest::Client, base: &str) -> Result<(String, String), Error> {
-    let handle = "bench-translator".to_owned();
-    let registered = send_json(
-        http.post(format!("{base}/api/agents")),
-        json!({
-            "handle": handle, "name": "Bench Translator 翻译", "owner": "Bench Owner",
-            "mailbox": "bench@example.org", "accept_rules": true,
-            "tagline": "English ⇄ Chinese translation of technical documents",
-            "description_en": "Translates READMEs, API references and release notes between English and Chinese, keeping code blocks and links intact.",
-            "description_zh": "专注于技术文档的中英文互译，保留代码块和链接。",
-            "capabilities": ["translation", "localization", "proofreading"],
-            "languages": ["en", "zh"], "homepage": "https://example.org/bench",
-        }),
-    )
-    .await?;
-    let key = registered["api_key"].as_str().ok_or("no api_key")?.to_owned();
-    let offering = |title: &str, mode: &str| {
-        json!({"title": title, "deliverable": "A translated document with a glossary", "mode": mode,
-               "turnaround_days": 3, "languages": ["en", "zh"], "tags": ["translation", "docs"]})
-    };
-    send_json(
-        http.put(format!("{base}/api/me/offerings")).bearer_auth(&key),
-        json!({"offerings": [offering("README translation", "free"), offering("API docs", "quote"),
-                             offering("Release notes", "offsite_paid")]}),
-    )
-    .await?;
-    let mut call = String::new();
-    for i in 0..5 {
-        let c = send_json(
-            http.post(format!("{base}/api/posts")).bearer_auth(&key),
-            json!({"kind": "offering", "title": format!("Translating open-source docs, batch {i}"),
-                   "body": "Free English to Chinese translation for two open-source READMEs this week.",
-                   "tags": ["translation"]}),
-        )
-        .await?;
-        call = c["id"].as_str().ok_or("no call id")?.to_owned();
-    }
+    let translator = agentdir_bench::seed_translator(http, base).await?;
+    let call = translator.calls.last().ok_or("no call")?.clone();
     let others = agentdir_bench::register_agents(http, base, "reader", 3).await?;
     for (i, (_, other)) in others.iter().enumerate() {
         send_json(
@@ -145,7 +108,7 @@ async fn seed(http: &reqwest::Client, base: &str) -> Result<(String, String), Er
         )
         .await?;
     }
-    Ok((handle, call))
+    Ok((translator.handle, call))
 }
 
 fn mcp_script(handle: &str) -> String {
@@ -173,9 +136,8 @@ struct Pair {
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let o = options()?;
-    let server = start_server(None, &[])?;
+    let (server, http) = agentdir_bench::serve()?;
     let base = server.base.clone();
-    let http = http_client()?;
     let (handle, call) = seed(&http, &base).await?;
     let card_path = format!("/api/agents/{handle}");
     let call_path = format!("/api/posts/{call}");

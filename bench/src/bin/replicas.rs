@@ -118,16 +118,16 @@ async fn main() -> Result<(), Error> {
     std::fs::create_dir_all(&replica_dir)?;
 
     let primary = start_server(Some(&primary_dir), &[("AGENTDIR_TRUSTED_PROXIES", "127.0.0.1")])?;
-    let config = root.join("litestream.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "dbs:\n  - path: {}\n    monitor-interval: 100ms\n    replicas:\n      - url: file://{}\n        sync-interval: 100ms\n",
-            primary_dir.join("agentdir.sqlite3").display(),
-            shipped.display()
-        ),
-    )?;
-    let _replicate = Proc(litestream_cmd(&bin).args(["replicate", "-config"]).arg(&config).spawn()?);
+    // The deployment's own config, paths from the environment.
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/litestream-primary.yml");
+    let _replicate = Proc(
+        litestream_cmd(&bin)
+            .args(["replicate", "-config"])
+            .arg(&config)
+            .env("AGENTDIR_DATA_DIR", &primary_dir)
+            .env("AGENTDIR_REPLICA_URL", format!("file://{}", shipped.display()))
+            .spawn()?,
+    );
     let copy = replica_dir.join("agentdir.sqlite3");
     let follow = loop {
         let mut child = litestream_cmd(&bin)

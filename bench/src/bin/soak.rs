@@ -17,7 +17,8 @@
 //! Needs `wrk` on PATH (Debian: `apt-get install wrk`).
 
 use agentdir_bench::{
-    Error, WrkRun, http_client, load_average, lua_array, register_agents, send_json, start_server, wrk,
+    Error, LUA_THREADS, WrkRun, http_client, load_average, lua_array, register_agents, send_json,
+    start_server, wrk,
 };
 use serde_json::{Value, json};
 
@@ -74,11 +75,7 @@ local handles = {handles}
 local keys = {keys}
 local calls = {calls}
 local words = {words}
-local n = 0
-local id = 0
-local next_id = 0
-function setup(thread) thread:set("id", next_id); next_id = next_id + 1 end
-function init(args) id = wrk.thread:get("id"); math.randomseed(id * 7919 + 1) end
+{THREADS}
 function delay() return {delay_ms:.3} end
 local function pick(t) return t[math.random(#t)] end
 local json = {{["Content-Type"] = "application/json"}}
@@ -123,6 +120,7 @@ end
         keys = lua_array(keys),
         calls = lua_array(calls),
         words = lua_array(&words),
+        THREADS = LUA_THREADS,
     )
 }
 

@@ -17,9 +17,7 @@
 
 use std::time::Instant;
 
-use agentdir_bench::{
-    Error, WrkRun, http_client, load_average, lua_array, median, register_agents, start_server, wrk,
-};
+use agentdir_bench::{Error, LUA_THREADS, WrkRun, load_average, lua_array, median, register_agents, wrk};
 use serde_json::json;
 
 struct Options {
@@ -56,11 +54,7 @@ fn posts_script(keys: &[String]) -> String {
     format!(
         r#"
 local keys = {keys}
-local n = 0
-local id = 0
-local next_id = 0
-function setup(thread) thread:set("id", next_id); next_id = next_id + 1 end
-function init(args) id = wrk.thread:get("id") end
+{THREADS}
 request = function()
   n = n + 1
   local key = keys[(n * 2 + id) % #keys + 1]
@@ -68,7 +62,8 @@ request = function()
   return wrk.format("POST", "/api/posts", {{["Authorization"] = "Bearer " .. key, ["Content-Type"] = "application/json"}}, body)
 end
 "#,
-        keys = lua_array(keys)
+        keys = lua_array(keys),
+        THREADS = LUA_THREADS,
     )
 }
 
@@ -78,11 +73,7 @@ fn replies_script(keys: &[String], calls: &[String]) -> String {
         r#"
 local keys = {keys}
 local calls = {calls}
-local n = 0
-local id = 0
-local next_id = 0
-function setup(thread) thread:set("id", next_id); next_id = next_id + 1 end
-function init(args) id = wrk.thread:get("id") end
+{THREADS}
 request = function()
   n = n + 1
   local key = keys[(n * 2 + id) % #keys + 1]
@@ -92,7 +83,8 @@ request = function()
 end
 "#,
         keys = lua_array(keys),
-        calls = lua_array(calls)
+        calls = lua_array(calls),
+        THREADS = LUA_THREADS,
     )
 }
 
@@ -100,18 +92,15 @@ end
 fn registrations_script(run: usize) -> String {
     format!(
         r#"
-local n = 0
-local id = 0
-local next_id = 0
-function setup(thread) thread:set("id", next_id); next_id = next_id + 1 end
-function init(args) id = wrk.thread:get("id") end
+{THREADS}
 request = function()
   n = n + 1
   local handle = string.format("reg-{run}-%d-%d", id, n)
   local body = string.format('{{"handle":"%s","name":"Registered %d","owner":"Bench Owner","mailbox":"%s@example.org","accept_rules":true,"description_en":"Registered by the write benchmark."}}', handle, n, handle)
   return wrk.format("POST", "/api/agents", {{["Content-Type"] = "application/json"}}, body)
 end
-"#
+"#,
+        THREADS = LUA_THREADS,
     )
 }
 
@@ -146,9 +135,8 @@ fn report(label: &str, connections: usize, runs: &[WrkRun]) {
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let o = options()?;
-    let server = start_server(None, &[])?;
+    let (server, http) = agentdir_bench::serve()?;
     let base = server.base.clone();
-    let http = http_client()?;
     let agents = register_agents(&http, &base, "writer", 64).await?;
     let keys: Vec<String> = agents.iter().map(|(_, k)| k.clone()).collect();
     let mut calls = Vec::new();
