@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::http::middleware::Hardening;
 use crate::link_fetch::PrivateTargets;
 use crate::service::rate_limit::{Rate, RateSettings, defaults as rates};
+use crate::store::ReadPool;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -118,6 +119,12 @@ pub struct ServeArgs {
     /// Seconds a client has to send a request's headers (and an idle connection stays open).
     #[arg(long, env = "AGENTDIR_HEADER_TIMEOUT", default_value = "10", value_parser = parse_seconds)]
     pub header_timeout: Duration,
+    /// Read-only SQLite connections; a read finds one free or waits for it (see --read-wait).
+    #[arg(long, env = "AGENTDIR_READ_CONNECTIONS", default_value = "16", value_parser = parse_read_connections)]
+    pub read_connections: u32,
+    /// Seconds a read waits for a free read-only connection before 503 overloaded.
+    #[arg(long, env = "AGENTDIR_READ_WAIT", default_value = "5", value_parser = parse_seconds)]
+    pub read_wait: Duration,
     /// Memory for rendered cards and calls and for the items of result pages, in MiB.
     #[arg(long, env = "AGENTDIR_VIEW_CACHE_MB", default_value = "64", value_parser = parse_positive)]
     pub view_cache_mb: usize,
@@ -133,6 +140,18 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The settings `agentdir serve` runs with when given no flags (its environment still counts).
+    pub fn from_environment() -> anyhow::Result<ServeArgs> {
+        match Cli::try_parse_from(["agentdir", "serve"])?.command {
+            Command::Serve(args) => Ok(*args),
+            _ => anyhow::bail!("`agentdir serve` parsed as another command"),
+        }
+    }
+
+    pub fn read_pool(&self) -> ReadPool {
+        ReadPool { connections: self.read_connections, wait: self.read_wait }
+    }
+
     pub fn rates(&self) -> RateSettings {
         RateSettings {
             registration: self.rate_limit_registration,
@@ -250,6 +269,16 @@ fn parse_span(s: &str) -> Result<Duration, String> {
 }
 
 /// Seconds, fractions allowed (`0.5`), more than zero and at most a day.
+fn parse_read_connections(s: &str) -> Result<u32, String> {
+    match parse_positive(s) {
+        Ok(n) if n <= MAX_READ_CONNECTIONS as usize => Ok(n as u32),
+        _ => Err(format!("`{s}` is not a number of connections between 1 and {MAX_READ_CONNECTIONS}")),
+    }
+}
+
+/// SQLite allows far more; past this the 2-core machines agentdir targets only switch contexts.
+const MAX_READ_CONNECTIONS: u32 = 256;
+
 pub(crate) fn parse_seconds(s: &str) -> Result<Duration, String> {
     match s.trim().parse::<f64>() {
         Ok(secs) if secs > 0.0 && secs <= 86_400.0 => Ok(Duration::from_secs_f64(secs)),

@@ -683,6 +683,53 @@ async fn a_failing_database_is_an_internal_error_never_the_clients_fault() {
     let _ = client.cancel().await;
 }
 
+/// Reads that find every read connection taken past the read wait are load, not the client's
+/// fault: a resource read answers JSON-RPC's server-defined -32000 with the `overloaded`
+/// envelope, and the same read succeeds once the burst is over.
+#[tokio::test]
+async fn reads_past_the_read_pool_are_busy_never_the_clients_fault() {
+    let mut env = common::RELAXED_LIMITS.to_vec();
+    env.extend([("AGENTDIR_READ_CONNECTIONS", "1"), ("AGENTDIR_READ_WAIT", "0.001")]);
+    let s = Server::start_with(&env).await;
+    let client = std::sync::Arc::new(connect(&s.base, ClientLifecycleMode::Initialize).await);
+    let mut busy = None;
+    // Cards never read before, so each read renders from SQLite; 24 at once on one connection
+    // outlast a 1 ms wait. A burst that happened to fit is tried again with new cards.
+    for burst in 0..10 {
+        let mut uris = Vec::new();
+        for _ in 0..24 {
+            uris.push(format!("agentdir://agents/{}", s.register(&format!("busy{burst}")).await.handle));
+        }
+        let mut reads = tokio::task::JoinSet::new();
+        for uri in uris {
+            let client = client.clone();
+            reads.spawn(async move {
+                let answer = client.read_resource(ReadResourceRequestParams::new(uri.clone())).await;
+                (uri, answer)
+            });
+        }
+        for (uri, answer) in reads.join_all().await {
+            match answer {
+                Ok(_) => {}
+                Err(ServiceError::McpError(error)) => {
+                    let envelope = error.data.clone().unwrap_or_else(|| panic!("{uri}: no envelope"));
+                    assert_eq!(error.code.0, -32000, "{uri}: busy is the server's own code: {envelope}");
+                    assert_eq!(envelope["error"]["code"], "overloaded", "{uri}: {envelope}");
+                    assert!(!envelope["error"]["message_zh"].as_str().unwrap_or("").is_empty());
+                    busy = Some(uri);
+                }
+                Err(other) => panic!("{uri}: expected a result or a JSON-RPC error, got {other:?}"),
+            }
+        }
+        if busy.is_some() {
+            break;
+        }
+    }
+    let uri = busy.expect("no read ever found the read connection taken");
+    let (_, text) = read(&client, &uri).await;
+    assert!(serde_json::from_str::<Value>(&text).expect("a card")["agent"]["handle"].is_string());
+}
+
 /// A raw JSON-RPC POST to /mcp, with no handshake before it.
 async fn raw(
     server: &Server,

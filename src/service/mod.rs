@@ -48,8 +48,8 @@ pub struct Settings {
     pub link_fetch_allow_private: crate::link_fetch::PrivateTargets,
     /// Peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<ipnet::IpNet>,
-    /// Read-only SQLite connections of the server.
-    pub read_connections: u32,
+    /// Read-only SQLite connections of the server and how long a read waits for one.
+    pub read_pool: store::ReadPool,
     /// How long the change feed remembers deletions, in milliseconds.
     pub changes_retention_ms: i64,
     /// Memory for rendered cards and calls, in bytes.
@@ -100,7 +100,7 @@ impl Directory {
     /// index and brings it up to date with the database (rebuilding it when it is missing,
     /// corrupt or of an older schema).
     pub fn open(settings: Settings) -> anyhow::Result<App> {
-        let (write_conn, readers) = store::open_server(&settings.data_dir, settings.read_connections)?;
+        let (write_conn, readers) = store::open_server(&settings.data_dir, settings.read_pool)?;
         let follower = store::open_server_reader(&settings.data_dir)?;
         let watch = store::open_server_reader(&settings.data_dir)?;
         Self::assemble(settings, readers, follower, watch, Some(write_conn), None)
@@ -110,7 +110,7 @@ impl Directory {
     /// writer thread, no migrations, read-only connections; its own search index and caches.
     pub fn open_replica(settings: Settings, link: crate::replica::Link) -> anyhow::Result<App> {
         let (readers, follower, watch) =
-            store::replica::open_copy(&settings.data_dir, settings.read_connections)?;
+            store::replica::open_copy(&settings.data_dir, settings.read_pool)?;
         Self::assemble(settings, readers, follower, watch, None, Some(link))
     }
 

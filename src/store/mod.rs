@@ -97,14 +97,14 @@ pub fn open(data_dir: &Path, connections: u32) -> anyhow::Result<Pool> {
 
 /// The server's connections: the one write connection (for the writer thread) with migrations
 /// applied, and a pool of read-only connections.
-pub fn open_server(data_dir: &Path, readers: u32) -> anyhow::Result<(Connection, Pool)> {
+pub fn open_server(data_dir: &Path, readers: ReadPool) -> anyhow::Result<(Connection, Pool)> {
     std::fs::create_dir_all(data_dir)?;
     let path = data_dir.join(DB_FILE);
     let mut writer = Connection::open(&path)?;
     write_connection(&mut writer)?;
     migrate(&mut writer)?;
     let manager = SqliteConnectionManager::file(&path).with_init(read_connection);
-    let readers = r2d2::Pool::builder().max_size(readers).connection_timeout(READ_WAIT).build(manager)?;
+    let readers = readers.build(manager)?;
     Ok((writer, readers))
 }
 
@@ -120,8 +120,19 @@ pub fn open_server_reader(data_dir: &Path) -> anyhow::Result<Connection> {
     Ok(conn)
 }
 
-/// How long a read waits for a free read-only connection before it is answered `overloaded`.
-pub const READ_WAIT: Duration = Duration::from_secs(5);
+/// The read-only connections a server reads through.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadPool {
+    pub connections: u32,
+    /// How long a read waits for a free connection before it is answered `overloaded`.
+    pub wait: Duration,
+}
+
+impl ReadPool {
+    fn build(self, manager: SqliteConnectionManager) -> Result<Pool, r2d2::Error> {
+        r2d2::Pool::builder().max_size(self.connections).connection_timeout(self.wait).build(manager)
+    }
+}
 
 fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     conn.execute_batch(

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags, named_params};
 
-use super::{DB_FILE, Pool, READ_WAIT, read_connection};
+use super::{DB_FILE, Pool, ReadPool, read_connection};
 use crate::error::Result;
 
 /// `meta` key of the write position.
@@ -57,7 +57,7 @@ pub fn copy_paths(data_dir: &Path) -> (PathBuf, PathBuf) {
 
 /// Opens the Litestream-followed copy read-only: a pool of read connections and two more
 /// (the follower's and the watcher's), like `open_server` without the writer and migrations.
-pub fn open_copy(data_dir: &Path, readers: u32) -> anyhow::Result<(Pool, Connection, Connection)> {
+pub fn open_copy(data_dir: &Path, readers: ReadPool) -> anyhow::Result<(Pool, Connection, Connection)> {
     let (path, _) = copy_paths(data_dir);
     let started = Instant::now();
     while !path.exists() {
@@ -74,7 +74,7 @@ pub fn open_copy(data_dir: &Path, readers: u32) -> anyhow::Result<(Pool, Connect
     let flags =
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     let manager = SqliteConnectionManager::file(&path).with_flags(flags).with_init(read_connection);
-    let pool = r2d2::Pool::builder().max_size(readers).connection_timeout(READ_WAIT).build(manager)?;
+    let pool = readers.build(manager)?;
     let open = || -> anyhow::Result<Connection> {
         let mut conn = Connection::open_with_flags(&path, flags)?;
         read_connection(&mut conn)?;

@@ -26,6 +26,7 @@ mod corpus;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use agentdir::config::ServeArgs;
 use agentdir::store;
 use agentdir_bench::{Error, http_client, load_average, median, start_server};
 use serde_json::Value;
@@ -102,7 +103,7 @@ async fn full_sync(base: &str) -> Result<Sync, Error> {
 fn write_round(with_log: bool, o: &Options) -> Result<(f64, f64), Error> {
     let dir = std::env::temp_dir().join(format!("agentdir-feed-bench-{}-{with_log}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let (mut conn, _readers) = store::open_server(&dir, 1)?;
+    let (mut conn, _readers) = store::open_server(&dir, ServeArgs::from_environment()?.read_pool())?;
     if !with_log {
         // Benchmark instrumentation, not product SQL: the baseline is the schema without the
         // triggers that record the change log.

@@ -40,8 +40,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agentdir::config::ServeArgs;
 use agentdir::link_fetch::PrivateTargets;
-use agentdir::service::rate_limit::RateSettings;
 use agentdir::{App, Directory, Settings};
 use agentdir_search_index::{AgentQuery, CallQuery, DEFAULT_CACHE_ENTRIES, IndexError, Page};
 
@@ -301,17 +301,18 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// As `agentdir serve` would run over `dir`, with the given view cache.
 fn settings(dir: &Path, view_cache_bytes: usize) -> Settings {
+    let serve = ServeArgs::from_environment().expect("serve's defaults parse");
     Settings {
         data_dir: dir.to_path_buf(),
         base_url: "http://127.0.0.1:8080".into(),
         mail_domain: "example.org".into(),
         mail_authserv_id: "example.org".into(),
-        rates: RateSettings::default(),
+        rates: serve.rates(),
         link_fetch_allow_private: PrivateTargets::None,
         trusted_proxies: Vec::new(),
-        // As `agentdir serve` configures its pool.
-        read_connections: 16,
+        read_pool: serve.read_pool(),
         changes_retention_ms: 30 * 86_400_000,
         view_cache_bytes,
     }
