@@ -109,8 +109,7 @@ impl Directory {
     /// Opens a read replica over the copy `litestream restore -f` keeps in the data dir: no
     /// writer thread, no migrations, read-only connections; its own search index and caches.
     pub fn open_replica(settings: Settings, link: crate::replica::Link) -> anyhow::Result<App> {
-        let (readers, follower, watch) =
-            store::replica::open_copy(&settings.data_dir, settings.read_pool)?;
+        let (readers, follower, watch) = store::replica::open_copy(&settings.data_dir, settings.read_pool)?;
         Self::assemble(settings, readers, follower, watch, None, Some(link))
     }
 

@@ -124,17 +124,29 @@ end
     )
 }
 
-/// Resident memory in MiB and open file descriptors of a process.
-fn process_figures(pid: u32) -> Result<(f64, usize), Error> {
+/// What a process holds: resident memory, and of it the anonymous part (heap, caches) and the
+/// file-backed part (the memory-mapped database, its pages counted once per connection that
+/// touched them), in MiB; and its open file descriptors.
+struct Held {
+    rss_mib: f64,
+    anon_mib: f64,
+    file_mib: f64,
+    fds: usize,
+}
+
+fn process_figures(pid: u32) -> Result<Held, Error> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .ok_or("no VmRSS")?
-        .parse()?;
+    let mib = |key: &str| -> Result<f64, Error> {
+        let kb: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next())
+            .ok_or_else(|| format!("no {key} in /proc/{pid}/status"))?
+            .parse()?;
+        Ok(kb / 1024.0)
+    };
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))?.count();
-    Ok((kb / 1024.0, fds))
+    Ok(Held { rss_mib: mib("VmRSS:")?, anon_mib: mib("RssAnon:")?, file_mib: mib("RssFile:")?, fds })
 }
 
 /// Answers the server counted with a 5xx status, from its Prometheus text.
@@ -178,8 +190,9 @@ async fn seed(http: &reqwest::Client, base: &str) -> Result<(Vec<String>, Vec<St
 
 struct Sample {
     run: WrkRun,
-    rss_mib: f64,
-    fds: usize,
+    held: Held,
+    /// The database file with its WAL, in MiB.
+    db_mib: f64,
     server_5xx: u64,
 }
 
@@ -219,8 +232,12 @@ async fn main() -> Result<(), Error> {
         load_average()
     );
     println!();
-    println!("| minute | requests/s | p50 ms | p99 ms | max ms | 5xx | errors | RSS MiB | open fds |");
-    println!("|-------:|-----------:|-------:|-------:|-------:|----:|-------:|--------:|---------:|");
+    println!(
+        "| minute | requests/s | p50 ms | p99 ms | max ms | 5xx | errors | RSS MiB | anon MiB | file MiB | db MiB | open fds |"
+    );
+    println!(
+        "|-------:|-----------:|-------:|-------:|-------:|----:|-------:|--------:|---------:|---------:|-------:|---------:|"
+    );
     let mut samples: Vec<Sample> = Vec::new();
     let mut counted_5xx = server_5xx(&http, &base).await?;
     for minute in 1..=o.minutes {
@@ -228,20 +245,28 @@ async fn main() -> Result<(), Error> {
         let url = format!("{base}/");
         let secs = o.interval;
         let run = tokio::task::spawn_blocking(move || wrk(&url, &s, connections, secs)).await??;
-        let (rss_mib, fds) = process_figures(pid)?;
+        let held = process_figures(pid)?;
+        let db_mib = ["agentdir.sqlite3", "agentdir.sqlite3-wal"]
+            .iter()
+            .filter_map(|f| std::fs::metadata(server.data_dir.join(f)).ok())
+            .map(|m| m.len() as f64 / 1_048_576.0)
+            .sum();
         let now_5xx = server_5xx(&http, &base).await?;
-        let sample = Sample { run, rss_mib, fds, server_5xx: now_5xx - counted_5xx };
+        let sample = Sample { run, held, db_mib, server_5xx: now_5xx - counted_5xx };
         counted_5xx = now_5xx;
         println!(
-            "| {minute:>6} | {:>10.0} | {:>6.2} | {:>6.2} | {:>6.1} | {:>3} | {:>6} | {:>7.1} | {:>8} |",
+            "| {minute:>6} | {:>10.0} | {:>6.2} | {:>6.2} | {:>6.1} | {:>3} | {:>6} | {:>7.1} | {:>8.1} | {:>8.1} | {:>6.1} | {:>8} |",
             sample.run.per_second(),
             sample.run.p50_ms,
             sample.run.p99_ms,
             sample.run.max_ms,
             sample.server_5xx,
             sample.run.errors,
-            sample.rss_mib,
-            sample.fds
+            sample.held.rss_mib,
+            sample.held.anon_mib,
+            sample.held.file_mib,
+            sample.db_mib,
+            sample.held.fds
         );
         samples.push(sample);
     }
@@ -250,19 +275,19 @@ async fn main() -> Result<(), Error> {
     let steady = &samples[2.min(samples.len() - 1)..];
     let first = &steady[0];
     let last = &steady[steady.len() - 1];
-    let growth = (last.rss_mib - first.rss_mib) / first.rss_mib * 100.0;
+    let growth = (last.held.rss_mib - first.held.rss_mib) / first.held.rss_mib * 100.0;
     let p99s: Vec<f64> = steady.iter().map(|s| s.run.p99_ms).collect();
     let (p99_min, p99_max) =
         (p99s.iter().copied().fold(f64::MAX, f64::min), p99s.iter().copied().fold(0.0, f64::max));
     let total_5xx: u64 = samples.iter().map(|s| s.server_5xx).sum();
     let errors: u64 = samples.iter().map(|s| s.run.errors).sum();
-    let fds_max = samples.iter().map(|s| s.fds).max().unwrap_or(0);
+    let fds_max = samples.iter().map(|s| s.held.fds).max().unwrap_or(0);
     println!();
     println!(
         "RSS {:.1} → {:.1} MiB over the last {} samples ({growth:+.1} %, goal < 5 %); p99 {p99_min:.2}-{p99_max:.2} ms; \
          open fds at most {fds_max}; {total_5xx} answers 5xx and {errors} socket errors in {} requests; load average {}",
-        first.rss_mib,
-        last.rss_mib,
+        first.held.rss_mib,
+        last.held.rss_mib,
         steady.len(),
         samples.iter().map(|s| s.run.requests).sum::<u64>(),
         load_average()
