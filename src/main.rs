@@ -12,6 +12,9 @@ use agentdir::{Directory, Settings, http, inbound_mail, store};
 use agentdir_search_index::{IndexError, SearchIndex};
 use clap::Parser;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
