@@ -157,7 +157,12 @@ async fn held_while(pid: u32, done: tokio::sync::oneshot::Receiver<()>) -> Resul
             _ = tokio::time::sleep(HELD_EVERY) => {}
         }
     }
-    Ok(Held { rss_mib: sum.rss_mib / n, anon_mib: sum.anon_mib / n, file_mib: sum.file_mib / n, fds: sum.fds })
+    Ok(Held {
+        rss_mib: sum.rss_mib / n,
+        anon_mib: sum.anon_mib / n,
+        file_mib: sum.file_mib / n,
+        fds: sum.fds,
+    })
 }
 
 fn process_figures(pid: u32) -> Result<Held, Error> {

@@ -381,7 +381,7 @@ fn agent_params(q: &Query, now: i64) -> Vec<Value> {
 fn call_sql(q: &Query) -> String {
     let mut sql = String::from("SELECT f.rowid, count(*) OVER () FROM bench_calls_fts f");
     if q.kind.is_some() {
-        sql.push_str(" JOIN posts p ON p.seq = f.rowid");
+        sql.push_str(" JOIN calls p ON p.seq = f.rowid");
     }
     sql.push_str(" WHERE bench_calls_fts MATCH ?");
     if q.kind.is_some() {
