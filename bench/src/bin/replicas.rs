@@ -12,7 +12,7 @@
 //!   primary (the reference); the median of replica/primary per round.
 //!
 //! ```text
-//! flock /work/bench.lock cargo run --release -p agentdir-bench --bin replicas [-- OPTIONS]
+//! cargo run --release -p agentdir-bench --bin replicas [-- OPTIONS]
 //!   --writes N        writes timed for the lag (default 200)
 //!   --connections N   wrk connections (default 32)
 //!   --seconds S       seconds per wrk run (default 5)
