@@ -181,10 +181,14 @@ impl ViewCache {
         }
     }
 
-    /// Forgets the views changed up to `seq` (called by the followers with every batch).
-    pub fn evict(&self, keys: impl IntoIterator<Item = ViewKey>, seq: u64) {
+    /// Forgets the views that the changes (seq, view) up to `seq` concern (called by the
+    /// followers with every batch). A change at or below the cache's position was evicted
+    /// already, and every view kept since was rendered after it: the index's follower, which
+    /// trails the writer, must not throw those current views away again.
+    pub fn evict(&self, changes: impl IntoIterator<Item = (u64, ViewKey)>, seq: u64) {
         let mut state = self.lock();
-        for key in keys {
+        let done = state.applied;
+        for (_, key) in changes.into_iter().filter(|(changed, _)| *changed > done) {
             state.remove(&key);
         }
         state.applied = state.applied.max(seq);
@@ -230,9 +234,22 @@ mod tests {
         assert!(cache.get(&key, 0).is_none());
         cache.keep(key.clone(), view("current", None), 10);
         assert_eq!(cache.view(&key, 0).expect("kept").text, "current");
-        cache.evict([key.clone()], 11);
+        cache.evict([(11, key.clone())], 11);
         assert!(cache.get(&key, 0).is_none());
         cache.keep(key.clone(), view("rendered before 11", None), 10);
+        assert!(cache.get(&key, 0).is_none());
+    }
+
+    #[test]
+    fn a_change_already_evicted_does_not_evict_the_view_rendered_after_it() {
+        let cache = ViewCache::new(1 << 20, 10);
+        let key = ViewKey::Card("alice".into());
+        cache.evict([(11, key.clone())], 11);
+        cache.keep(key.clone(), view("after 11", None), 11);
+        // The index's follower, trailing, reports the same change again.
+        cache.evict([(11, key.clone())], 11);
+        assert_eq!(cache.view(&key, 0).expect("still kept").text, "after 11");
+        cache.evict([(12, key.clone())], 12);
         assert!(cache.get(&key, 0).is_none());
     }
 

@@ -68,14 +68,15 @@ pub fn follow_views(conn: &Connection, views: &ViewCache) -> Result<()> {
     }
 }
 
-/// The cached views a change is about: the page and the list item of its entity.
-fn views_of(change: Change) -> impl Iterator<Item = ViewKey> {
+/// The cached views a change is about, each with the change's seq: the page and the list item
+/// of its entity.
+fn views_of(change: Change) -> impl Iterator<Item = (u64, ViewKey)> {
     let keys = match change.kind {
         ChangeKind::Agent => [Some(ViewKey::Card(change.id.into())), Some(ViewKey::AgentItem(change.key))],
         ChangeKind::Call => [Some(ViewKey::Call(change.id.into())), Some(ViewKey::CallItem(change.key))],
         ChangeKind::Collab => [None, None],
     };
-    keys.into_iter().flatten()
+    keys.into_iter().flatten().map(move |key| (change.seq, key))
 }
 
 /// Rebuilds the whole index from SQLite. The seq is read first: changes landing during the
