@@ -38,12 +38,12 @@ fuzz_target!(|data: &[u8]| {
         }
         2 => {
             if let Some(q) = check::<CollabFilter>(query) {
-                page(q.limit, q.offset, list::OTHER_MAX_LIMIT);
+                page(q.paging.limit, q.paging.offset, list::OTHER_MAX_LIMIT);
             }
         }
         3 => {
             if let Some(q) = check::<RequestFilter>(query) {
-                page(q.limit, q.offset, list::OTHER_MAX_LIMIT);
+                page(q.paging.limit, q.paging.offset, list::OTHER_MAX_LIMIT);
             }
         }
         4 => {

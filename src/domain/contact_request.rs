@@ -93,13 +93,8 @@ pub struct RequestFilter {
     #[serde(rename = "box")]
     pub direction: Option<Direction>,
     pub status: Option<RequestStatus>,
-    #[schemars(
-        range(min = 1, max = super::list::OTHER_MAX_LIMIT),
-        description = super::list::limit_doc!(super::list::OTHER_MAX_LIMIT)
-    )]
-    pub limit: Option<u32>,
-    #[schemars(range(min = 0, max = super::list::MAX_OFFSET), description = super::list::OFFSET_DOC)]
-    pub offset: Option<u32>,
+    #[serde(flatten)]
+    pub paging: super::list::Paging,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]

@@ -44,6 +44,12 @@ pub struct Page {
     pub offset: u32,
 }
 
+impl From<Paging> for Page {
+    fn from(p: Paging) -> Self {
+        Page::new(p.limit, p.offset)
+    }
+}
+
 impl Page {
     pub fn new(limit: Option<u32>, offset: Option<u32>) -> Self {
         Page { limit: limit.unwrap_or(DEFAULT_LIMIT), offset: offset.unwrap_or(0) }

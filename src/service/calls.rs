@@ -158,7 +158,7 @@ impl Directory {
     }
 
     pub fn replies_on_own_calls(&self, caller: &Caller, paging: Paging) -> Result<ReplyList> {
-        let page = Page::new(paging.limit, paging.offset);
+        let page = Page::from(paging);
         let (total, rows) = replies::on_calls_of(&*self.read()?, caller.id, page.limit, page.offset)?;
         Ok(ReplyList {
             notice: NOTICE,

@@ -87,7 +87,7 @@ impl Directory {
 
     /// Confirmed collaborations, optionally of one agent.
     pub fn confirmed_collabs(&self, f: CollabFilter) -> Result<CollabList> {
-        let page = Page::new(f.limit, f.offset);
+        let page = Page::from(f.paging);
         let (total, rows) =
             collabs_store::confirmed(&*self.read()?, f.handle.as_deref(), page.limit, page.offset)?;
         Ok(CollabList {
@@ -101,7 +101,7 @@ impl Directory {
 
     /// The caller's own records, either side, any status (including those waiting for it).
     pub fn my_collabs(&self, caller: &Caller, paging: Paging) -> Result<CollabList> {
-        let page = Page::new(paging.limit, paging.offset);
+        let page = Page::from(paging);
         let (total, rows) = collabs_store::of_agent(&*self.read()?, caller.id, page.limit, page.offset)?;
         Ok(CollabList {
             notice: NOTICE,

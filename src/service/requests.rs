@@ -214,7 +214,7 @@ impl Directory {
     }
 
     pub fn my_requests(&self, caller: &Caller, f: RequestFilter) -> Result<ContactRequestList> {
-        let page = Page::new(f.limit, f.offset);
+        let page = Page::from(f.paging);
         let now = now_ms();
         let conn = self.read()?;
         let (total, rows) =
