@@ -101,7 +101,7 @@ pub struct ServeArgs {
     /// Failed API-key checks (a wrong secret for an existing key id) per client IP.
     #[arg(long, env = "AGENTDIR_RATE_LIMIT_KEY_CHECKS", default_value = rates::KEY_CHECKS)]
     pub rate_limit_key_checks: Rate,
-    /// Key recoveries started per handle and per client IP.
+    /// Key recoveries started per client IP (never per handle, so nobody can block an owner's).
     #[arg(long, env = "AGENTDIR_RATE_LIMIT_RECOVERY", default_value = rates::RECOVERY)]
     pub rate_limit_recovery: Rate,
     /// Requests answered at once; past it a request waits its turn (see --queue-wait).

@@ -1,7 +1,7 @@
 //! Key recovery through the mailbox, end to end with real raw messages piped to
 //! `agentdir inbound-mail`, and every way around it: mail from another address or from the old
-//! mailbox after a change, without authentication, a replaced recovery, a reused token, the rate
-//! limit (across a restart), a suspended agent; the old key dies and nothing shows the mailbox.
+//! mailbox after a change, without authentication, recoveries started by others (which cancel and
+//! exhaust nothing), a reused token, the per-address limit (across a restart), a suspended agent; the old key dies and nothing shows the mailbox.
 
 mod common;
 
@@ -139,24 +139,66 @@ async fn mail_from_the_old_mailbox_after_a_change_is_refused() {
     exchange(&s, &token).await.expect(200);
 }
 
+/// Starts a recovery of `handle` as a client at `address` (the server trusts loopback as a proxy).
+async fn start_from(s: &Server, handle: &str, address: &str) -> Resp {
+    s.send(s.http.post(s.url(&format!("/api/agents/{handle}/recover"))).header("x-forwarded-for", address))
+        .await
+}
+
 #[tokio::test]
-async fn a_new_recovery_replaces_the_old_one() {
-    let s = server_with(&[]).await;
-    let a = s.register("replaced").await;
-    let (old_token, old_subject) = fields(&start(&s, &a).await);
-    let (new_token, new_subject) = fields(&start(&s, &a).await);
-    assert_ne!(old_token, new_token);
-    assert_ne!(old_subject, new_subject);
-    // The old subject confirms nothing, the old token is dead.
-    assert_eq!(deliver(&s, &message(&a.mailbox, &old_subject, &dkim_pass(&a.mailbox))).0, 65);
-    exchange(&s, &old_token).await.expect_error(404, "not_found");
-    assert_eq!(deliver(&s, &message(&a.mailbox, &new_subject, &dkim_pass(&a.mailbox))).0, 0);
-    exchange(&s, &old_token).await.expect_error(404, "not_found");
-    // A confirmed recovery replaced by a new one is dead too.
-    let (confirmed, _) = (new_token.clone(), new_subject);
-    let (latest, _) = fields(&start(&s, &a).await);
-    exchange(&s, &confirmed).await.expect_error(404, "not_found");
-    exchange(&s, &latest).await.expect_error(409, "recovery_not_confirmed");
+async fn every_start_is_a_recovery_of_its_own_and_an_exchange_ends_the_others() {
+    let s = server_with(&[("AGENTDIR_TRUSTED_PROXIES", "127.0.0.1")]).await;
+    let a = s.register("own").await;
+    let owner = start_from(&s, &a.handle, "198.51.100.1").await;
+    owner.expect(200);
+    let (owner_token, owner_subject) = fields(&owner);
+    // Someone else starts recoveries of the same handle before and after the owner's mail.
+    let (other_token, other_subject) = fields(start_from(&s, &a.handle, "203.0.113.7").await.expect(200));
+    assert_ne!(owner_token, other_token);
+    assert_ne!(owner_subject, other_subject);
+    assert_eq!(deliver(&s, &message(&a.mailbox, &owner_subject, &dkim_pass(&a.mailbox))).0, 0);
+    start_from(&s, &a.handle, "203.0.113.7").await.expect(200);
+    // A code works once.
+    assert_eq!(deliver(&s, &message(&a.mailbox, &owner_subject, &dkim_pass(&a.mailbox))).0, 65);
+    exchange(&s, &other_token).await.expect_error(409, "recovery_not_confirmed");
+    let recovered = exchange(&s, &owner_token).await;
+    recovered.expect(200);
+    s.get("/api/me", recovered.json["api_key"].as_str()).await.expect(200);
+    // The exchange ended every other recovery, confirmed or not.
+    assert_eq!(deliver(&s, &message(&a.mailbox, &other_subject, &dkim_pass(&a.mailbox))).0, 65);
+    exchange(&s, &other_token).await.expect_error(404, "not_found");
+    exchange(&s, &owner_token).await.expect_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn nobody_can_cancel_or_exhaust_the_owners_recovery() {
+    let s =
+        server_with(&[("AGENTDIR_TRUSTED_PROXIES", "127.0.0.1"), ("AGENTDIR_RATE_LIMIT_RECOVERY", "5/h")])
+            .await;
+    let a = s.register("race").await;
+    let attacker = "203.0.113.66";
+    // The attacker and the owner start at once, from two addresses; the attacker spends its
+    // whole budget on the owner's handle and goes on past it.
+    let mut starts = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let req = s
+            .http
+            .post(s.url(&format!("/api/agents/{}/recover", a.handle)))
+            .header("x-forwarded-for", attacker);
+        starts.spawn(async move { req.send().await.expect("start").status().as_u16() });
+    }
+    let owner = start_from(&s, &a.handle, "198.51.100.20").await;
+    owner.expect(200);
+    let statuses = starts.join_all().await;
+    assert_eq!(statuses.iter().filter(|st| **st == 200).count(), 5, "{statuses:?}");
+    assert!(statuses.iter().all(|st| *st == 200 || *st == 429), "{statuses:?}");
+    // The owner can still start more, from its own address.
+    start_from(&s, &a.handle, "198.51.100.20").await.expect(200);
+    let (token, subject) = fields(&owner);
+    assert_eq!(deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox))).0, 0);
+    // Starts after the owner's mail change nothing either.
+    start_from(&s, &a.handle, "203.0.113.67").await.expect(200);
+    exchange(&s, &token).await.expect(200);
 }
 
 #[tokio::test]
@@ -198,30 +240,26 @@ async fn a_suspended_agent_cannot_recover() {
 }
 
 #[tokio::test]
-async fn recoveries_are_limited_per_handle_and_per_address_across_a_restart() {
-    let mut s = server_with(&[("AGENTDIR_RATE_LIMIT_RECOVERY", "3/h")]).await;
-    let a = s.register("limited").await;
-    for _ in 0..3 {
-        start(&s, &a).await.expect(200);
+async fn recoveries_are_limited_per_address_only_across_a_restart() {
+    let env = [("AGENTDIR_TRUSTED_PROXIES", "127.0.0.1"), ("AGENTDIR_RATE_LIMIT_RECOVERY", "3/h")];
+    let mut s = server_with(&env).await;
+    let agents = [
+        s.register("one").await,
+        s.register("two").await,
+        s.register("three").await,
+        s.register("four").await,
+    ];
+    // One address: three starts of any handles, then 429 with Retry-After, across a restart.
+    for a in &agents[..3] {
+        start_from(&s, &a.handle, "198.51.100.30").await.expect(200);
     }
-    let r = start(&s, &a).await;
+    let r = start_from(&s, &agents[3].handle, "198.51.100.30").await;
     r.expect_error(429, "rate_limited");
     assert!(r.header("retry-after").is_some());
     s.restart();
-    start(&s, &a).await.expect_error(429, "rate_limited");
-
-    // Per address: other handles from the same client are refused too once it used its three.
-    let mut s2 = server_with(&[("AGENTDIR_RATE_LIMIT_RECOVERY", "3/h")]).await;
-    let agents = [
-        s2.register("one").await,
-        s2.register("two").await,
-        s2.register("three").await,
-        s2.register("four").await,
-    ];
-    for a in &agents[..3] {
-        start(&s2, a).await.expect(200);
+    start_from(&s, &agents[3].handle, "198.51.100.30").await.expect_error(429, "rate_limited");
+    // Nothing is counted per handle: other addresses start recoveries of the same handle.
+    for n in 0..5 {
+        start_from(&s, &agents[0].handle, &format!("198.51.100.{}", 40 + n)).await.expect(200);
     }
-    start(&s2, &agents[3]).await.expect_error(429, "rate_limited");
-    s2.restart();
-    start(&s2, &agents[3]).await.expect_error(429, "rate_limited");
 }

@@ -153,8 +153,7 @@ impl Directory {
                 a.mailbox_verified_at = None;
                 // Codes and a recovery were for the old address.
                 codes::remove(tx, a.id, CodePurpose::Mailbox)?;
-                codes::remove(tx, a.id, CodePurpose::Recovery)?;
-                recoveries::remove(tx, a.id)?;
+                recoveries::remove_of_agent(tx, a.id)?;
             }
             if let Some(owner) = patch.owner
                 && owner != a.owner

@@ -23,6 +23,32 @@ pub enum MailOutcome {
     },
 }
 
+/// A code a message may carry: a mailbox or owner code, or a key recovery's own code.
+struct MailCode {
+    agent_id: i64,
+    purpose: CodePurpose,
+    code: String,
+    address: String,
+    expires_at: i64,
+    /// The recovery's token id, for a recovery code.
+    recovery: Option<String>,
+}
+
+fn live_code(conn: &rusqlite::Connection, code: &str) -> crate::error::Result<Option<MailCode>> {
+    if let Some(r) = codes::by_code(conn, code)? {
+        let codes::CodeRow { agent_id, purpose, code, address, expires_at } = r;
+        return Ok(Some(MailCode { agent_id, purpose, code, address, expires_at, recovery: None }));
+    }
+    Ok(recoveries::by_code(conn, code)?.map(|r| MailCode {
+        agent_id: r.agent_id,
+        purpose: CodePurpose::Recovery,
+        code: r.code,
+        address: r.address,
+        expires_at: r.expires_at,
+        recovery: Some(r.token_id),
+    }))
+}
+
 /// Applies the code carried by a message whose sender the receiving MTA authenticated. `from`
 /// is the From address. The subject must contain a live code's exact subject, and the message
 /// must come from the address that code was issued for. The error is a one-line reason.
@@ -40,7 +66,7 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
     let mut reason =
         String::from("no live verification code in the subject (wrong, replaced or already used)");
     for code in candidates {
-        let Some(row) = codes::by_code(&conn, &code).map_err(|e| e.to_string())? else {
+        let Some(row) = live_code(&conn, &code).map_err(|e| e.to_string())? else {
             continue;
         };
         if !subject_line.contains(&row.purpose.subject(&row.code)) {
@@ -56,12 +82,17 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
             continue;
         }
         let applied = store::write(&mut conn, |tx| {
-            // Single use: the code is consumed by the transaction that applies it.
-            if codes::by_code(tx, &code)?.is_none_or(|r| r.expires_at <= now) {
-                return Err(Error::InvalidState { status: "used" });
-            }
-            codes::remove(tx, row.agent_id, row.purpose)?;
             let a = agents::by_id(tx, row.agent_id)?.ok_or(Error::NotFound)?;
+            match row.purpose {
+                CodePurpose::Owner | CodePurpose::Mailbox => {
+                    // Single use: the code is consumed by the transaction that applies it.
+                    if codes::by_code(tx, &code)?.is_none_or(|r| r.expires_at <= now) {
+                        return Err(Error::InvalidState { status: "used" });
+                    }
+                    codes::remove(tx, row.agent_id, row.purpose)?;
+                }
+                CodePurpose::Recovery => {}
+            }
             match row.purpose {
                 CodePurpose::Owner => {
                     if a.owner_claimed_at.is_some() {
@@ -88,8 +119,9 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
                     if a.suspended_at.is_some() {
                         return Err(Error::Suspended);
                     }
-                    if !recoveries::confirm(tx, a.id, now)? {
-                        return Err(Error::InvalidState { status: "expired" });
+                    let token_id = row.recovery.as_deref().unwrap_or_default();
+                    if !recoveries::confirm(tx, token_id, now)? {
+                        return Err(Error::InvalidState { status: "used" });
                     }
                     audit::record(tx, "recovery-confirmed", &a.handle, "inbound-mail", None, now)?;
                     Ok(MailOutcome::RecoveryConfirmed { handle: a.handle })

@@ -269,7 +269,11 @@ impl Directory {
         let before = crate::time::now_ms() - self.limits.longest_window_ms();
         // A replica keeps no rate events of its own: the primary checks every write.
         if self.replica.is_none() {
-            self.write_blocking(move |tx| store::rate::prune(tx, before).map(|_| ()))?;
+            let now = crate::time::now_ms();
+            self.write_blocking(move |tx| {
+                store::rate::prune(tx, before)?;
+                store::recoveries::prune(tx, now).map(|_| ())
+            })?;
         }
         self.limits.shrink();
         Ok(())

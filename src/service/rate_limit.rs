@@ -108,10 +108,9 @@ pub enum Persistent {
     Registration,
     Calls,
     Requests,
-    /// Key recoveries of one handle.
+    /// Key recoveries started from one client address (never per handle: whoever starts
+    /// recoveries of a handle must not be able to refuse its owner's).
     Recovery,
-    /// Key recoveries from one client address.
-    RecoveryByAddress,
 }
 
 /// Limits counted in memory.
@@ -129,13 +128,12 @@ impl Persistent {
             Persistent::Registration => "registration",
             Persistent::Calls => "calls",
             Persistent::Requests => "requests",
-            Persistent::Recovery => "recovery",
-            Persistent::RecoveryByAddress => "recovery_by_address",
+            Persistent::Recovery => "recovery_by_address",
         }
     }
 
     fn by_ip(self) -> bool {
-        matches!(self, Persistent::Registration | Persistent::RecoveryByAddress)
+        matches!(self, Persistent::Registration | Persistent::Recovery)
     }
 }
 
@@ -235,7 +233,7 @@ impl RateLimits {
             Persistent::Registration => self.settings.registration,
             Persistent::Calls => self.settings.calls,
             Persistent::Requests => self.settings.requests,
-            Persistent::Recovery | Persistent::RecoveryByAddress => self.settings.recovery,
+            Persistent::Recovery => self.settings.recovery,
         }
     }
 

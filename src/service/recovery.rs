@@ -10,7 +10,6 @@ use crate::domain::agent;
 use crate::domain::recovery::{RECOVERY_MINUTES, Recovered, RecoveryExchange, RecoveryStarted};
 use crate::domain::trust::CodePurpose;
 use crate::error::{Error, Result};
-use crate::store::codes::{self, CodeRow};
 use crate::store::recoveries::{self, RecoveryRow};
 use crate::store::{agents, audit};
 use crate::time::{SECOND, Timestamp, now_ms};
@@ -18,8 +17,9 @@ use crate::time::{SECOND, Timestamp, now_ms};
 const LIFETIME_MS: i64 = RECOVERY_MINUTES * 60 * SECOND;
 
 impl Directory {
-    /// `POST /api/agents/{handle}/recover`: a token and the mail to send. Replaces any earlier
-    /// recovery of the agent.
+    /// `POST /api/agents/{handle}/recover`: a token and the mail to send. Every start is a
+    /// recovery of its own, limited per client address only, so nobody who starts recoveries
+    /// for a handle can cancel, replace or rate-limit its owner's.
     pub async fn start_recovery(
         self: &Arc<Self>,
         handle: String,
@@ -42,25 +42,20 @@ impl Directory {
                 Some(a) => a,
                 None => return Err(Error::NotFound),
             };
-            let by_handle = format!("handle:{}", a.handle);
-            dir.limits.check(tx, Persistent::Recovery, &by_handle, now)?;
-            dir.limits.check(tx, Persistent::RecoveryByAddress, &client_ip, now)?;
-            recoveries::replace(
+            dir.limits.check(tx, Persistent::Recovery, &client_ip, now)?;
+            recoveries::insert(
                 tx,
-                &RecoveryRow { agent_id: a.id, token_id, token_hash, expires_at, confirmed_at: None },
-            )?;
-            codes::replace(
-                tx,
-                &CodeRow {
+                &RecoveryRow {
+                    token_id,
                     agent_id: a.id,
-                    purpose: CodePurpose::Recovery,
+                    token_hash,
                     code,
                     address: a.mailbox.clone(),
                     expires_at,
+                    confirmed_at: None,
                 },
             )?;
-            dir.limits.record(tx, Persistent::Recovery, &by_handle, now)?;
-            dir.limits.record(tx, Persistent::RecoveryByAddress, &client_ip, now)?;
+            dir.limits.record(tx, Persistent::Recovery, &client_ip, now)?;
             audit::record(tx, "recovery-started", &a.handle, "api", None, now)
         })
         .await?;
@@ -101,8 +96,7 @@ impl Directory {
         let (key_id, hash) = (key.key_id.clone(), key.hash.clone());
         let (handle, old_key_id) = self
             .write(move |tx| {
-                // Decided again under the write lock: a concurrent exchange or a new recovery
-                // may have come first.
+                // Decided again under the write lock: a concurrent exchange may have come first.
                 let r = recoveries::by_token_id(tx, &token_id)?.ok_or(Error::NotFound)?;
                 if r.expires_at <= now_ms() {
                     return Err(Error::NotFound);
@@ -114,7 +108,8 @@ impl Directory {
                 if a.suspended_at.is_some() {
                     return Err(Error::Suspended);
                 }
-                recoveries::remove(tx, a.id)?;
+                // This exchange outlives every other recovery of the agent.
+                recoveries::remove_of_agent(tx, a.id)?;
                 agents::set_key(tx, a.id, &key_id, &hash)?;
                 // The mail proved the mailbox.
                 if a.mailbox_verified_at.is_none() {

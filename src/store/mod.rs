@@ -55,6 +55,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (2, "change_log", include_str!("../../migrations/0002_change_log.sql")),
     (3, "recovery", include_str!("../../migrations/0003_recovery.sql")),
     (4, "calls", include_str!("../../migrations/0004_calls.sql")),
+    (5, "recoveries_of_their_own", include_str!("../../migrations/0005_recoveries_of_their_own.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";

@@ -1,5 +1,5 @@
-//! The `recoveries` table: the one live key recovery per agent (see
-//! `migrations/0003_recovery.sql`).
+//! The `recoveries` table: key recoveries, each started on its own (see
+//! `migrations/0005_recoveries_of_their_own.sql`).
 
 use rusqlite::{Connection, OptionalExtension, named_params};
 
@@ -7,37 +7,42 @@ use crate::error::Result;
 
 #[derive(Debug, Clone)]
 pub struct RecoveryRow {
-    pub agent_id: i64,
     pub token_id: String,
+    pub agent_id: i64,
     pub token_hash: Vec<u8>,
+    /// The code the confirming mail's subject carries.
+    pub code: String,
+    /// The mailbox the confirming mail must come from.
+    pub address: String,
     pub expires_at: i64,
     pub confirmed_at: Option<i64>,
 }
 
-/// Starts a recovery for the agent, replacing any earlier one.
-pub fn replace(conn: &Connection, row: &RecoveryRow) -> Result<()> {
+pub fn insert(conn: &Connection, row: &RecoveryRow) -> Result<()> {
     conn.prepare_cached(
-        "INSERT INTO recoveries (agent_id, token_id, token_hash, expires_at, confirmed_at)
-         VALUES (:agent_id, :token_id, :token_hash, :expires_at, NULL)
-         ON CONFLICT (agent_id) DO UPDATE SET token_id = excluded.token_id,
-            token_hash = excluded.token_hash, expires_at = excluded.expires_at, confirmed_at = NULL",
+        "INSERT INTO recoveries (token_id, agent_id, token_hash, code, address, expires_at, confirmed_at)
+         VALUES (:token_id, :agent_id, :token_hash, :code, :address, :expires_at, NULL)",
     )?
     .execute(named_params! {
-        ":agent_id": row.agent_id,
         ":token_id": row.token_id,
+        ":agent_id": row.agent_id,
         ":token_hash": row.token_hash,
+        ":code": row.code,
+        ":address": row.address,
         ":expires_at": row.expires_at,
     })?;
     Ok(())
 }
 
-const COLUMNS: &str = "agent_id, token_id, token_hash, expires_at, confirmed_at";
+const COLUMNS: &str = "token_id, agent_id, token_hash, code, address, expires_at, confirmed_at";
 
 fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecoveryRow> {
     Ok(RecoveryRow {
-        agent_id: r.get("agent_id")?,
         token_id: r.get("token_id")?,
+        agent_id: r.get("agent_id")?,
         token_hash: r.get("token_hash")?,
+        code: r.get("code")?,
+        address: r.get("address")?,
         expires_at: r.get("expires_at")?,
         confirmed_at: r.get("confirmed_at")?,
     })
@@ -50,26 +55,35 @@ pub fn by_token_id(conn: &Connection, token_id: &str) -> Result<Option<RecoveryR
         .optional()?)
 }
 
-pub fn of_agent(conn: &Connection, agent_id: i64) -> Result<Option<RecoveryRow>> {
+pub fn by_code(conn: &Connection, code: &str) -> Result<Option<RecoveryRow>> {
     Ok(conn
-        .prepare_cached(&format!("SELECT {COLUMNS} FROM recoveries WHERE agent_id = :agent_id"))?
-        .query_row(named_params! {":agent_id": agent_id}, from_row)
+        .prepare_cached(&format!("SELECT {COLUMNS} FROM recoveries WHERE code = :code"))?
+        .query_row(named_params! {":code": code}, from_row)
         .optional()?)
 }
 
-/// Marks the agent's live recovery confirmed by mail; false when it has none that is live.
-pub fn confirm(conn: &Connection, agent_id: i64, now: i64) -> Result<bool> {
+/// Marks the recovery of `token_id` confirmed by mail; false when it is no longer live or was
+/// confirmed before (a code works once).
+pub fn confirm(conn: &Connection, token_id: &str, now: i64) -> Result<bool> {
     Ok(conn
         .prepare_cached(
-            "UPDATE recoveries SET confirmed_at = :now WHERE agent_id = :agent_id AND expires_at > :now",
+            "UPDATE recoveries SET confirmed_at = :now
+             WHERE token_id = :token_id AND expires_at > :now AND confirmed_at IS NULL",
         )?
-        .execute(named_params! {":agent_id": agent_id, ":now": now})?
+        .execute(named_params! {":token_id": token_id, ":now": now})?
         == 1)
 }
 
-/// Ends the agent's recovery (exchanged, or void).
-pub fn remove(conn: &Connection, agent_id: i64) -> Result<()> {
+/// Ends every recovery of the agent: one was exchanged, or the mailbox they rely on changed.
+pub fn remove_of_agent(conn: &Connection, agent_id: i64) -> Result<()> {
     conn.prepare_cached("DELETE FROM recoveries WHERE agent_id = :agent_id")?
         .execute(named_params! {":agent_id": agent_id})?;
     Ok(())
+}
+
+/// Forgets recoveries that expired before `before`; returns how many.
+pub fn prune(conn: &Connection, before: i64) -> Result<usize> {
+    Ok(conn
+        .prepare_cached("DELETE FROM recoveries WHERE expires_at <= :before")?
+        .execute(named_params! {":before": before})?)
 }
