@@ -317,11 +317,18 @@ async fn bad_cursors_and_limits_are_400_and_pages_carry_etags() {
     let a = s.register("etag").await;
     s.seeking(&a, "Tagged").await;
     let (_, next) = read_all(&s, None, 100).await;
-    for bad in ["nope", "0_0", "abc_1_2", "", &format!("{next}0"), "zzzzzzzz_1"] {
+    for bad in ["nope", "0_0", "abc_1_2", "", &format!("{next}000000000000"), "zzzzzzzz_1"] {
         let r = s.get(&format!("/api/changes?after={bad}"), None).await;
         r.expect_error(400, "validation_failed");
         assert_eq!(r.json["error"]["field"], "after", "{bad}: {}", r.text);
     }
+    // A cursor of this feed ahead of its newest change is "nothing new yet", as the published
+    // pattern allows.
+    let ahead = format!("{next}0");
+    let r = s.get(&format!("/api/changes?after={ahead}"), None).await;
+    r.expect(200);
+    assert_eq!(r.json["changes"], Value::Array(vec![]));
+    assert_eq!(r.json["next"], ahead.as_str());
     for bad in ["0", "1001", "-1", "many"] {
         let r = s.get(&format!("/api/changes?limit={bad}"), None).await;
         r.expect_error(400, "validation_failed");

@@ -18,6 +18,8 @@ pub const DEFAULT_LIMIT: u32 = 100;
 pub const MAX_LIMIT: u32 = 1_000;
 /// Longest cursor the server issues (its epoch, an underscore, a seq).
 pub const CURSOR_MAX: u32 = 40;
+/// Base-36 digits of a cursor's seq: twelve always fit a seq (36^12 > 4.7 * 10^18).
+pub const CURSOR_SEQ_DIGITS: usize = 12;
 
 /// Query of `GET /api/changes`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -43,6 +45,11 @@ pub struct Cursor {
 }
 
 impl Cursor {
+    /// Every cursor of the feed whose epoch is `epoch`, as a pattern (published in openapi.json).
+    pub fn pattern(epoch: u64) -> String {
+        format!("^{}_[0-9a-z]{{1,{CURSOR_SEQ_DIGITS}}}$", base36(epoch))
+    }
+
     /// Reads a cursor as the server writes it; anything else is `None`.
     pub fn parse(text: &str) -> Option<Cursor> {
         let (epoch, seq) = text.split_once('_')?;

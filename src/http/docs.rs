@@ -88,14 +88,21 @@ pub struct Published {
     pub skill_md: Bytes,
 }
 
-/// The documents of this process, built on first use (the router asks at start).
-pub fn published(base_url: &str) -> &'static Published {
-    static PUBLISHED: OnceLock<Published> = OnceLock::new();
+static PUBLISHED: OnceLock<Published> = OnceLock::new();
+
+/// Builds the documents of this process once, when the router is built: the directory's base
+/// URL, and its change feed's epoch (the only cursors the feed takes are of that epoch).
+pub fn publish(base_url: &str, feed_epoch: u64) -> &'static Published {
     PUBLISHED.get_or_init(|| Published {
         api_index: serde_json::to_vec(&api_index(base_url)).expect("the API index serialises").into(),
-        openapi: serde_json::to_vec(&openapi(base_url)).expect("openapi.json serialises").into(),
+        openapi: serde_json::to_vec(&openapi(base_url, feed_epoch)).expect("openapi.json serialises").into(),
         skill_md: crate::skill::render(base_url).into(),
     })
+}
+
+/// The documents `publish` built.
+pub fn published() -> &'static Published {
+    PUBLISHED.get().expect("the router publishes the documents before it serves them")
 }
 
 fn status_title(code: u16) -> &'static str {
@@ -246,7 +253,7 @@ fn generator(settings: SchemaSettings) -> SchemaGenerator {
 }
 
 /// openapi.json, built from the route table and the same schemas the server validates with.
-pub fn openapi(base_url: &str) -> Value {
+pub fn openapi(base_url: &str, feed_epoch: u64) -> Value {
     let mut inputs = generator(schema_settings());
     let mut outputs = generator(schema_settings().for_serialize());
     // Query parameters are listed one by one, so their schema is wanted whole, not as a `$ref`.
@@ -259,6 +266,7 @@ pub fn openapi(base_url: &str) -> Value {
         let entry = paths.entry(e.path.to_owned()).or_insert_with(|| json!({}));
         entry[e.method.as_str().to_ascii_lowercase()] = op;
     }
+    publish_cursor_pattern(&mut paths, feed_epoch);
     let mut schemas = inputs.take_definitions(true);
     for (name, schema) in outputs.take_definitions(true) {
         // Input and output types have distinct names; `component_names_do_not_collide` keeps it so.
@@ -440,6 +448,19 @@ fn query_parameters(schema: Value) -> Vec<Value> {
         .collect()
 }
 
+/// The feed's `after` takes exactly the cursors of this directory's feed: the schema says so,
+/// so a request the published schema allows is never refused as invalid.
+fn publish_cursor_pattern(paths: &mut Map<String, Value>, feed_epoch: u64) {
+    let Some(params) = paths.get_mut("/api/changes").and_then(|p| p.pointer_mut("/get/parameters")) else {
+        return;
+    };
+    for p in params.as_array_mut().into_iter().flatten() {
+        if p["name"] == "after" {
+            p["schema"]["pattern"] = Value::String(crate::domain::changes::Cursor::pattern(feed_epoch));
+        }
+    }
+}
+
 fn operation_links(e: &Endpoint) -> Map<String, Value> {
     LINKS
         .iter()
@@ -574,7 +595,7 @@ mod tests {
 
     #[test]
     fn every_error_status_is_described() {
-        let doc = openapi("http://example.test");
+        let doc = openapi("http://example.test", 1);
         let codes = doc.pointer("/components/schemas/ErrorBody/properties/code/description");
         let codes = codes.and_then(Value::as_str).expect("the error codes are described");
         for e in Error::samples() {

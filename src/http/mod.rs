@@ -21,7 +21,7 @@ use crate::service::App;
 /// envelope for unknown paths and wrong methods. Fails only when the base URL is not an absolute
 /// http(s) URL, which the MCP `Host`/`Origin` checks are derived from.
 pub fn router(app: App) -> Result<Router, agentdir_mcp::ConfigError> {
-    docs::published(&app.settings.base_url);
+    docs::publish(&app.settings.base_url, app.feed_epoch().unwrap_or_default());
     let mut router: Router<App> = Router::new();
     for route in routes::table() {
         router = router.route(route.endpoint.path, route.handler);

@@ -25,6 +25,11 @@ fn kind(k: ChangeKind) -> EntityKind {
 }
 
 impl Directory {
+    /// The epoch of this directory's change feed (every cursor it issues starts with it).
+    pub fn feed_epoch(&self) -> Result<u64> {
+        changes::epoch(&*self.read()?)
+    }
+
     /// One page of the feed, read in one snapshot: the log position and the data agree.
     pub fn changes(&self, q: ChangesQuery) -> Result<ChangeFeed> {
         let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
@@ -33,9 +38,10 @@ impl Directory {
         let epoch = changes::epoch(&snapshot)?;
         let after = match q.after.as_deref() {
             None => Cursor { epoch, seq: 0 },
+            // A cursor of this feed ahead of its newest change reads as "nothing new yet": any
+            // cursor the published pattern allows is taken.
             Some(text) => Cursor::parse(text)
                 .filter(|c| c.epoch == epoch)
-                .filter(|c| c.seq <= changes::max_seq(&snapshot).unwrap_or(0))
                 .ok_or(Error::validation("after", Rule::Cursor))?,
         };
         // A reader at the very beginning holds nothing a forgotten deletion could be about.

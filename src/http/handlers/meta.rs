@@ -17,21 +17,21 @@ use crate::service::rendered::Rendered;
 
 const JSON: &str = "application/json";
 
-pub async fn index(State(app): State<App>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, JSON)], docs::published(&app.settings.base_url).api_index.clone())
+pub async fn index() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, JSON)], docs::published().api_index.clone())
 }
 
 pub async fn stats(State(app): State<App>) -> Reply<Stats> {
     Ok(Json(app.run(|d| d.stats()).await?))
 }
 
-pub async fn skill(State(app): State<App>) -> impl IntoResponse {
-    let skill_md = docs::published(&app.settings.base_url).skill_md.clone();
+pub async fn skill() -> impl IntoResponse {
+    let skill_md = docs::published().skill_md.clone();
     ([(header::CONTENT_TYPE, "text/markdown; charset=utf-8")], skill_md)
 }
 
-pub async fn openapi(State(app): State<App>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, JSON)], docs::published(&app.settings.base_url).openapi.clone())
+pub async fn openapi() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, JSON)], docs::published().openapi.clone())
 }
 
 pub async fn changes(
