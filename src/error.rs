@@ -95,6 +95,11 @@ pub enum Error {
     },
     Overloaded,
     Timeout,
+    /// The request body did not arrive within the body deadline after its headers.
+    BodyTimeout,
+    /// A replica's primary answered with something a replica does not pass on (an answer past
+    /// the forwarding bound).
+    BadGateway,
     Internal,
 }
 
@@ -142,7 +147,9 @@ impl Error {
             | ProofNotFound
             | LinkFetchFailed { .. } => 422,
             RateLimited { .. } | WeeklyCapReached { .. } | CooldownAfterDecline { .. } => 429,
+            BodyTimeout => 408,
             Internal => 500,
+            BadGateway => 502,
             Overloaded => 503,
             Timeout => 504,
         }
@@ -181,6 +188,8 @@ impl Error {
             CooldownAfterDecline { .. } => "cooldown_after_decline",
             Overloaded => "overloaded",
             Timeout => "timeout",
+            BodyTimeout => "request_timeout",
+            BadGateway => "bad_gateway",
             Internal => "internal",
         }
     }
@@ -249,6 +258,8 @@ impl Error {
             CooldownAfterDecline { .. } => format!("asking again within {COOLDOWN_DAYS} days of a decline"),
             Overloaded => "the server is busy; try again shortly".into(),
             Timeout => "the request took too long".into(),
+            BodyTimeout => "the request body did not arrive in time after its headers; the connection is closed".into(),
+            BadGateway => "a read node could not pass on the primary's answer".into(),
             Internal => "an error on the server's side".into(),
         }
     }
@@ -286,6 +297,8 @@ impl Error {
             Error::CooldownAfterDecline { retry_after: 1 },
             Error::Overloaded,
             Error::Timeout,
+            Error::BodyTimeout,
+            Error::BadGateway,
             Error::Internal,
         ]
     }
@@ -428,6 +441,14 @@ impl Error {
             Timeout => (
                 "The request took too long and was stopped; try again.".into(),
                 "请求处理时间过长，已被中止，请重试。".into(),
+            ),
+            BodyTimeout => (
+                "The request body did not arrive in time; the connection is closed.".into(),
+                "请求体未在规定时间内送达，连接已关闭。".into(),
+            ),
+            BadGateway => (
+                "The primary node's answer could not be passed on; try again.".into(),
+                "无法转交主节点的响应，请重试。".into(),
             ),
             Internal => (
                 "Something went wrong on our side; the error has been logged.".into(),

@@ -37,10 +37,13 @@ pub fn router(app: App) -> Result<Router, agentdir_mcp::ConfigError> {
         .with_state(app))
 }
 
-/// The whole application as served: the routes of `router` inside `middleware`.
+/// The whole application as served: the routes of `router` inside `middleware`, and outside it
+/// a replica's wait for a client's position (which must not hold an in-flight slot).
 pub fn app(app: App, limits: &middleware::Hardening) -> Result<Router, agentdir_mcp::ConfigError> {
     let templates = routes::endpoints().into_iter().map(|e| e.path);
-    Ok(middleware::stack(router(app)?, templates, limits))
+    let positions =
+        axum::middleware::from_fn_with_state(app.clone(), crate::replica::forward::await_position);
+    Ok(middleware::stack(router(app)?, templates, limits).layer(positions))
 }
 
 /// Serves until SIGINT or SIGTERM, then lets in-flight requests finish (within the grace

@@ -24,12 +24,23 @@ pub enum Access {
     Key,
 }
 
+/// Which node answers a route when the directory runs with read replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Node {
+    /// A public read: the node the client reached answers it from its own copy.
+    Any,
+    /// A write, or a route that needs a key: a replica forwards it, so a rotated key is dead on
+    /// every node at once and every write has one home.
+    Primary,
+}
+
 /// What a route is, for the router and for the documents describing it.
 #[derive(Clone)]
 pub struct Endpoint {
     pub method: Method,
     pub path: &'static str,
     pub access: Access,
+    pub node: Node,
     pub summary: &'static str,
     pub query: Option<SchemaFn>,
     /// The request body, and whether it may be left out.
@@ -52,10 +63,13 @@ pub struct Route {
 struct Declared(Endpoint);
 
 fn route(method: Method, path: &'static str, access: Access, summary: &'static str) -> Declared {
+    let reads = matches!(method, Method::GET | Method::HEAD);
+    let node = if reads && access == Access::Public { Node::Any } else { Node::Primary };
     Declared(Endpoint {
         method,
         path,
         access,
+        node,
         summary,
         query: None,
         body: None,

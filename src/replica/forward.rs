@@ -1,25 +1,37 @@
-//! The HTTP side of replication, one middleware for both roles.
+//! The HTTP side of replication.
 //!
-//! On the primary: every answer to a request that may write carries the write position in
-//! `X-Agentdir-Seq`.
+//! On the primary: every answer to a write carries the write position in `X-Agentdir-Seq`.
 //!
-//! On a replica: a request that may write (any method but GET, HEAD and OPTIONS, outside the
-//! read-only `/mcp`) is sent to the primary as it came, with the client's address in
-//! `X-Forwarded-For`, and the primary's answer is returned as it came, once the replica has
-//! applied its position (bounded wait; `X-Agentdir-Caught-Up` tells which). A read carrying
-//! `X-Agentdir-Seq` waits the same way for that position, and is sent to the primary when the
-//! wait runs out.
+//! On a replica, by the route's [`Node`] in the route table (never by what the client sends):
+//! - a write or a route that needs a key is sent to the primary, to the configured primary
+//!   origin with the request's path and query, whatever the request line holds; the primary's
+//!   answer is passed back once the replica has applied its position (bounded wait;
+//!   `X-Agentdir-Caught-Up` tells which), and only when it is within [`ANSWER_LIMIT`];
+//! - a public read is answered from the copy. A read carrying `X-Agentdir-Seq` first waits for
+//!   that position (`await_position`, before the request takes an in-flight slot) when the
+//!   primary really issued it, and is sent to the primary when the wait runs out; a position
+//!   the primary never issued is treated as absent.
+//! - anything no route matches is answered here (404 or 405): nothing unknown is forwarded.
 
-use axum::body::Body;
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::{CAUGHT_UP_HEADER, Link, SEQ_HEADER, SERVED_BY_HEADER, link};
 use crate::error::Error;
 use crate::http::extract::BODY_LIMIT;
+use crate::http::routes::{self, Node};
 use crate::service::App;
+
+/// The largest answer of the primary a replica passes on (125 MiB). The largest legitimate one
+/// is a change-feed page at its maximum limit whose every entry is an agent's card: a profile of
+/// at most one request body, rendered with its evidence in less than twice that.
+pub const ANSWER_LIMIT: usize = 2 * crate::domain::changes::MAX_LIMIT as usize * BODY_LIMIT;
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the client library sets itself.
 const NOT_FORWARDED: [HeaderName; 10] = [
@@ -37,35 +49,70 @@ const NOT_FORWARDED: [HeaderName; 10] = [
 
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
-fn may_write(req: &Request) -> bool {
-    let path = req.uri().path();
-    !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS)
-        && path != "/mcp"
-        && !path.starts_with("/mcp/")
+/// Set by `await_position` on a read whose position the copy did not reach in time.
+#[derive(Clone, Copy)]
+struct BehindClient;
+
+fn is_write(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// The node that answers this request, from the route it matched. Unmatched paths, wrong
+/// methods and `/mcp` (read-only) are answered by any node.
+fn node_of(req: &Request) -> Node {
+    static NODES: OnceLock<HashMap<(Method, &'static str), Node>> = OnceLock::new();
+    let nodes =
+        NODES.get_or_init(|| routes::endpoints().into_iter().map(|e| ((e.method, e.path), e.node)).collect());
+    let Some(matched) = req.extensions().get::<MatchedPath>() else { return Node::Any };
+    let method = if req.method() == Method::HEAD { Method::GET } else { req.method().clone() };
+    nodes.get(&(method, matched.as_str())).copied().unwrap_or(Node::Any)
 }
 
 fn seq_of(headers: &HeaderMap) -> Option<u64> {
     headers.get(SEQ_HEADER)?.to_str().ok()?.trim().parse().ok()
 }
 
+/// Before a read takes an in-flight slot: waits for the position the client carries when the
+/// primary issued it. Waiting here holds nothing other requests need.
+pub async fn await_position(State(app): State<App>, mut req: Request, next: Next) -> Response {
+    if let Some(link) = app.replica.as_ref()
+        && node_of(&req) == Node::Any
+        && let Some(wanted) = seq_of(req.headers())
+        && wanted > link.applied_seq()
+    {
+        if !link.issued(wanted).await {
+            metrics::counter!(link::UNISSUED_POSITIONS).increment(1);
+        } else {
+            let waiting = metrics::gauge!(link::READS_WAITING);
+            waiting.increment(1.0);
+            let reached = link.wait_for(wanted).await;
+            waiting.decrement(1.0);
+            if !reached {
+                req.extensions_mut().insert(BehindClient);
+            }
+        }
+    }
+    next.run(req).await
+}
+
 pub async fn route(State(app): State<App>, req: Request, next: Next) -> Response {
+    let node = node_of(&req);
     let Some(link) = app.replica.as_ref() else {
-        let writes = may_write(&req);
+        let writes = node == Node::Primary && is_write(req.method());
         let mut res = next.run(req).await;
         if writes {
             res.headers_mut().insert(SEQ_HEADER, HeaderValue::from(app.written()));
         }
         return res;
     };
-    if may_write(&req) {
-        return forward_write(&app, link, req).await;
+    if node == Node::Primary {
+        return if is_write(req.method()) {
+            forward_write(&app, link, req).await
+        } else {
+            forward(&app, link, req).await
+        };
     }
-    // The client's position is waited for but never taken as the primary's: a made-up one
-    // must not make the replica look behind (and so not ready).
-    if let Some(wanted) = seq_of(req.headers())
-        && wanted > link.applied_seq()
-        && !link.wait_for(wanted).await
-    {
+    if req.extensions().get::<BehindClient>().is_some() {
         return forward(&app, link, req).await;
     }
     next.run(req).await
@@ -89,12 +136,32 @@ async fn forward_write(app: &App, link: &Link, req: Request) -> Response {
     res
 }
 
+/// Why a forwarded request got no answer to pass on.
+#[derive(Debug, thiserror::Error)]
+enum Failed {
+    #[error("the primary did not answer: {0}")]
+    Unreachable(#[from] anyhow::Error),
+    #[error("the primary's answer is over {ANSWER_LIMIT} bytes")]
+    TooLarge,
+}
+
+impl From<reqwest::Error> for Failed {
+    fn from(e: reqwest::Error) -> Self {
+        Failed::Unreachable(e.into())
+    }
+}
+
 /// Sends `req` to the primary and returns its answer unchanged but for hop-by-hop headers;
-/// 503 `overloaded` (with Retry-After) when the primary cannot be reached.
+/// 503 `overloaded` (with Retry-After) when the primary cannot be reached, 502 `bad_gateway`
+/// when its answer is past [`ANSWER_LIMIT`].
 async fn forward(app: &App, link: &Link, req: Request) -> Response {
     metrics::counter!(link::FORWARDED).increment(1);
     match send(app, link, req).await {
         Ok(res) => res,
+        Err(e @ Failed::TooLarge) => {
+            tracing::warn!(error = %e, "a forwarded request's answer was not passed on");
+            Error::BadGateway.into_response()
+        }
         Err(e) => {
             tracing::warn!(error = %e, "the primary did not answer a forwarded request");
             Error::Overloaded.into_response()
@@ -102,7 +169,19 @@ async fn forward(app: &App, link: &Link, req: Request) -> Response {
     }
 }
 
-async fn send(app: &App, link: &Link, req: Request) -> anyhow::Result<Response> {
+/// The primary's URL for a request: the configured origin with the request's path and query.
+/// The request line's authority, and a path that looks like one (`//host/…`, `/\host`), never
+/// choose the host.
+pub fn primary_url(primary: &url::Url, uri: &Uri) -> anyhow::Result<url::Url> {
+    let mut url = primary.clone();
+    url.set_path(uri.path());
+    url.set_query(uri.query());
+    url.set_fragment(None);
+    anyhow::ensure!(url.origin() == primary.origin(), "a forwarded URL left the primary's origin");
+    Ok(url)
+}
+
+async fn send(app: &App, link: &Link, req: Request) -> Result<Response, Failed> {
     let peer = req.extensions().get::<ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
     let client = crate::http::extract::client_ip(
         peer.unwrap_or(std::net::IpAddr::from([127, 0, 0, 1])),
@@ -110,23 +189,38 @@ async fn send(app: &App, link: &Link, req: Request) -> anyhow::Result<Response> 
         &app.settings.trusted_proxies,
     );
     let (parts, body) = req.into_parts();
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let url = link.primary.join(path)?;
+    let url = primary_url(&link.primary, &parts.uri)?;
     let mut headers = without_hop_by_hop(&parts.headers);
     // The replica worked out who the client is (believing only its trusted proxies); the
     // primary, which trusts the replica, sees that address for its rate limits.
     headers.remove(X_FORWARDED_FOR);
-    headers.insert(X_FORWARDED_FOR, HeaderValue::from_str(&client.to_string())?);
-    let body = axum::body::to_bytes(body, BODY_LIMIT).await?;
+    headers.insert(X_FORWARDED_FOR, HeaderValue::from_str(&client.to_string()).map_err(anyhow::Error::from)?);
+    let body = axum::body::to_bytes(body, BODY_LIMIT).await.map_err(|e| anyhow::anyhow!("{e}"))?;
     let answer = link.client.request(parts.method, url).headers(headers).body(body).send().await?;
     let status = answer.status();
     let mut res_headers = without_hop_by_hop(answer.headers());
     res_headers.insert(SERVED_BY_HEADER, HeaderValue::from_static("primary"));
-    let bytes = answer.bytes().await?;
+    let bytes = read_bounded(answer).await?;
     let mut res = Response::new(Body::from(bytes));
     *res.status_mut() = status;
     *res.headers_mut() = res_headers;
     Ok(res)
+}
+
+/// The answer's body, or `TooLarge` as soon as it passes [`ANSWER_LIMIT`] (declared or sent).
+async fn read_bounded(mut answer: reqwest::Response) -> Result<Bytes, Failed> {
+    if answer.content_length().is_some_and(|n| n > ANSWER_LIMIT as u64) {
+        return Err(Failed::TooLarge);
+    }
+    let declared = answer.content_length().unwrap_or(0) as usize;
+    let mut body = Vec::with_capacity(declared);
+    while let Some(chunk) = answer.chunk().await? {
+        if body.len() + chunk.len() > ANSWER_LIMIT {
+            return Err(Failed::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(body))
 }
 
 /// `headers` without the hop-by-hop ones, including those the `Connection` header names.
@@ -146,4 +240,29 @@ fn without_hop_by_hop(headers: &HeaderMap) -> HeaderMap {
         out.append(name.clone(), value.clone());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forwarded_urls_stay_on_the_primary_whatever_the_path_looks_like() {
+        let primary = url::Url::parse("http://10.0.0.5:8080/").expect("url");
+        for target in [
+            "//127.0.0.1:9999/latest/meta-data",
+            "//user:pw@127.0.0.1:9999/",
+            "///127.0.0.1:9999/x",
+            "/api/agents?q=//evil.example/",
+            "http://127.0.0.1:9999/api/me",
+        ] {
+            let uri: Uri = target.parse().expect("uri");
+            let url = primary_url(&primary, &uri).expect("forwarded url");
+            assert_eq!(url.host_str(), Some("10.0.0.5"), "{target} -> {url}");
+            assert_eq!(url.port(), Some(8080), "{target} -> {url}");
+            assert_eq!(url.username(), "", "{target} -> {url}");
+            assert_eq!(url.path(), uri.path(), "{target} -> {url}");
+            assert_eq!(url.query(), uri.query(), "{target} -> {url}");
+        }
+    }
 }

@@ -18,6 +18,8 @@ use super::ReplicaArgs;
 pub const COPY_POLL: Duration = Duration::from_millis(20);
 /// How often a replica asks the primary for its position (`GET /readyz`).
 pub const PRIMARY_POLL: Duration = Duration::from_secs(1);
+/// How long the loop's question for the primary's position may take.
+const PRIMARY_POLL_TIMEOUT: Duration = Duration::from_secs(5);
 /// Primary positions remembered while not yet applied; past it the newest one is overwritten,
 /// which can only make the lag look longer, never shorter.
 const PENDING_MAX: usize = 1024;
@@ -28,6 +30,9 @@ pub const APPLIED: &str = "agentdir_replica_applied_seq";
 pub const PRIMARY_SEQ: &str = "agentdir_replica_primary_seq";
 pub const FORWARDED: &str = "agentdir_replica_forwarded_total";
 pub const NOT_CAUGHT_UP: &str = "agentdir_replica_not_caught_up_total";
+pub const UNISSUED_POSITIONS: &str = "agentdir_replica_unissued_positions_total";
+pub const POSITION_QUESTIONS: &str = "agentdir_replica_position_questions_total";
+pub const READS_WAITING: &str = "agentdir_replica_reads_waiting";
 
 pub struct Link {
     pub primary: url::Url,
@@ -43,6 +48,10 @@ pub struct Link {
     /// Positions the primary reported that are not applied yet, oldest first, with when each
     /// was first heard of.
     pending: Mutex<VecDeque<(u64, Instant)>>,
+    /// Questions to the primary for its position that reads waiting on a position started.
+    questions_started: AtomicU64,
+    /// Held while one such question is out; holds the number of the last one answered.
+    question: tokio::sync::Mutex<u64>,
 }
 
 /// Where a replica stands, for `/readyz` and `/metrics`.
@@ -77,6 +86,8 @@ impl Link {
             applied: watch::Sender::new(0),
             primary_seq: AtomicU64::new(0),
             pending: Mutex::new(VecDeque::new()),
+            questions_started: AtomicU64::new(0),
+            question: tokio::sync::Mutex::new(0),
         })
     }
 
@@ -123,6 +134,28 @@ impl Link {
         pending.push_back((position, Instant::now()));
     }
 
+    /// Whether the primary issued `position`: at or below the newest position it reported, else
+    /// at or below its position now. All reads that ask at once share one question, and each
+    /// is answered by a question that started after it arrived, so a position the primary
+    /// issued a moment ago is never mistaken for a made-up one. When the primary cannot be
+    /// asked, only positions it reported before count.
+    pub async fn issued(&self, position: u64) -> bool {
+        if position <= self.primary_seq.load(Ordering::Acquire) {
+            return true;
+        }
+        let arrived_after = self.questions_started.load(Ordering::Acquire);
+        let mut last_answered = self.question.lock().await;
+        if *last_answered <= arrived_after {
+            let number = self.questions_started.fetch_add(1, Ordering::AcqRel) + 1;
+            metrics::counter!(POSITION_QUESTIONS).increment(1);
+            if let Err(e) = self.poll_primary(self.wait).await {
+                tracing::debug!(error = %e, "the primary did not tell its position");
+            }
+            *last_answered = number;
+        }
+        position <= self.primary_seq.load(Ordering::Acquire)
+    }
+
     /// Waits (at most the configured wait) until the followers applied `position`.
     pub async fn wait_for(&self, position: u64) -> bool {
         let mut applied = self.applied.subscribe();
@@ -153,13 +186,13 @@ impl Link {
     }
 
     /// Asks the primary for its position.
-    async fn poll_primary(&self) -> anyhow::Result<()> {
+    async fn poll_primary(&self, timeout: Duration) -> anyhow::Result<()> {
         #[derive(serde::Deserialize)]
         struct Ready {
             seq: u64,
         }
         let url = self.primary.join("/readyz")?;
-        let res = self.client.get(url).timeout(Duration::from_secs(5)).send().await?.error_for_status()?;
+        let res = self.client.get(url).timeout(timeout).send().await?.error_for_status()?;
         let ready: Ready = serde_json::from_slice(&res.bytes().await?)?;
         self.primary_at(ready.seq);
         Ok(())
@@ -178,7 +211,7 @@ pub async fn run(app: crate::service::App) {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
-                if let Err(e) = link.poll_primary().await {
+                if let Err(e) = link.poll_primary(PRIMARY_POLL_TIMEOUT).await {
                     tracing::debug!(error = %e, "the primary did not tell its position");
                 }
                 if link.record_metrics().stuck {
