@@ -113,6 +113,14 @@ pub struct ServeArgs {
     /// Open client connections; past it new connections are closed at once.
     #[arg(long, env = "AGENTDIR_MAX_CONNECTIONS", default_value = "1024", value_parser = parse_positive)]
     pub max_connections: usize,
+    /// Open connections of one client address (an IPv6 client counted by its /64) that is not a
+    /// trusted proxy; past it its new connections are closed at once.
+    #[arg(long, env = "AGENTDIR_MAX_CONNECTIONS_PER_IP", default_value = "128", value_parser = parse_positive)]
+    pub max_connections_per_ip: usize,
+    /// Seconds a request body may take to arrive after its headers; then 408 and the connection
+    /// is closed.
+    #[arg(long, env = "AGENTDIR_BODY_TIMEOUT", default_value = "10", value_parser = parse_seconds)]
+    pub body_timeout: Duration,
     /// Seconds a request may take, reading its body included, before it is answered 504.
     #[arg(long, env = "AGENTDIR_REQUEST_TIMEOUT", default_value = "30", value_parser = parse_seconds)]
     pub request_timeout: Duration,
@@ -170,7 +178,10 @@ impl ServeArgs {
             max_in_flight: self.max_in_flight,
             queue_wait: self.queue_wait,
             max_connections: self.max_connections,
+            max_connections_per_ip: self.max_connections_per_ip,
+            trusted_proxies: self.trusted_proxies.clone(),
             request_timeout: self.request_timeout,
+            body_timeout: self.body_timeout,
             header_timeout: self.header_timeout,
             shutdown_grace: self.shutdown_grace,
         }

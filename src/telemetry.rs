@@ -15,6 +15,7 @@ pub const HTTP_SHED: &str = "agentdir_http_requests_shed_total";
 pub const HTTP_TIMEOUTS: &str = "agentdir_http_request_timeouts_total";
 pub const CONNECTIONS_OPEN: &str = "agentdir_http_connections_open";
 pub const CONNECTIONS_REFUSED: &str = "agentdir_http_connections_refused_total";
+pub const BODY_TIMEOUTS: &str = "agentdir_http_body_timeouts_total";
 pub const RATE_LIMITED: &str = "agentdir_rate_limited_total";
 pub const INDEX_LAG: &str = "agentdir_search_index_lag";
 pub const INDEX_APPLIED: &str = "agentdir_search_index_applied_seq";
@@ -65,7 +66,11 @@ fn describe() {
     );
     describe_counter!(HTTP_TIMEOUTS, "Requests stopped by the request timeout.");
     describe_gauge!(CONNECTIONS_OPEN, "Open client connections.");
-    describe_counter!(CONNECTIONS_REFUSED, "Client connections closed at once because too many were open.");
+    describe_counter!(
+        CONNECTIONS_REFUSED,
+        "Client connections closed at once because too many were open, by reason (total or per_client)."
+    );
+    describe_counter!(BODY_TIMEOUTS, "Requests answered 408 because their body did not arrive in time.");
     describe_counter!(RATE_LIMITED, "Requests refused with 429 by a rate limit, by limit.");
     describe_gauge!(INDEX_LAG, "Search-index change-log entries committed to SQLite but not yet applied.");
     describe_gauge!(INDEX_APPLIED, "Change-log sequence number the search index has applied.");

@@ -49,7 +49,13 @@ pub struct Hardening {
     /// How long a request past the in-flight limit waits for its turn before 503.
     pub queue_wait: Duration,
     pub max_connections: usize,
+    /// Open connections of one client that is not a trusted proxy.
+    pub max_connections_per_ip: usize,
+    /// Peers not capped per address: every client behind them shares their address.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     pub request_timeout: Duration,
+    /// How long a body may take to arrive after its headers.
+    pub body_timeout: Duration,
     pub header_timeout: Duration,
     pub shutdown_grace: Duration,
 }
@@ -84,6 +90,7 @@ struct GateInner {
     slots: Arc<Semaphore>,
     queue_wait: Duration,
     request_timeout: Duration,
+    body_timeout: Duration,
     /// Route templates, as the static labels metrics use.
     routes: HashMap<&'static str, &'static str>,
     /// Random per process, so ids of two runs do not collide.
@@ -99,6 +106,7 @@ pub fn stack(router: Router, routes: impl IntoIterator<Item = &'static str>, lim
         slots: Arc::new(Semaphore::new(limits.max_in_flight)),
         queue_wait: limits.queue_wait,
         request_timeout: limits.request_timeout,
+        body_timeout: limits.body_timeout,
         routes: routes.into_iter().chain(OPS_ROUTES).map(|r| (r, r)).collect(),
         id_prefix: rand::random(),
         next_id: AtomicU64::new(0),
@@ -118,7 +126,7 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
     let span = tracing::debug_span!("request", id = ?id, method, path = %req.uri().path());
     let queued = !OPS_ROUTES.contains(&route);
     let work = async {
-        let req = match limit_body(req).await {
+        let req = match limit_body(req, g.body_timeout).await {
             Ok(req) => req,
             Err(res) => return res,
         };
@@ -218,23 +226,29 @@ fn method_label(m: &Method) -> &'static str {
 }
 
 /// Buffers at most 64 KiB of any request body, so every route — the JSON extractors, the
-/// handlers without a body, `/mcp` — answers an oversized body with the same 413 envelope.
-async fn limit_body(req: Request) -> Result<Request, Response> {
+/// handlers without a body, `/mcp` — answers an oversized body with the same 413 envelope, and
+/// a body that does not arrive within `deadline` with 408 (a trickling body must not keep its
+/// connection for the whole request timeout).
+async fn limit_body(req: Request, deadline: Duration) -> Result<Request, Response> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
-        return Err(too_large());
+        return Err(closing(Error::PayloadTooLarge));
     }
     if HttpBody::is_end_stream(req.body()) {
         return Ok(req);
     }
     let (parts, body) = req.into_parts();
-    match Limited::new(body, BODY_LIMIT).collect().await {
+    let Ok(collected) = tokio::time::timeout(deadline, Limited::new(body, BODY_LIMIT).collect()).await else {
+        metrics::counter!(telemetry::BODY_TIMEOUTS).increment(1);
+        return Err(closing(Error::BodyTimeout));
+    };
+    match collected {
         Ok(collected) => Ok(Request::from_parts(parts, Body::from(collected.to_bytes()))),
-        Err(e) if e.is::<LengthLimitError>() => Err(too_large()),
+        Err(e) if e.is::<LengthLimitError>() => Err(closing(Error::PayloadTooLarge)),
         // The client broke off mid-body; it will not read this answer.
         Err(_) => Err(Error::InvalidJson.into_response()),
     }
@@ -242,8 +256,8 @@ async fn limit_body(req: Request) -> Result<Request, Response> {
 
 /// The rest of the body stays unread, so the connection cannot carry another request: say so,
 /// or a client may send its next request down a connection that is closing.
-fn too_large() -> Response {
-    let mut res = Error::PayloadTooLarge.into_response();
+fn closing(error: Error) -> Response {
+    let mut res = error.into_response();
     res.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     res
 }

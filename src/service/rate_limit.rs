@@ -152,10 +152,19 @@ impl InMemory {
     }
 }
 
-/// The subject an IP-keyed limit counts: the address itself, or the /64 of an IPv6 address.
-/// Anything that does not parse is counted as given.
+/// The client an address stands for, wherever clients are counted (rate limits, connections):
+/// the address itself, or the /64 of an IPv6 address.
+pub fn client_of(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & (u128::MAX << 64))),
+        v4 => v4,
+    }
+}
+
+/// The subject an IP-keyed limit counts: [`client_of`] the address, an IPv6 one written as its
+/// /64. Anything that does not parse is counted as given.
 pub fn ip_subject(ip: &str) -> String {
-    match ip.parse::<IpAddr>().map(|a| a.to_canonical()) {
+    match ip.parse::<IpAddr>().map(client_of) {
         Ok(IpAddr::V6(v6)) => {
             let s = v6.segments();
             format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])

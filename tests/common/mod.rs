@@ -369,6 +369,11 @@ impl Server {
         None
     }
 
+    /// The server's process id (to read its memory from `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the server is running").id()
+    }
+
     /// The host:port the server listens on.
     pub fn addr(&self) -> String {
         self.base.trim_start_matches("http://").to_owned()
