@@ -131,7 +131,7 @@ where
         let key = key.trim().to_owned();
         let app = App::from_ref(state);
         let ip = request_client_ip(parts, &app).to_string();
-        app.run(move |d| d.authenticate(&key, &ip)).await.map(Auth)
+        app.authenticate(key, ip).await.map(Auth)
     }
 }
 

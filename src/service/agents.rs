@@ -82,14 +82,24 @@ impl Directory {
     /// is answered from memory. A malformed key, or one whose key id does not exist, is refused
     /// without hashing and costs nothing. Only a wrong secret for an existing key id (an argon2
     /// run that failed) costs the client one unit of the key-check budget; once that is used
-    /// up, the client's key checks meet 429 before any hashing.
-    pub fn authenticate(&self, presented: &str, client_ip: &str) -> Result<Caller> {
-        let (key_id, secret) = keys::parse(presented)?;
-        let row = agents_store::by_key_id(&*self.read()?, key_id)?.ok_or(Error::Unauthorized)?;
-        if !self.keys.is_known(key_id, secret) {
-            self.limits.key_check_allowed(client_ip)?;
-            if !self.keys.verify(key_id, secret, &row.key_hash) {
-                self.limits.key_check_failed(client_ip)?;
+    /// up, the client's key checks meet 429 before any hashing. A check waits for one of the
+    /// hashing permits new keys use (one per core), so however many wrong keys arrive at once,
+    /// argon2's memory stays bounded.
+    pub async fn authenticate(self: &Arc<Self>, presented: String, client_ip: String) -> Result<Caller> {
+        let (key_id, secret) = keys::parse(&presented)?;
+        let (key_id, secret) = (key_id.to_owned(), secret.to_owned());
+        let row = {
+            let key_id = key_id.clone();
+            self.run(move |d| agents_store::by_key_id(&*d.read()?, &key_id))
+                .await?
+                .ok_or(Error::Unauthorized)?
+        };
+        if !self.keys.is_known(&key_id, &secret) {
+            self.limits.key_check_allowed(&client_ip)?;
+            let hash = row.key_hash.clone();
+            let verified = self.hashing(move |d| Ok(d.keys.verify(&key_id, &secret, &hash))).await?;
+            if !verified {
+                self.limits.key_check_failed(&client_ip)?;
                 return Err(Error::Unauthorized);
             }
         }

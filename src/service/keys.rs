@@ -41,8 +41,17 @@ impl super::Directory {
     /// blocking pool shares two cores among dozens of runs, each touching fresh memory, and
     /// every one of them finishes late; queued in arrival order, each runs at full speed.
     pub(crate) async fn new_key(self: &std::sync::Arc<Self>) -> Result<NewKey> {
+        self.hashing(|_| generate()).await
+    }
+
+    /// Runs an argon2 job (a new key's hash, a key check) once one of the hashing permits is
+    /// free, in arrival order.
+    pub(crate) async fn hashing<T: Send + 'static>(
+        self: &std::sync::Arc<Self>,
+        job: impl FnOnce(&super::Directory) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         let _permit = self.hash_permits.acquire().await.map_err(|_| Error::Overloaded)?;
-        self.run(|_| generate()).await
+        self.run(job).await
     }
 }
 
