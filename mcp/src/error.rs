@@ -118,3 +118,32 @@ mod tests {
         assert_eq!(no_field.envelope()["error"]["field"], Value::Null);
     }
 }
+
+/// Longest part of what a caller sent (a URI, a tool or method name) that an error message
+/// repeats: the message reaches the client and rmcp's own log line, and neither should grow
+/// with the size of the request.
+pub const ECHO_MAX_CHARS: usize = 120;
+
+/// `input` as an error message may repeat it: whole when short, else its first
+/// [`ECHO_MAX_CHARS`] characters and how many more there were.
+pub(crate) fn echo(input: &str) -> std::borrow::Cow<'_, str> {
+    match input.char_indices().nth(ECHO_MAX_CHARS) {
+        None => input.into(),
+        Some((cut, _)) => format!("{}… ({} more bytes)", &input[..cut], input.len() - cut).into(),
+    }
+}
+
+#[cfg(test)]
+mod echo_tests {
+    use super::*;
+
+    #[test]
+    fn long_input_is_cut_to_a_bounded_prefix() {
+        assert_eq!(echo("agentdir://agents/bob"), "agentdir://agents/bob");
+        let long = "界".repeat(60_000);
+        let shown = echo(&long);
+        assert!(shown.chars().count() < ECHO_MAX_CHARS + 40, "{} chars", shown.chars().count());
+        assert!(shown.starts_with(&"界".repeat(ECHO_MAX_CHARS)));
+        assert!(shown.ends_with(&format!("({} more bytes)", (60_000 - ECHO_MAX_CHARS) * 3)));
+    }
+}

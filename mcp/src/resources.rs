@@ -13,7 +13,7 @@ use rmcp::{
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::{DirectoryRead, ErrorKind, ToolError, port::Arguments};
+use crate::{DirectoryRead, ErrorKind, ToolError, error::echo, port::Arguments};
 
 pub(crate) const SKILL_URI: &str = "agentdir://skill.md";
 pub(crate) const AGENT_TEMPLATE: &str = "agentdir://agents/{handle}";
@@ -76,7 +76,7 @@ pub(crate) async fn read<P: DirectoryRead>(port: &P, uri: &str) -> Result<ReadRe
         Some(Target::Agent(handle)) => json_contents(uri, port.get_agent(single("handle", handle)).await),
         Some(Target::Call(id)) => json_contents(uri, port.get_call(single("id", id)).await),
         None => Err(ErrorData::resource_not_found(
-            format!("no resource at {uri}; see resources/list and resources/templates/list"),
+            format!("no resource at {}; see resources/list and resources/templates/list", echo(uri)),
             None,
         )),
     }
@@ -131,7 +131,7 @@ fn read_error(uri: &str, error: &ToolError) -> ErrorData {
         ErrorKind::Busy => SERVER_BUSY,
         ErrorKind::Internal => ErrorCode::INTERNAL_ERROR,
     };
-    ErrorData::new(code, format!("{uri}: {}", error.message_en), Some(error.envelope()))
+    ErrorData::new(code, format!("{}: {}", echo(uri), error.message_en), Some(error.envelope()))
 }
 
 #[cfg(test)]

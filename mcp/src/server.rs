@@ -19,7 +19,9 @@ use rmcp::{
 };
 
 use crate::{
-    DirectoryRead, McpConfig, ToolError, render, resources,
+    DirectoryRead, McpConfig, ToolError,
+    error::echo,
+    render, resources,
     tools::{self, ToolName},
 };
 
@@ -119,7 +121,7 @@ impl<P: DirectoryRead> ServerHandler for McpServer<P> {
         // An unknown tool is the one failure that stays a protocol error: the spec says so,
         // and the model never chose it from tools/list.
         let name = ToolName::parse(&request.name).ok_or_else(|| {
-            ErrorData::invalid_params(format!("unknown tool: {}; see tools/list", request.name), None)
+            ErrorData::invalid_params(format!("unknown tool: {}; see tools/list", echo(&request.name)), None)
         })?;
         let args = request.arguments.unwrap_or_default();
         Ok(tools::call(&self.port, name, args).await.into())
@@ -133,7 +135,11 @@ impl<P: DirectoryRead> ServerHandler for McpServer<P> {
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         if request.method != "tools/call" {
-            return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method, None));
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                echo(&request.method).into_owned(),
+                None,
+            ));
         }
         let known_tool = request
             .params
