@@ -113,6 +113,10 @@ pub struct ServeArgs {
     /// Open client connections; past it new connections are closed at once.
     #[arg(long, env = "AGENTDIR_MAX_CONNECTIONS", default_value = "1024", value_parser = parse_positive)]
     pub max_connections: usize,
+    /// Serve `/metrics` on this address instead of the main port (keep it off the public port
+    /// without proxy rules).
+    #[arg(long, env = "AGENTDIR_METRICS_BIND")]
+    pub metrics_bind: Option<SocketAddr>,
     /// Open connections of one client address (an IPv6 client counted by its /64) that is not a
     /// trusted proxy; past it its new connections are closed at once.
     #[arg(long, env = "AGENTDIR_MAX_CONNECTIONS_PER_IP", default_value = "128", value_parser = parse_positive)]

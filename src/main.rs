@@ -49,6 +49,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.site.bind).await?;
         let bound = listener.local_addr()?;
+        let metrics_listener = match args.metrics_bind {
+            Some(addr) => Some(tokio::net::TcpListener::bind(addr).await?),
+            None => None,
+        };
         let base_url = args.site.base_url(bound);
         let mail_domain = args.site.mail_domain(&base_url);
         let settings = Settings {
@@ -78,7 +82,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!(%bound, %base_url, role = ?args.replica.role, "agentdir listening");
         // Tests and scripts read this line to learn the port when binding port 0.
         println!("agentdir listening on http://{bound}");
-        http::serve(app, listener, limits).await?;
+        if let Some(l) = &metrics_listener {
+            tracing::info!(metrics = %l.local_addr()?, "/metrics served on its own listener");
+        }
+        http::serve(app, listener, metrics_listener, limits).await?;
         Ok(())
     })
 }

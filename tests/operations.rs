@@ -552,3 +552,23 @@ fn mcp_tools_list(s: &Server) -> reqwest::RequestBuilder {
         .header("accept", "application/json, text/event-stream")
         .body(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string())
 }
+
+#[tokio::test]
+async fn metrics_can_be_served_on_a_listener_of_their_own() {
+    // A free port for the metrics listener (the server prints only its main address).
+    let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let bind = format!("127.0.0.1:{port}");
+    let mut env = env_with(&[]);
+    env.push(("AGENTDIR_METRICS_BIND", &bind));
+    let s = Server::start_with(&env).await;
+    s.get("/api/stats", None).await.expect(200);
+    s.get("/metrics", None).await.expect_error(404, "not_found");
+    s.get("/readyz", None).await.expect(200);
+    let own = s.http.get(format!("http://{bind}/metrics")).send().await.expect("scrape the metrics listener");
+    assert_eq!(own.status(), 200);
+    let text = own.text().await.expect("metrics text");
+    assert!(text.contains("agentdir_http_requests_total{route=\"/api/stats\""), "{text}");
+    // The metrics listener serves nothing else.
+    let other = s.http.get(format!("http://{bind}/api/stats")).send().await.expect("request");
+    assert_eq!(other.status(), 404);
+}

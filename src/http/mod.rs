@@ -20,7 +20,7 @@ use crate::service::App;
 /// Every REST route, the operator endpoints, the read-only MCP endpoint at `/mcp`, and the
 /// envelope for unknown paths and wrong methods. Fails only when the base URL is not an absolute
 /// http(s) URL, which the MCP `Host`/`Origin` checks are derived from.
-pub fn router(app: App) -> Result<Router, agentdir_mcp::ConfigError> {
+pub fn router(app: App, metrics: ops::MetricsOn) -> Result<Router, agentdir_mcp::ConfigError> {
     docs::publish(&app.settings.base_url, app.feed_epoch().unwrap_or_default());
     let mut router: Router<App> = Router::new();
     for route in routes::table() {
@@ -29,7 +29,7 @@ pub fn router(app: App) -> Result<Router, agentdir_mcp::ConfigError> {
     let mcp_config = agentdir_mcp::McpConfig::new(&app.settings.base_url, crate::validation::MAX_BODY_BYTES)?;
     let mcp = agentdir_mcp::streamable_http_service(crate::mcp_port::McpPort::new(app.clone()), mcp_config);
     Ok(router
-        .merge(ops::routes())
+        .merge(ops::routes(metrics))
         .nest_service("/mcp", mcp)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
@@ -39,23 +39,36 @@ pub fn router(app: App) -> Result<Router, agentdir_mcp::ConfigError> {
 
 /// The whole application as served: the routes of `router` inside `middleware`, and outside it
 /// a replica's wait for a client's position (which must not hold an in-flight slot).
-pub fn app(app: App, limits: &middleware::Hardening) -> Result<Router, agentdir_mcp::ConfigError> {
+pub fn app(
+    app: App,
+    limits: &middleware::Hardening,
+    metrics: ops::MetricsOn,
+) -> Result<Router, agentdir_mcp::ConfigError> {
     let templates = routes::endpoints().into_iter().map(|e| e.path);
     let positions =
         axum::middleware::from_fn_with_state(app.clone(), crate::replica::forward::await_position);
-    Ok(middleware::stack(router(app)?, templates, limits).layer(positions))
+    Ok(middleware::stack(router(app, metrics)?, templates, limits).layer(positions))
 }
 
 /// Serves until SIGINT or SIGTERM, then lets in-flight requests finish (within the grace
-/// period of `limits`).
+/// period of `limits`). With `metrics_listener`, `/metrics` is served there and not on the main
+/// port.
 pub async fn serve(
     app: App,
     listener: tokio::net::TcpListener,
+    metrics_listener: Option<tokio::net::TcpListener>,
     limits: middleware::Hardening,
 ) -> std::io::Result<()> {
     let metrics = crate::telemetry::install();
-    let service = self::app(app.clone(), &limits)
+    let metrics_on =
+        if metrics_listener.is_some() { ops::MetricsOn::OwnListener } else { ops::MetricsOn::MainPort };
+    let service = self::app(app.clone(), &limits, metrics_on)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let scrapes = metrics_listener.map(|l| {
+        let service = ops::metrics_only().with_state(app.clone());
+        let limits = limits.clone();
+        tokio::spawn(async move { server::run(l, service, &limits, std::future::pending()).await })
+    });
     let replica = tokio::spawn(crate::replica::link::run(app.clone()));
     let background = tokio::spawn(background(app));
     // Histogram samples pile up until folded in; do it even when nobody scrapes.
@@ -70,6 +83,9 @@ pub async fn serve(
     background.abort();
     replica.abort();
     upkeep.abort();
+    if let Some(scrapes) = scrapes {
+        scrapes.abort();
+    }
     Ok(())
 }
 

@@ -1,7 +1,8 @@
 //! Operator endpoints: `GET /healthz` (the process answers), `GET /readyz` (the database and
 //! the search index answer) and `GET /metrics` (Prometheus text). They sit outside the route
 //! table, so they are not part of the public API documents, and outside the in-flight limit, so
-//! probes and scrapes still answer while the directory is saturated.
+//! probes and scrapes still answer while the directory is saturated. `/metrics` can instead be
+//! served alone on a listener of its own (`AGENTDIR_METRICS_BIND`), off the public port.
 
 use axum::Json;
 use axum::Router;
@@ -15,13 +16,29 @@ use crate::error::Error;
 use crate::service::App;
 use crate::telemetry;
 
-/// The operator routes (their paths are `middleware::OPS_ROUTES`).
-pub fn routes() -> Router<App> {
-    let [healthz_path, readyz_path, metrics_path] = super::middleware::OPS_ROUTES;
-    Router::new()
-        .route(healthz_path, get(healthz))
-        .route(readyz_path, get(readyz))
-        .route(metrics_path, get(metrics_text))
+/// Where `/metrics` is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricsOn {
+    /// On the main port, beside the API.
+    MainPort,
+    /// On a listener of its own: the main port does not serve it.
+    OwnListener,
+}
+
+/// The operator routes of the main port (their paths are `middleware::OPS_ROUTES`).
+pub fn routes(metrics: MetricsOn) -> Router<App> {
+    let [healthz_path, readyz_path, _] = super::middleware::OPS_ROUTES;
+    let router = Router::new().route(healthz_path, get(healthz)).route(readyz_path, get(readyz));
+    match metrics {
+        MetricsOn::MainPort => router.merge(metrics_only()),
+        MetricsOn::OwnListener => router,
+    }
+}
+
+/// `/metrics` alone, for the main port or a listener of its own.
+pub fn metrics_only() -> Router<App> {
+    let [_, _, metrics_path] = super::middleware::OPS_ROUTES;
+    Router::new().route(metrics_path, get(metrics_text))
 }
 
 #[derive(Serialize)]

@@ -246,6 +246,22 @@ fn without_hop_by_hop(headers: &HeaderMap) -> HeaderMap {
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn an_answer_past_the_bound_is_not_read() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.expect("accept");
+            let _ = stream.read(&mut [0u8; 1024]).await;
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", 300 << 20);
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(&[b'x'; 64 * 1024]).await;
+        });
+        let answer = reqwest::get(format!("http://{addr}/")).await.expect("answer");
+        assert!(matches!(read_bounded(answer).await, Err(Failed::TooLarge)));
+    }
+
     #[test]
     fn forwarded_urls_stay_on_the_primary_whatever_the_path_looks_like() {
         let primary = url::Url::parse("http://10.0.0.5:8080/").expect("url");
