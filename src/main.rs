@@ -1,6 +1,6 @@
 //! The `agentdir` binary: `serve`, `inbound-mail` and `admin`. Wiring only.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
 use agentdir::config::{AdminAction, AdminArgs, Cli, Command, ServeArgs, SiteArgs};
@@ -35,7 +35,10 @@ fn main() -> ExitCode {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colour codes only for a person at a terminal: a log file or journal gets plain text.
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colour);
     if std::env::var("AGENTDIR_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json")) {
         builder.json().init();
     } else {

@@ -509,6 +509,7 @@ async fn logs_never_hold_an_api_key_or_a_mailbox() {
         let text = std::fs::read_to_string(&log).expect("read the server log");
         assert!(text.contains(&probe), "the {format} log lacks the request id; is anything logged?\n{text}");
         assert!(text.contains("/api/me"), "the {format} log lacks request paths");
+        assert!(!text.contains('\x1b'), "the {format} log written to a file holds terminal escape codes");
         let secret = |k: &str| k.rsplit('_').next().unwrap_or_default().to_owned();
         for (what, needle) in [
             ("the key", a.key.clone()),
