@@ -4,6 +4,7 @@ use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
 use agentdir::config::{AdminAction, AdminArgs, Cli, Command, ServeArgs, SiteArgs};
+use agentdir::progress::{Progress, Unit};
 use agentdir::replica::{self, Role};
 use agentdir::service::admin::{self, Actor};
 use agentdir::service::follow;
@@ -195,7 +196,7 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
         }
         AdminAction::Reindex => match SearchIndex::open(&args.data_dir.join("search-index")) {
             Ok(index) => {
-                follow::rebuild_alone(&pool, &index)?;
+                follow::rebuild_alone(&pool, &index, &mut Progress::stderr("reindex", Unit::Documents))?;
                 done("search index rebuilt".into())
             }
             Err(IndexError::Locked) => {
@@ -205,7 +206,7 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
             Err(e) => Err(anyhow::anyhow!("cannot open the search index: {e}")),
         },
         AdminAction::Backup { path } => {
-            admin::backup(&pool, &path)?;
+            admin::backup(&pool, &path, &mut Progress::stderr("backup", Unit::Bytes))?;
             done(format!("database copied to {}", path.display()))
         }
     }
