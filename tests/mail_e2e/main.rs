@@ -13,7 +13,7 @@ mod mta;
 
 use common::mail::{AUTHSERV, MAIL_DOMAIN, rand_id, server};
 use common::{Agent, BIN, Server};
-use mta::{Delivery, Directory, MailStack, PROGRAMS, SenderDomain, dkim_sign};
+use mta::{Delivery, InboundCommand, MailStack, PROGRAMS, SenderDomain, dkim_sign};
 use serde_json::{Value, json};
 
 /// Signs its mail; its SPF record authorises no one, so only DKIM can vouch for it.
@@ -136,7 +136,7 @@ async fn a_real_mail_server_verifies_signed_mail_and_refuses_forgeries() {
     // keeps its access.
     let status = std::process::Command::new("chown").args(["-R", PIPE_USER]).arg(&s.data_dir).status();
     assert!(status.is_ok_and(|st| st.success()), "chown the data dir");
-    let site = Directory {
+    let site = InboundCommand {
         bin: BIN,
         data_dir: &s.data_dir,
         mail_domain: MAIL_DOMAIN,

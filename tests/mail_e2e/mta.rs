@@ -40,7 +40,7 @@ pub struct SenderDomain {
 
 /// Where `agentdir inbound-mail` runs: the binary, the data dir, the mail domain and authserv-id
 /// the server uses, and the user the pipe runs as.
-pub struct Directory<'a> {
+pub struct InboundCommand<'a> {
     pub bin: &'a str,
     pub data_dir: &'a Path,
     pub mail_domain: &'a str,
@@ -64,7 +64,7 @@ pub struct Delivery {
 }
 
 impl MailStack {
-    pub fn start(site: &Directory<'_>, domains: &[SenderDomain]) -> MailStack {
+    pub fn start(site: &InboundCommand<'_>, domains: &[SenderDomain]) -> MailStack {
         let dir = tempfile::tempdir().expect("temp dir");
         // The daemons read their files after dropping to their own users.
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -183,7 +183,7 @@ impl MailStack {
         port
     }
 
-    fn start_postfix(&mut self, site: &Directory<'_>, spf_port: u16, dkim_port: u16) {
+    fn start_postfix(&mut self, site: &InboundCommand<'_>, spf_port: u16, dkim_port: u16) {
         self.smtp_port = free_port();
         let root = self.dir.path().display().to_string();
         for sub in ["postfix", "queue", "data"] {
