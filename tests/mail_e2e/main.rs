@@ -211,14 +211,25 @@ async fn a_real_mail_server_verifies_signed_mail_and_refuses_forgeries() {
     assert_refused(&run.deliver_signed(OTHER, &signed_by_other), "another domain's signature", unproven);
 
     // A passing verdict written by the sender under our authserv-id is deleted on arrival
-    // (RFC 8601 §5), so agentdir sees only the genuine failures: not even a disagreement.
-    for forged in [
-        format!("Authentication-Results: {AUTHSERV}; dkim=pass header.d={SIGNER}"),
-        format!("Authentication-Results: (checked) {AUTHSERV};\r\n\tspf=pass smtp.mailfrom={}", b.mailbox),
-        format!("Authentication-Results : {AUTHSERV}; dkim=pass header.d={SIGNER}"),
-    ] {
+    // (RFC 8601 §5), so agentdir sees only the genuine verdicts: not even a disagreement. The
+    // last sender passes SPF for its own domain: beside that genuine pass, a forged pass for
+    // the agent's domain would leave nothing to disagree about, so only deleting it stops it.
+    let forgeries = [
+        (SIGNER, format!("Authentication-Results: {AUTHSERV}; dkim=pass header.d={SIGNER}")),
+        (
+            SIGNER,
+            format!(
+                "Authentication-Results: (checked) {AUTHSERV};\r\n\tspf=pass smtp.mailfrom={}",
+                b.mailbox
+            ),
+        ),
+        (SIGNER, format!("Authentication-Results : {AUTHSERV}; dkim=pass header.d={SIGNER}")),
+        (SPF_ONLY, format!("Authentication-Results: {AUTHSERV}; spf=pass smtp.mailfrom={}", b.mailbox)),
+    ];
+    for (envelope_domain, forged) in forgeries {
         let raw = format!("{forged}\r\n{}", message(&b.mailbox, &subject, "trust me"));
-        assert_refused(&run.deliver(&format!("bounce@{SIGNER}"), &raw), &forged, unproven);
+        let delivery = run.deliver(&format!("bounce@{envelope_domain}"), &raw);
+        assert_refused(&delivery, &forged, unproven);
     }
     assert_eq!(run.level(&b).await, 0, "a refused message changed the level");
 
