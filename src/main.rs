@@ -1,9 +1,10 @@
 //! The `agentdir` binary: `serve`, `inbound-mail` and `admin`. Wiring only.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
 use agentdir::config::{AdminAction, AdminArgs, Cli, Command, ServeArgs, SiteArgs};
+use agentdir::progress::{Progress, Unit};
 use agentdir::replica::{self, Role};
 use agentdir::service::admin::{self, Actor};
 use agentdir::service::follow;
@@ -35,7 +36,10 @@ fn main() -> ExitCode {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colour codes only for a person at a terminal: a log file or journal gets plain text.
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colour);
     if std::env::var("AGENTDIR_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json")) {
         builder.json().init();
     } else {
@@ -199,7 +203,7 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
         }
         AdminAction::Reindex => match SearchIndex::open(&args.data_dir.join("search-index")) {
             Ok(index) => {
-                follow::rebuild_alone(&pool, &index)?;
+                follow::rebuild_alone(&pool, &index, &mut Progress::stderr("reindex", Unit::Documents))?;
                 done("search index rebuilt".into())
             }
             Err(IndexError::Locked) => {
@@ -209,7 +213,7 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
             Err(e) => Err(anyhow::anyhow!("cannot open the search index: {e}")),
         },
         AdminAction::Backup { path } => {
-            admin::backup(&pool, &path)?;
+            admin::backup(&pool, &path, &mut Progress::stderr("backup", Unit::Bytes))?;
             done(format!("database copied to {}", path.display()))
         }
     }

@@ -459,6 +459,9 @@ async fn backup_under_writes_restores_into_a_working_server() {
         .expect("join")
     };
     assert!(out.status.success(), "backup failed: {}", String::from_utf8_lossy(&out.stderr));
+    // Not on a terminal: plain progress lines, from the start to the whole copy.
+    let progress = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_progress_lines(&progress, "agentdir backup: ");
     tokio::time::sleep(Duration::from_millis(200)).await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let written = writer.await.expect("writer");
@@ -509,6 +512,7 @@ async fn logs_never_hold_an_api_key_or_a_mailbox() {
         let text = std::fs::read_to_string(&log).expect("read the server log");
         assert!(text.contains(&probe), "the {format} log lacks the request id; is anything logged?\n{text}");
         assert!(text.contains("/api/me"), "the {format} log lacks request paths");
+        assert!(!text.contains('\x1b'), "the {format} log written to a file holds terminal escape codes");
         let secret = |k: &str| k.rsplit('_').next().unwrap_or_default().to_owned();
         for (what, needle) in [
             ("the key", a.key.clone()),
@@ -571,4 +575,39 @@ async fn metrics_can_be_served_on_a_listener_of_their_own() {
     // The metrics listener serves nothing else.
     let other = s.http.get(format!("http://{bind}/api/stats")).send().await.expect("request");
     assert_eq!(other.status(), 404);
+}
+
+#[tokio::test]
+async fn admin_reindex_reports_its_progress_in_plain_lines() {
+    let mut s = Server::start().await;
+    let a = s.register("reindex").await;
+    for i in 0..3 {
+        s.seeking(&a, &format!("Reindex probe {i}")).await;
+    }
+    // With the server stopped, the command rebuilds the index itself.
+    s.stop();
+    let out = s.admin(&["reindex"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    assert_progress_lines(&stderr, "agentdir reindex: ");
+    assert!(stderr.contains(" 4 of 4 documents (100%)"), "one agent and three calls: {stderr}");
+    s.restart();
+    assert_eq!(s.get("/api/posts?q=probe", None).await.json["total"], 3);
+}
+
+/// Progress written to a pipe: plain lines (no terminal codes) for `task`, from 0 % to 100 %,
+/// counting up.
+#[track_caller]
+fn assert_progress_lines(stderr: &str, task: &str) {
+    assert!(!stderr.contains('\x1b'), "terminal codes in the progress written to a pipe: {stderr:?}");
+    let percents: Vec<u32> = stderr
+        .lines()
+        .filter(|line| line.starts_with(task))
+        .map(|line| {
+            let (_, rest) = line.rsplit_once(" (").unwrap_or_else(|| panic!("no percentage in {line:?}"));
+            rest.split('%').next().and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{line:?}"))
+        })
+        .collect();
+    assert!(percents.first() == Some(&0) && percents.last() == Some(&100), "{task}progress: {stderr}");
+    assert!(percents.windows(2).all(|w| w[0] < w[1]), "{task}progress goes backwards: {stderr}");
 }

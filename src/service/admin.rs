@@ -89,7 +89,8 @@ pub fn audit_log(pool: &Pool, limit: u32) -> Result<Vec<audit::AuditEntry>> {
 }
 
 /// Copies the live database to `dest` with SQLite's online backup API (the server may keep
-/// writing meanwhile). The search index is not copied: a server started on the copy rebuilds it.
-pub fn backup(pool: &Pool, dest: &std::path::Path) -> Result<()> {
-    store::backup::copy_to(&*pool.get()?, dest)
+/// writing meanwhile), reporting the bytes copied to `progress`. The search index is not
+/// copied: a server started on the copy rebuilds it.
+pub fn backup(pool: &Pool, dest: &std::path::Path, progress: &mut crate::progress::Progress) -> Result<()> {
+    store::backup::copy_to(&*pool.get()?, dest, progress)
 }

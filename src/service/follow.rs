@@ -18,6 +18,7 @@ use super::Directory;
 use super::cache::{ViewCache, ViewKey};
 use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::{Error, Result};
+use crate::progress::Progress;
 use crate::store::changes::{self, Change, ChangeKind};
 use crate::store::{Pool, meta, proofs, search};
 use crate::time::DAY;
@@ -79,19 +80,24 @@ fn views_of(change: Change) -> impl Iterator<Item = (u64, ViewKey)> {
     keys.into_iter().flatten().map(move |key| (change.seq, key))
 }
 
-/// Rebuilds the whole index from SQLite. The seq is read first: changes landing during the
-/// rebuild are applied by the next `follow`.
-pub fn rebuild(conn: &Connection, index: &SearchIndex) -> Result<()> {
+/// Rebuilds the whole index from SQLite, reporting each document to `progress`. The seq is read
+/// first: changes landing during the rebuild are applied by the next `follow`.
+pub fn rebuild(conn: &Connection, index: &SearchIndex, progress: &mut Progress) -> Result<()> {
     let seq = changes::max_seq(conn)?;
     let started = std::time::Instant::now();
-    search::with_all_docs(conn, |docs| index.rebuild(docs, seq))?.map_err(index_error)?;
+    if progress.reports() {
+        progress.start(search::count_all_docs(conn)?);
+    }
+    search::with_all_docs(conn, |docs| index.rebuild(docs.inspect(|_| progress.inc(1)), seq))?
+        .map_err(index_error)?;
+    progress.finish();
     tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "search index rebuilt");
     Ok(())
 }
 
 /// `agentdir admin reindex` while no server holds the index.
-pub fn rebuild_alone(pool: &Pool, index: &SearchIndex) -> Result<()> {
-    rebuild(&*pool.get()?, index)?;
+pub fn rebuild_alone(pool: &Pool, index: &SearchIndex, progress: &mut Progress) -> Result<()> {
+    rebuild(&*pool.get()?, index, progress)?;
     crate::store::write(&mut *pool.get()?, |tx| meta::remove(tx, REINDEX_REQUESTED))
 }
 
@@ -168,7 +174,7 @@ impl Directory {
     }
 
     fn rebuild_index(&self) -> Result<()> {
-        rebuild(&self.follower(), &self.index)?;
+        rebuild(&self.follower(), &self.index, &mut Progress::silent())?;
         if self.replica.is_some() {
             return Ok(());
         }

@@ -88,6 +88,14 @@ pub fn call_change(conn: &Connection, key: i64) -> Result<Change> {
 }
 
 /// Streams every visible agent and call document into `f` (for a full rebuild).
+/// How many documents `with_all_docs` yields now (for progress reports).
+pub fn count_all_docs(conn: &Connection) -> Result<u64> {
+    let sql =
+        format!("SELECT (SELECT count(*) FROM ({AGENT_DOC})) + (SELECT count(*) FROM ({}))", call_doc_sql());
+    let count: i64 = conn.query_row(&sql, [], |r| r.get(0))?;
+    Ok(u64::try_from(count).unwrap_or(0))
+}
+
 pub fn with_all_docs<R>(
     conn: &Connection,
     f: impl FnOnce(&mut dyn Iterator<Item = Change>) -> R,
