@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::domain::handles::ReservedHandles;
 use crate::http::middleware::Hardening;
 use crate::link_fetch::PrivateTargets;
 use crate::service::rate_limit::{Rate, RateSettings, defaults as rates};
@@ -132,6 +133,9 @@ pub struct ServeArgs {
     /// cursor is answered 410 cursor_expired.
     #[arg(long, env = "AGENTDIR_CHANGES_RETENTION", default_value = "30d", value_parser = parse_span)]
     pub changes_retention: Duration,
+    /// Handles nobody may register or rename to, beside the built-in list: comma-separated.
+    #[arg(long, env = "AGENTDIR_RESERVED_HANDLES", value_delimiter = ',')]
+    pub reserved_handles: Vec<String>,
     /// Seconds to let in-flight requests finish after SIGTERM/SIGINT before exiting anyway.
     #[arg(long, env = "AGENTDIR_SHUTDOWN_GRACE", default_value = "30", value_parser = parse_seconds)]
     pub shutdown_grace: Duration,
@@ -146,6 +150,10 @@ impl ServeArgs {
             Command::Serve(args) => Ok(*args),
             _ => anyhow::bail!("`agentdir serve` parsed as another command"),
         }
+    }
+
+    pub fn reserved_handles(&self) -> ReservedHandles {
+        ReservedHandles::new(&self.reserved_handles)
     }
 
     pub fn read_pool(&self) -> ReadPool {

@@ -27,6 +27,9 @@ const MINUTE: i64 = 60 * SECOND;
 
 impl Directory {
     pub async fn register(self: &Arc<Self>, input: Registration, client_ip: String) -> Result<Registered> {
+        if self.settings.reserved_handles.contains(&input.handle) {
+            return Err(Error::HandleReserved);
+        }
         let now = now_ms();
         // Refuse a flood before the argon2 hash below, so refusals cost no CPU; the check is
         // repeated inside the write, where concurrent registrations are serialised.

@@ -54,6 +54,8 @@ pub struct Settings {
     pub changes_retention_ms: i64,
     /// Memory for rendered cards and calls, in bytes.
     pub view_cache_bytes: usize,
+    /// Handles refused at registration and rename.
+    pub reserved_handles: crate::domain::handles::ReservedHandles,
 }
 
 /// Who is calling: an authenticated, not suspended agent.
