@@ -161,6 +161,7 @@ async fn openapi_and_the_index_list_exactly_the_routes_the_server_serves() {
         ("GET", "/api/changes"),
         ("POST", "/api/agents/{handle}/recover"),
         ("POST", "/api/recover"),
+        ("GET", "/api/me/export"),
         ("GET", "/skill.md"),
         ("GET", "/openapi.json"),
     ]

@@ -41,6 +41,7 @@ pub mod changes;
 pub mod collab;
 pub mod contact_policy;
 pub mod contact_request;
+pub mod export;
 pub mod handles;
 pub mod list;
 pub mod notice;

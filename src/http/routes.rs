@@ -7,7 +7,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use super::handlers::{agents, calls, collabs, me, meta, requests};
 use crate::domain::{
-    agent, call, changes, collab, contact_request as cr, list, offering, recovery, stats, trust,
+    agent, call, changes, collab, contact_request as cr, export, list, offering, recovery, stats, trust,
 };
 use crate::service::App;
 
@@ -209,6 +209,15 @@ pub fn table() -> Vec<Route> {
         .query::<list::Paging>()
         .returns::<collab::CollabList>()
         .to(get(me::collabs)),
+        route(
+            Method::GET,
+            "/api/me/export",
+            Key,
+            "Everything the directory holds about you, private parts included, in pages",
+        )
+        .query::<export::ExportQuery>()
+        .returns::<export::Export>()
+        .to(get(me::export)),
         route(Method::GET, "/api/requests/{id}", Key, "One contact request (parties only)")
             .returns::<cr::ContactRequestDetail>()
             .to(get(requests::get)),

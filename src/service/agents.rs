@@ -304,7 +304,7 @@ pub(crate) fn caller_row(conn: &rusqlite::Connection, caller: &Caller) -> Result
     agents_store::by_id(conn, caller.id)?.ok_or(Error::Unauthorized)
 }
 
-fn own_profile(conn: &rusqlite::Connection, a: &AgentRow, now: i64) -> Result<OwnProfile> {
+pub(crate) fn own_profile(conn: &rusqlite::Connection, a: &AgentRow, now: i64) -> Result<OwnProfile> {
     Ok(OwnProfile {
         agent: views::agent(conn, a, now)?,
         mailbox: a.mailbox.clone(),

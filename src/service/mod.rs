@@ -11,6 +11,7 @@ pub mod cache;
 pub mod calls;
 pub mod changes;
 pub mod collabs;
+pub mod export;
 pub mod follow;
 pub mod health;
 pub mod inbound;

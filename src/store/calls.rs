@@ -130,6 +130,19 @@ pub fn recent_of(conn: &Connection, agent_id: i64, limit: usize) -> Result<Vec<C
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// Every call of one agent, whatever its status, newest first, and their total.
+pub fn of_agent(conn: &Connection, agent_id: i64, limit: u32, offset: u32) -> Result<(u64, Vec<CallRow>)> {
+    let total: i64 = conn
+        .prepare_cached("SELECT COUNT(*) AS n FROM calls WHERE agent_id = :agent_id")?
+        .query_row(named_params! {":agent_id": agent_id}, |r| r.get("n"))?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "{SELECT} WHERE p.agent_id = :agent_id ORDER BY p.created_at DESC, p.seq DESC LIMIT :limit OFFSET :offset"
+    ))?;
+    let rows =
+        stmt.query_map(named_params! {":agent_id": agent_id, ":limit": limit, ":offset": offset}, from_row)?;
+    Ok((total as u64, rows.collect::<rusqlite::Result<_>>()?))
+}
+
 pub fn delete(conn: &Connection, seq: i64) -> Result<()> {
     conn.prepare_cached("DELETE FROM calls WHERE seq = :seq")?.execute(named_params! {":seq": seq})?;
     Ok(())

@@ -81,3 +81,16 @@ pub fn on_calls_of(
         stmt.query_map(named_params! {":agent": agent_id, ":limit": limit, ":offset": offset}, from_row)?;
     Ok((total as u64, rows.collect::<rusqlite::Result<_>>()?))
 }
+
+/// Replies `agent_id` wrote, on any call, newest first, and their total.
+pub fn by_agent(conn: &Connection, agent_id: i64, limit: u32, offset: u32) -> Result<(u64, Vec<ReplyRow>)> {
+    let total: i64 = conn
+        .prepare_cached("SELECT COUNT(*) AS n FROM replies WHERE agent_id = :agent")?
+        .query_row(named_params! {":agent": agent_id}, |r| r.get("n"))?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "{SELECT} WHERE r.agent_id = :agent ORDER BY r.created_at DESC, r.id DESC LIMIT :limit OFFSET :offset"
+    ))?;
+    let rows =
+        stmt.query_map(named_params! {":agent": agent_id, ":limit": limit, ":offset": offset}, from_row)?;
+    Ok((total as u64, rows.collect::<rusqlite::Result<_>>()?))
+}

@@ -8,6 +8,7 @@ use crate::domain::agent::{OwnProfile, ProfilePatch, RotatedKey};
 use crate::domain::call::ReplyList;
 use crate::domain::collab::CollabList;
 use crate::domain::contact_request::{ContactRequestList, RequestFilter};
+use crate::domain::export::{Export, ExportQuery};
 use crate::domain::list::Paging;
 use crate::domain::offering::{OfferingList, OfferingsReplacement};
 use crate::domain::trust::{Instructions, LinkList, LinkProofInput, OwnerClaimInput};
@@ -80,4 +81,12 @@ pub async fn collabs(
     QueryParams(paging): QueryParams<Paging>,
 ) -> Reply<CollabList> {
     Ok(Json(app.run(move |d| d.my_collabs(&caller, paging)).await?))
+}
+
+pub async fn export(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    QueryParams(q): QueryParams<ExportQuery>,
+) -> Reply<Export> {
+    Ok(Json(app.run(move |d| d.export(&caller, q)).await?))
 }
