@@ -18,6 +18,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
+    agentdir::time::test_clock::load(match &cli.command {
+        Command::Serve(args) => &args.site.data_dir,
+        Command::InboundMail(site) => &site.data_dir,
+        Command::Admin(args) => &args.data_dir,
+    });
     let result = match cli.command {
         Command::Serve(args) => serve(*args),
         Command::InboundMail(site) => return inbound_mail_command(site),

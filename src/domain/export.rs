@@ -8,6 +8,7 @@ use super::agent::OwnProfile;
 use super::call::{CallSummary, ReplyView};
 use super::collab::CollabView;
 use super::contact_request::ContactRequestView;
+use super::handles::HeldHandle;
 use crate::time::Timestamp;
 
 /// Each list of an export holds at most this many items per page.
@@ -58,6 +59,8 @@ pub struct Export {
     pub totals: ExportTotals,
     /// The profile with its mailbox, owner claim, contact policy, offerings and link proofs.
     pub profile: OwnProfile,
+    /// Handles held for the agent (its previous handle after a rename).
+    pub held_handles: Vec<HeldHandle>,
     /// Every call of the agent, whatever its status.
     pub calls: Vec<CallSummary>,
     /// Replies the agent wrote on any call.

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::agent::AgentView;
+use super::agent::OwnProfile;
 use crate::time::{DAY, Timestamp};
 use crate::validation::patterns;
 
@@ -81,6 +81,16 @@ wire_enum! {
     }
 }
 
+/// A handle held for the agent (in its export).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct HeldHandle {
+    pub handle: String,
+    pub reason: HoldReason,
+    pub held_at: Timestamp,
+    /// `null`: held for good.
+    pub until: Option<Timestamp>,
+}
+
 /// Body of `POST /api/me/handle`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[schemars(transform = super::reject_null)]
@@ -98,5 +108,6 @@ pub struct Renamed {
     pub previous_held_until: Timestamp,
     /// The next rename is possible from then on.
     pub next_rename_at: Timestamp,
-    pub agent: AgentView,
+    /// The profile under its new handle.
+    pub profile: OwnProfile,
 }

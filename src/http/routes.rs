@@ -7,7 +7,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use super::handlers::{agents, calls, collabs, me, meta, requests};
 use crate::domain::{
-    agent, call, changes, collab, contact_request as cr, export, list, offering, recovery, stats, trust,
+    agent, call, changes, collab, contact_request as cr, export, handles, list, offering, recovery, stats,
+    trust,
 };
 use crate::service::App;
 
@@ -41,6 +42,8 @@ pub struct Endpoint {
     pub errors: &'static [u16],
     /// Answers with a strong `ETag`, and `304` to a matching `If-None-Match`.
     pub tagged: bool,
+    /// A renamed agent's previous handle answers `301` with the new path in `Location`.
+    pub moved: bool,
 }
 
 pub struct Route {
@@ -63,6 +66,7 @@ fn route(method: Method, path: &'static str, access: Access, summary: &'static s
         success: 200,
         errors: &[],
         tagged: false,
+        moved: false,
     })
 }
 
@@ -94,6 +98,10 @@ impl Declared {
     }
     fn tagged(mut self) -> Self {
         self.0.tagged = true;
+        self
+    }
+    fn moved(mut self) -> Self {
+        self.0.moved = true;
         self
     }
     fn to(self, handler: MethodRouter<App>) -> Route {
@@ -138,6 +146,7 @@ pub fn table() -> Vec<Route> {
             .returns::<agent::AgentCard>()
             .errors(&[404])
             .tagged()
+            .moved()
             .to(get(agents::card)),
         route(
             Method::POST,
@@ -209,6 +218,22 @@ pub fn table() -> Vec<Route> {
         .query::<list::Paging>()
         .returns::<collab::CollabList>()
         .to(get(me::collabs)),
+        route(
+            Method::POST,
+            "/api/me/handle",
+            Key,
+            const_format::concatcp!(
+                "Change your handle (once in ",
+                handles::RENAME_EVERY_DAYS,
+                " days); the old one redirects here for ",
+                handles::HOLD_DAYS,
+                " days"
+            ),
+        )
+        .body::<handles::HandleChange>()
+        .returns::<handles::Renamed>()
+        .errors(&[409, 429])
+        .to(post(me::rename)),
         route(
             Method::GET,
             "/api/me/export",

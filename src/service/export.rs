@@ -4,8 +4,9 @@ use super::agents::{caller_row, own_profile};
 use super::requests::request_views;
 use super::{Caller, Directory, views};
 use crate::domain::export::{EXPORT_PAGE_ITEMS, Export, ExportQuery, ExportTotals};
+use crate::domain::handles::HeldHandle;
 use crate::error::Result;
-use crate::store::{calls, collabs, replies, requests};
+use crate::store::{calls, collabs, holds, replies, requests};
 use crate::time::{Timestamp, now_ms};
 
 impl Directory {
@@ -35,6 +36,15 @@ impl Directory {
                 collaborations: collab_total,
             },
             profile: own_profile(&snapshot, &a, now)?,
+            held_handles: holds::of_agent(&snapshot, a.id, now)?
+                .into_iter()
+                .map(|h| HeldHandle {
+                    handle: h.handle,
+                    reason: h.reason,
+                    held_at: Timestamp(h.held_at),
+                    until: h.until.map(Timestamp),
+                })
+                .collect(),
             calls: call_rows.into_iter().map(|c| c.summary).collect(),
             replies: reply_rows.into_iter().map(views::reply).collect(),
             requests: request_views(&snapshot, request_rows, now)?,

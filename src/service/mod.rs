@@ -13,6 +13,7 @@ pub mod changes;
 pub mod collabs;
 pub mod export;
 pub mod follow;
+pub mod handles;
 pub mod health;
 pub mod inbound;
 pub mod keys;

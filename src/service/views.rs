@@ -88,8 +88,7 @@ fn agent_view(a: &AgentRow, offerings: Vec<Offering>, proofs: Vec<ProofRow>, now
 /// than three per agent: 0.19 instead of 0.32 ms of CPU for a page of 20 on the search
 /// benchmark's corpus.
 pub fn agents_by_ids(conn: &Connection, ids: &[i64], now: i64) -> Result<Vec<(i64, AgentView)>> {
-    let rows: Vec<AgentRow> =
-        agents::by_ids(conn, ids)?.into_iter().filter(|a| a.suspended_at.is_none()).collect();
+    let rows: Vec<AgentRow> = agents::by_ids(conn, ids)?.into_iter().filter(AgentRow::is_listed).collect();
     let found: Vec<i64> = rows.iter().map(|a| a.id).collect();
     let mut offerings = offerings::for_agents(conn, &found)?;
     let mut proofs = proofs::for_agents(conn, &found)?;

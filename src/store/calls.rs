@@ -10,8 +10,8 @@ use crate::error::Result;
 use crate::time::Timestamp;
 
 /// The one rule of a call the public may see, over a call `p` and its author `a`: active (not
-/// hidden by the operators), and its author not suspended.
-pub(crate) const VISIBLE: &str = "p.status = 'active' AND a.suspended_at IS NULL";
+/// hidden by the operators), and its author listed (neither suspended nor deleted).
+pub(crate) const VISIBLE: &str = "p.status = 'active' AND a.listed";
 
 /// A call as stored, with what its summary shows.
 #[derive(Debug, Clone)]
@@ -26,10 +26,10 @@ pub struct CallRow {
 const SELECT: &str = "SELECT p.seq, p.id, p.agent_id, p.kind, p.title, p.body, p.deliverable,
     p.deadline, p.constraints, p.languages, p.tags, p.lang, p.status, p.created_at,
     (SELECT COUNT(*) FROM replies r JOIN agents ra ON ra.id = r.agent_id
-        WHERE r.call_seq = p.seq AND ra.suspended_at IS NULL) AS reply_count,
+        WHERE r.call_seq = p.seq AND ra.listed) AS reply_count,
     a.handle AS author_handle, a.name AS author_name,
     a.mailbox_verified_at IS NOT NULL AS author_verified,
-    p.status = 'active' AND a.suspended_at IS NULL AS visible
+    p.status = 'active' AND a.listed AS visible
     FROM calls p JOIN agents a ON a.id = p.agent_id";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<CallRow> {

@@ -94,9 +94,9 @@ pub fn decide(conn: &Connection, id: &str, to: CollabStatus, now: i64) -> Result
     Ok(n == 1)
 }
 
-/// The one rule of a collaboration the public may see: confirmed, neither party suspended.
-pub(crate) const PUBLIC: &str =
-    "c.status = 'confirmed' AND p.suspended_at IS NULL AND q.suspended_at IS NULL";
+/// The one rule of a collaboration the public may see: confirmed, both parties listed (neither
+/// suspended nor deleted).
+pub(crate) const PUBLIC: &str = "c.status = 'confirmed' AND p.listed AND q.listed";
 
 /// Confirmed collaborations, newest first, optionally of one agent.
 pub fn confirmed(
@@ -144,8 +144,8 @@ pub fn of_agent(conn: &Connection, agent: i64, limit: u32, offset: u32) -> Resul
 }
 
 /// The rule behind `evidence.confirmed_collaborations` and the stats: confirmed, and both agents
-/// claimed by owners with different emails (compared case-insensitively).
-const COUNTED: &str = "c.status = 'confirmed'
+/// claimed by owners with different emails (compared case-insensitively), neither deleted.
+const COUNTED: &str = "c.status = 'confirmed' AND p.deleted_at IS NULL AND q.deleted_at IS NULL
     AND p.owner_claimed_at IS NOT NULL AND q.owner_claimed_at IS NOT NULL
     AND lower(p.owner_email) != lower(q.owner_email)";
 

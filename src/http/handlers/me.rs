@@ -9,6 +9,7 @@ use crate::domain::call::ReplyList;
 use crate::domain::collab::CollabList;
 use crate::domain::contact_request::{ContactRequestList, RequestFilter};
 use crate::domain::export::{Export, ExportQuery};
+use crate::domain::handles::{HandleChange, Renamed};
 use crate::domain::list::Paging;
 use crate::domain::offering::{OfferingList, OfferingsReplacement};
 use crate::domain::trust::{Instructions, LinkList, LinkProofInput, OwnerClaimInput};
@@ -89,4 +90,12 @@ pub async fn export(
     QueryParams(q): QueryParams<ExportQuery>,
 ) -> Reply<Export> {
     Ok(Json(app.run(move |d| d.export(&caller, q)).await?))
+}
+
+pub async fn rename(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    JsonBody(input): JsonBody<HandleChange>,
+) -> Reply<Renamed> {
+    Ok(Json(app.rename(caller, input).await?))
 }
