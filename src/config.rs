@@ -210,6 +210,9 @@ pub struct AdminArgs {
     /// Why, for the audit log.
     #[arg(long, global = true)]
     pub reason: Option<String>,
+    /// Handles refused at rename beside the built-in list (as `serve` reads it).
+    #[arg(long, env = "AGENTDIR_RESERVED_HANDLES", value_delimiter = ',', global = true)]
+    pub reserved_handles: Vec<String>,
     #[command(subcommand)]
     pub action: AdminAction,
 }
@@ -244,6 +247,13 @@ pub enum AdminAction {
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
+    /// Delete an agent as DELETE /api/me does: hidden at once, restorable by a key recovery
+    /// for 7 days, then erased.
+    DeleteAgent { handle: String },
+    /// Give an agent another handle (no once-in-30-days limit); the old one redirects for 180 days.
+    RenameAgent { handle: String, new_handle: String },
+    /// Erase now the deleted agents whose 7 days are over (the server does it every minute).
+    EraseDeleted,
     /// Rebuild the search index from SQLite (asks the running server to do it if it holds the index).
     Reindex,
     /// Write a consistent copy of the database to PATH while the server runs.

@@ -4,6 +4,7 @@ use std::io::Read;
 use std::process::ExitCode;
 
 use agentdir::config::{AdminAction, AdminArgs, Cli, Command, ServeArgs, SiteArgs};
+use agentdir::domain::handles::ReservedHandles;
 use agentdir::replica::{self, Role};
 use agentdir::service::admin::{self, Actor};
 use agentdir::service::follow;
@@ -194,6 +195,21 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
             for entry in admin::audit_log(&pool, limit)? {
                 println!("{}", serde_json::to_string(&entry)?);
             }
+            Ok(())
+        }
+        AdminAction::DeleteAgent { handle } => {
+            let deleted = admin::delete_agent(&pool, &handle, &by)?;
+            println!("{}", serde_json::to_string(&deleted)?);
+            Ok(())
+        }
+        AdminAction::RenameAgent { handle, new_handle } => {
+            let reserved = ReservedHandles::new(&args.reserved_handles);
+            admin::rename_agent(&pool, &reserved, &handle, &new_handle, &by)?;
+            done(format!("{handle} renamed to {new_handle}; {handle} redirects there"))
+        }
+        AdminAction::EraseDeleted => {
+            let erased = admin::erase_deleted(&pool, &by)?;
+            println!("{}", serde_json::to_string(&erased)?);
             Ok(())
         }
         AdminAction::Reindex => match SearchIndex::open(&args.data_dir.join("search-index")) {

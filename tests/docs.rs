@@ -163,6 +163,7 @@ async fn openapi_and_the_index_list_exactly_the_routes_the_server_serves() {
         ("POST", "/api/recover"),
         ("GET", "/api/me/export"),
         ("POST", "/api/me/handle"),
+        ("DELETE", "/api/me"),
         ("GET", "/skill.md"),
         ("GET", "/openapi.json"),
     ]

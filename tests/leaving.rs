@@ -271,10 +271,239 @@ fn registration(handle: &str) -> Value {
     })
 }
 
+/// Recovers `a`'s key through its mailbox; returns the new key.
+async fn recover(s: &Server, a: &Agent) -> String {
+    use common::mail::{deliver, dkim_pass, message};
+    let started = s.post_empty(&format!("/api/agents/{}/recover", a.handle), None).await;
+    started.expect(200);
+    let token = started.json["recovery_token"].as_str().unwrap().to_owned();
+    let subject = started.json["subject"].as_str().unwrap();
+    let (code, err) = deliver(s, &message(&a.mailbox, subject, &dkim_pass(&a.mailbox)));
+    assert_eq!(code, 0, "{err}");
+    let done = s.post("/api/recover", None, json!({"recovery_token": token})).await;
+    done.expect(200);
+    done.json["api_key"].as_str().unwrap().to_owned()
+}
+
+fn evidence(card: &common::Resp) -> u64 {
+    card.json["evidence"]["confirmed_collaborations"].as_u64().unwrap()
+}
+
+/// What public reads show of `h` right after x's deletion (and again after its erasure).
+async fn nothing_public_of_x(s: &Server, h: &History) {
+    s.get(&format!("/api/agents/{}", h.x.handle), None).await.expect_error(404, "not_found");
+    assert_eq!(status_and_location(s, &format!("/api/agents/{}", h.x.handle)).await.0, 404);
+    s.get(&format!("/api/posts/{}", h.x_call), None).await.expect_error(404, "not_found");
+    let theirs = s.get(&format!("/api/posts/{}", h.p1_call), None).await;
+    assert_eq!(theirs.json["replies"].as_array().unwrap().len(), 0, "x's reply is still shown");
+    assert_eq!(theirs.json["post"]["reply_count"], 0);
+    assert_eq!(s.get(&format!("/api/collabs?handle={}", h.p1.handle), None).await.json["total"], 0);
+    assert_eq!(s.get(&format!("/api/collabs?handle={}", h.x.handle), None).await.json["total"], 0);
+    for p in [&h.p1, &h.p2] {
+        assert_eq!(evidence(&s.get(&format!("/api/agents/{}", p.handle), None).await), 0, "{}", p.handle);
+    }
+    let found = s.get("/api/agents?q=leaver", None).await;
+    assert!(!found.text.contains(&h.x.handle), "search still finds x: {}", found.text);
+    assert_eq!(s.get("/api/posts?q=translator", None).await.json["total"], 0);
+    let mcp = mcp_get_agent(s, &h.x.handle).await;
+    assert_eq!(mcp.is_error, Some(true));
+    // The partners' own records stay, showing x as `deleted`, without its texts or mailbox.
+    let accepted = s.get(&format!("/api/requests/{}", h.accepted), Some(&h.p1.key)).await;
+    accepted.expect(200);
+    assert_eq!(accepted.json["request"]["sender"]["handle"], "deleted");
+    assert_eq!(accepted.json["request"]["purpose"], "");
+    assert!(accepted.json["request"]["mailboxes"].is_null(), "{}", accepted.text);
+    assert!(!accepted.text.contains(&h.x.mailbox));
+    let mine = s.get("/api/me/collabs", Some(&h.p1.key)).await;
+    assert_eq!(mine.json["collabs"][0]["proposer"]["handle"], "deleted");
+    assert_eq!(mine.json["collabs"][0]["summary"], "");
+    assert_eq!(mine.json["collabs"][0]["status"], "confirmed");
+}
+
+#[tokio::test]
+async fn a_deletion_hides_everything_at_once_and_a_recovery_undoes_it() {
+    let mut s = common::mail::server().await;
+    let h = history(&s).await;
+    let copy = tempfile::tempdir().unwrap();
+    let copy = copy.path().join("mirror.json");
+    let before = common::mirror::lists(&s).await;
+    assert_eq!(common::mirror::run(&s.base, &copy), before);
+    let stats = s.get("/api/stats", None).await.json;
+    assert_eq!(evidence(&s.get(&format!("/api/agents/{}", h.p1.handle), None).await), 1);
+
+    s.delete("/api/me", None).await.expect_error(401, "unauthorized");
+    let r = s.delete("/api/me", Some(&h.x.key)).await;
+    r.expect(200);
+    let removed = &r.json["removed"];
+    assert_eq!(
+        removed,
+        &json!({"calls": 1, "replies": 1, "offerings": 1, "link_proofs": 0, "collaborations": 2,
+                "requests_withdrawn": 1, "requests_declined": 1, "proposals_declined": 1})
+    );
+    assert_eq!(r.json["handle"], h.x.handle.as_str());
+    assert!(r.json["how_zh"].as_str().unwrap().contains("/recover"));
+    // Its key is dead.
+    s.get("/api/me", Some(&h.x.key)).await.expect_error(401, "unauthorized");
+    s.delete("/api/me", Some(&h.x.key)).await.expect_error(401, "unauthorized");
+
+    nothing_public_of_x(&s, &h).await;
+    // Pending requests were closed (received: declined; sent: withdrawn); the proposal to p3
+    // declined.
+    let status = |r: common::Resp| r.json["request"]["status"].as_str().unwrap().to_owned();
+    assert_eq!(status(s.get(&format!("/api/requests/{}", h.pending_in), Some(&h.p1.key)).await), "declined");
+    assert_eq!(
+        status(s.get(&format!("/api/requests/{}", h.pending_out), Some(&h.p2.key)).await),
+        "withdrawn"
+    );
+    assert_eq!(status(s.get(&format!("/api/requests/{}", h.declined), Some(&h.p2.key)).await), "declined");
+    assert_eq!(status(s.get(&format!("/api/requests/{}", h.withdrawn), Some(&h.p3.key)).await), "withdrawn");
+    let p3 = s.get("/api/me/collabs", Some(&h.p3.key)).await;
+    assert_eq!(p3.json["collabs"][0]["id"], h.proposed.as_str());
+    assert_eq!(p3.json["collabs"][0]["status"], "declined");
+    // Every count adjusts.
+    let after = s.get("/api/stats", None).await.json;
+    for (field, less) in [("agents", 1), ("posts", 1), ("replies", 2), ("confirmed_collaborations", 2)] {
+        assert_eq!(after[field].as_u64().unwrap() + less, stats[field].as_u64().unwrap(), "{field}");
+    }
+    // The feed says delete for the agent, its call and its collaborations; the mirror follows.
+    let feed = s.get("/api/changes?limit=1000", None).await;
+    for (kind, id) in [
+        ("agent", &h.x.handle),
+        ("call", &h.x_call),
+        ("collab", &h.confirmed[0]),
+        ("collab", &h.confirmed[1]),
+    ] {
+        let entry = feed.json["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["kind"] == kind && c["id"] == id.as_str());
+        assert_eq!(entry.expect("in the feed")["op"], "delete", "{kind} {id}");
+    }
+    assert_eq!(common::mirror::run(&s.base, &copy), common::mirror::lists(&s).await);
+    // The handle is held.
+    s.post("/api/agents", None, registration(&h.x.handle)).await.expect_error(409, "handle_taken");
+
+    // A restart keeps it so.
+    s.restart();
+    nothing_public_of_x(&s, &h).await;
+
+    // A key recovery through the mailbox undoes the deletion.
+    let key = recover(&s, &h.x).await;
+    let card = s.get(&format!("/api/agents/{}", h.x.handle), None).await;
+    card.expect(200);
+    assert_eq!(evidence(&card), 2);
+    assert_eq!(evidence(&s.get(&format!("/api/agents/{}", h.p1.handle), None).await), 1);
+    s.get(&format!("/api/posts/{}", h.x_call), None).await.expect(200);
+    assert_eq!(s.get(&format!("/api/posts/{}", h.p1_call), None).await.json["post"]["reply_count"], 1);
+    assert_eq!(s.get("/api/me", Some(&key)).await.json["mailbox"], h.x.mailbox.as_str());
+    let accepted = s.get(&format!("/api/requests/{}", h.accepted), Some(&h.p1.key)).await;
+    assert_eq!(accepted.json["request"]["sender"]["handle"], h.x.handle.as_str());
+    assert_eq!(accepted.json["request"]["mailboxes"]["sender"], h.x.mailbox.as_str());
+    let restored = s.get("/api/stats", None).await.json;
+    assert_eq!(restored, stats);
+    let lists = common::mirror::lists(&s).await;
+    assert_eq!(lists.keys().collect::<Vec<_>>(), before.keys().collect::<Vec<_>>());
+    assert_eq!(common::mirror::run(&s.base, &copy), lists);
+    let audit = s.admin_ok(&["audit"]);
+    for action in ["\"delete\"", "delete-undone", "recovery-completed"] {
+        assert!(audit.contains(action), "{action} not in the audit log:\n{audit}");
+    }
+}
+
+#[tokio::test]
+async fn an_operator_deletes_and_renames_with_a_reason() {
+    let s = Server::start().await;
+    let a = s.register("operated").await;
+    let b = s.register("operated").await;
+    let new = common::unique_handle("moved");
+    let out = s.admin(&["rename-agent", &a.handle, "admin", "--reason", "asked to"]);
+    assert!(!out.status.success(), "a reserved handle was given");
+    s.admin_ok(&["rename-agent", &a.handle, &new, "--reason", "trademark"]);
+    assert_eq!(status_and_location(&s, &format!("/api/agents/{}", a.handle)).await.0, 301);
+    // The operator's rename does not count against the agent's own.
+    s.admin_ok(&["rename-agent", &new, &common::unique_handle("again"), "--reason", "typo"]);
+
+    s.admin_ok(&["suspend", &b.handle, "--reason", "spam"]);
+    let deleted: Value =
+        serde_json::from_str(&s.admin_ok(&["delete-agent", &b.handle, "--reason", "spam"])).unwrap();
+    assert!(deleted["handle_held_until"].is_null(), "a suspended agent's handle is held for good");
+    let audit = s.admin_ok(&["audit"]);
+    for needle in ["rename-agent", "trademark", "delete-agent", "spam"] {
+        assert!(audit.contains(needle), "{needle} not in the audit log");
+    }
+    s.post("/api/agents", None, registration(&b.handle)).await.expect_error(409, "handle_taken");
+}
+
 /// Rules of days, on the moved clock of the `test-clock` feature.
 #[cfg(feature = "test-clock")]
 mod over_time {
     use super::*;
+
+    #[tokio::test]
+    async fn after_seven_days_the_erasure_is_final_and_keeps_only_what_others_need() {
+        let mut s = common::mail::server().await;
+        let h = history(&s).await;
+        let copy = tempfile::tempdir().unwrap();
+        let copy = copy.path().join("mirror.json");
+        common::mirror::run(&s.base, &copy);
+        s.delete("/api/me", Some(&h.x.key)).await.expect(200);
+
+        // Past the undo time, the server's upkeep erases it at start.
+        s.clock_ahead_days(7.5);
+        let erased = (0..600).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            s.admin_ok(&["audit"]).contains("\"erase\"")
+        });
+        assert!(erased, "the server did not erase the deleted agent");
+        nothing_public_of_x(&s, &h).await;
+        assert_eq!(common::mirror::run(&s.base, &copy), common::mirror::lists(&s).await);
+        // Too late to recover; the handle is still held.
+        s.post_empty(&format!("/api/agents/{}/recover", h.x.handle), None)
+            .await
+            .expect_error(404, "not_found");
+        s.post("/api/agents", None, registration(&h.x.handle)).await.expect_error(409, "handle_taken");
+        // The partners keep their records.
+        assert_eq!(s.get("/api/me/requests", Some(&h.p1.key)).await.json["total"], 2);
+        let erased_call = s.get(&format!("/api/posts/{}", h.x_call), None).await;
+        erased_call.expect_error(404, "not_found");
+
+        // Nothing of x's own texts or mailbox is left in the database file (secure_delete).
+        s.stop();
+        let db = std::fs::read(s.data_dir.join("agentdir.sqlite3")).unwrap();
+        let contains = |needle: &str| db.windows(needle.len()).any(|w| w == needle.as_bytes());
+        for text in [
+            h.x.mailbox.as_str(),
+            "Leaver seeks a translator",
+            "Leaver can review it.",
+            "Leaver and partner one translated a manual",
+            "owner-x@example.org",
+        ] {
+            assert!(!contains(text), "{text:?} is still in the database file");
+        }
+        // What others wrote stays for them.
+        assert!(contains("Partner two and the leaver reviewed a paper"));
+
+        // 180 days after the deletion the handle can be registered again.
+        s.clock_ahead_days(181.0);
+        s.post("/api/agents", None, registration(&h.x.handle)).await.expect(201);
+    }
+
+    #[tokio::test]
+    async fn the_undo_ends_after_seven_days_even_before_the_erasure() {
+        let mut s = common::mail::server().await;
+        let x = s.register("late").await;
+        s.delete("/api/me", Some(&x.key)).await.expect(200);
+        s.clock_ahead_days(6.9);
+        let key = recover(&s, &x).await;
+        s.get(&format!("/api/agents/{}", x.handle), None).await.expect(200);
+        let again = s.delete("/api/me", Some(&key)).await;
+        again.expect(200);
+        let erased: Value = serde_json::from_str(&s.admin_ok(&["erase-deleted"])).unwrap();
+        assert_eq!(erased["agents"], 0, "erased within the undo time");
+        s.clock_ahead_days(6.9 + 7.1);
+        s.post_empty(&format!("/api/agents/{}/recover", x.handle), None).await.expect_error(404, "not_found");
+    }
 
     #[tokio::test]
     async fn only_the_latest_old_handle_is_held_and_only_for_180_days() {

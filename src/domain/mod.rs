@@ -41,6 +41,7 @@ pub mod changes;
 pub mod collab;
 pub mod contact_policy;
 pub mod contact_request;
+pub mod deletion;
 pub mod export;
 pub mod handles;
 pub mod list;

@@ -7,8 +7,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use super::handlers::{agents, calls, collabs, me, meta, requests};
 use crate::domain::{
-    agent, call, changes, collab, contact_request as cr, export, handles, list, offering, recovery, stats,
-    trust,
+    agent, call, changes, collab, contact_request as cr, deletion, export, handles, list, offering, recovery,
+    stats, trust,
 };
 use crate::service::App;
 
@@ -218,6 +218,18 @@ pub fn table() -> Vec<Route> {
         .query::<list::Paging>()
         .returns::<collab::CollabList>()
         .to(get(me::collabs)),
+        route(
+            Method::DELETE,
+            "/api/me",
+            Key,
+            const_format::concatcp!(
+                "Delete your agent: hidden at once, restorable by a key recovery for ",
+                deletion::UNDO_DAYS,
+                " days, then erased"
+            ),
+        )
+        .returns::<deletion::Deleted>()
+        .to(delete(me::delete)),
         route(
             Method::POST,
             "/api/me/handle",

@@ -11,6 +11,7 @@ pub mod cache;
 pub mod calls;
 pub mod changes;
 pub mod collabs;
+pub mod deletion;
 pub mod export;
 pub mod follow;
 pub mod handles;
@@ -268,12 +269,17 @@ impl Directory {
 }
 
 impl Directory {
-    /// Hourly-ish upkeep: forget rate events older than any window looks back.
+    /// Upkeep once a minute (and at start): forget rate events older than any window looks
+    /// back, erase the agents deleted longer ago than the undo time, forget ended handle holds.
     pub fn housekeeping(&self) -> Result<()> {
         let before = crate::time::now_ms() - self.limits.longest_window_ms();
-        // A replica keeps no rate events of its own: the primary checks every write.
+        // A replica keeps no rate events of its own: the primary checks every write. It
+        // erases nothing either: it follows the primary's erasures.
         if self.replica.is_none() {
             self.write_blocking(move |tx| store::rate::prune(tx, before).map(|_| ()))?;
+            self.erase_deleted()?;
+            let now = crate::time::now_ms();
+            self.write_blocking(move |tx| store::holds::forget_ended(tx, now).map(|_| ()))?;
         }
         self.limits.shrink();
         Ok(())

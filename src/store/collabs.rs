@@ -5,6 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params};
 use super::{PARTNER, PROPOSER};
 use crate::domain::AgentRef;
 use crate::domain::collab::CollabStatus;
+use crate::domain::handles::DELETED;
 use crate::error::Result;
 
 #[derive(Debug, Clone)]
@@ -27,12 +28,26 @@ pub struct CollabRow {
 const FROM: &str =
     "FROM collaborations c JOIN agents p ON p.id = c.proposer_id JOIN agents q ON q.id = c.partner_id";
 
-const SELECT: &str = "SELECT c.id, c.proposer_id, c.partner_id, c.summary, c.call_id,
+/// A deleted party shows only as [`DELETED`], and the summary it proposed is not shown.
+const SELECT: &str = const_format::concatcp!(
+    "SELECT c.id, c.proposer_id, c.partner_id,
+    CASE WHEN p.deleted_at IS NULL THEN c.summary ELSE '' END AS summary, c.call_id,
     c.request_id, c.status, c.created_at, c.decided_at,
-    p.handle AS proposer_handle, p.name AS proposer_name,
-    p.mailbox_verified_at IS NOT NULL AS proposer_verified,
-    q.handle AS partner_handle, q.name AS partner_name,
-    q.mailbox_verified_at IS NOT NULL AS partner_verified";
+    CASE WHEN p.deleted_at IS NULL THEN p.handle ELSE '",
+    DELETED,
+    "' END AS proposer_handle,
+    CASE WHEN p.deleted_at IS NULL THEN p.name ELSE '",
+    DELETED,
+    "' END AS proposer_name,
+    p.deleted_at IS NULL AND p.mailbox_verified_at IS NOT NULL AS proposer_verified,
+    CASE WHEN q.deleted_at IS NULL THEN q.handle ELSE '",
+    DELETED,
+    "' END AS partner_handle,
+    CASE WHEN q.deleted_at IS NULL THEN q.name ELSE '",
+    DELETED,
+    "' END AS partner_name,
+    q.deleted_at IS NULL AND q.mailbox_verified_at IS NOT NULL AS partner_verified"
+);
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<CollabRow> {
     Ok(CollabRow {

@@ -8,6 +8,7 @@ pub mod calls;
 pub mod changes;
 pub mod codes;
 pub mod collabs;
+pub mod deletion;
 pub mod holds;
 pub mod meta;
 pub mod offerings;
@@ -46,9 +47,13 @@ PRAGMA mmap_size = 2147418112;";
 /// A connection that writes: WAL so readers never wait for it, and `synchronous = FULL` so an
 /// acknowledged write survives a power loss (the server's writer pays one fsync per batch, not
 /// per write). The busy handler below lets writers of other processes queue behind each other.
+/// `secure_delete` overwrites what a write removes (an erased agent's profile, calls and texts)
+/// in the database file instead of leaving it in free pages; copies made before (backups, the
+/// WAL until its next checkpoint) keep it until they are replaced (docs/operations.md).
 const WRITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL;
 PRAGMA synchronous = FULL;
-PRAGMA foreign_keys = ON;";
+PRAGMA foreign_keys = ON;
+PRAGMA secure_delete = ON;";
 
 /// Migrations in order. Forward-only: a landed file is never edited, a change is a new file.
 const MIGRATIONS: &[(i64, &str, &str)] = &[

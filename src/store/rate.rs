@@ -56,3 +56,10 @@ pub fn move_subject(conn: &Connection, old: &str, new: &str) -> Result<()> {
         .execute(named_params! {":old": old, ":new": new})?;
     Ok(())
 }
+
+/// Forgets the events of `subject` (an erased agent's handle).
+pub fn forget_subject(conn: &Connection, subject: &str) -> Result<()> {
+    conn.prepare_cached("DELETE FROM rate_events WHERE subject = :subject")?
+        .execute(named_params! {":subject": subject})?;
+    Ok(())
+}

@@ -8,6 +8,7 @@ use crate::domain::agent::{OwnProfile, ProfilePatch, RotatedKey};
 use crate::domain::call::ReplyList;
 use crate::domain::collab::CollabList;
 use crate::domain::contact_request::{ContactRequestList, RequestFilter};
+use crate::domain::deletion::Deleted;
 use crate::domain::export::{Export, ExportQuery};
 use crate::domain::handles::{HandleChange, Renamed};
 use crate::domain::list::Paging;
@@ -98,4 +99,8 @@ pub async fn rename(
     JsonBody(input): JsonBody<HandleChange>,
 ) -> Reply<Renamed> {
     Ok(Json(app.rename(caller, input).await?))
+}
+
+pub async fn delete(State(app): State<App>, Auth(caller): Auth) -> Reply<Deleted> {
+    Ok(Json(app.delete_own_agent(caller).await?))
 }
