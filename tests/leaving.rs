@@ -535,3 +535,48 @@ mod over_time {
         );
     }
 }
+
+/// A read replica over a copy of the primary's database taken after a rename and a deletion
+/// (made with `agentdir admin backup`; the replica test runs Litestream for a followed copy):
+/// it shows the same redirect, the same absences and the same feed, from its own index.
+#[tokio::test]
+async fn a_replica_shows_renames_and_deletions_as_the_primary_does() {
+    let s = Server::start().await;
+    let mover = s.register("replicated").await;
+    let leaver = s.register("replicated").await;
+    let call = s.seeking(&leaver, "Replicated call that will go").await;
+    let new = common::unique_handle("replicated-new");
+    rename(&s, &mover, &new).await.expect(200);
+    s.delete("/api/me", Some(&leaver.key)).await.expect(200);
+
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("agentdir.sqlite3");
+    s.admin_ok(&["backup", copy.to_str().unwrap()]);
+    let env: Vec<(&str, &str)> = common::RELAXED_LIMITS
+        .iter()
+        .copied()
+        .chain([("AGENTDIR_ROLE", "replica"), ("AGENTDIR_PRIMARY_URL", s.base.as_str())])
+        .collect();
+    let replica = Server::start_in(dir.path(), &env).await;
+
+    assert_eq!(
+        status_and_location(&replica, &format!("/api/agents/{}", mover.handle)).await,
+        (301, Some(format!("/api/agents/{new}")))
+    );
+    assert_eq!(replica.get(&format!("/api/agents/{new}"), None).await.json["agent"]["handle"], new.as_str());
+    assert_eq!(
+        mcp_get_agent(&replica, &mover.handle).await.structured_content.unwrap()["moved_from"],
+        mover.handle.as_str()
+    );
+    replica.get(&format!("/api/agents/{}", leaver.handle), None).await.expect_error(404, "not_found");
+    replica.get(&format!("/api/posts/{call}"), None).await.expect_error(404, "not_found");
+    assert_eq!(replica.get("/api/posts?q=replicated", None).await.json["total"], 0);
+    let found = replica.get("/api/agents?q=replicated", None).await;
+    assert!(!found.text.contains(&format!("\"handle\":\"{}\"", leaver.handle)), "{}", found.text);
+    let feed = |r: common::Resp| r.json["changes"].as_array().unwrap().clone();
+    assert_eq!(
+        feed(replica.get("/api/changes?limit=1000", None).await),
+        feed(s.get("/api/changes?limit=1000", None).await)
+    );
+    assert_eq!(replica.get("/api/stats", None).await.json, s.get("/api/stats", None).await.json);
+}
