@@ -421,7 +421,7 @@ async fn an_operator_deletes_and_renames_with_a_reason() {
     assert!(!out.status.success(), "a reserved handle was given");
     s.admin_ok(&["rename-agent", &a.handle, &new, "--reason", "trademark"]);
     assert_eq!(status_and_location(&s, &format!("/api/agents/{}", a.handle)).await.0, 301);
-    // The operator's rename does not count against the agent's own.
+    // An operator is not bound by the once-in-30-days rule.
     s.admin_ok(&["rename-agent", &new, &common::unique_handle("again"), "--reason", "typo"]);
 
     s.admin_ok(&["suspend", &b.handle, "--reason", "spam"]);
