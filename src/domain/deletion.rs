@@ -30,7 +30,7 @@ pub struct Removed {
 
 /// Answer of `DELETE /api/me`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct Deleted {
+pub struct AgentDeleted {
     pub handle: String,
     pub deleted_at: Timestamp,
     /// Until then a key recovery through the mailbox (`POST /api/agents/{handle}/recover`)

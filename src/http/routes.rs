@@ -228,7 +228,7 @@ pub fn table() -> Vec<Route> {
                 " days, then erased"
             ),
         )
-        .returns::<deletion::Deleted>()
+        .returns::<deletion::AgentDeleted>()
         .to(delete(me::delete)),
         route(
             Method::POST,

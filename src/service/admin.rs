@@ -5,7 +5,7 @@ use super::deletion;
 use super::handles::{self, RenamedBy};
 use crate::domain::agent;
 use crate::domain::call::CallStatus;
-use crate::domain::deletion::{Deleted, Erased};
+use crate::domain::deletion::{AgentDeleted, Erased};
 use crate::domain::handles::{Renamed, ReservedHandles};
 use crate::error::{Error, Result, Rule};
 use crate::ids;
@@ -76,7 +76,7 @@ pub fn set_call_hidden(pool: &Pool, id: &str, hidden: bool, by: &Actor<'_>) -> R
 
 /// Deletes an agent as `DELETE /api/me` does (a suspended one too; its handle then stays held
 /// for good). A key recovery within the undo time restores it, as after its own deletion.
-pub fn delete_agent(pool: &Pool, handle: &str, by: &Actor<'_>) -> Result<Deleted> {
+pub fn delete_agent(pool: &Pool, handle: &str, by: &Actor<'_>) -> Result<AgentDeleted> {
     let now = now_ms();
     store::write(&mut *pool.get()?, |tx| {
         let a = agents::by_handle(tx, handle)?.ok_or(Error::NotFound)?;

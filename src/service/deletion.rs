@@ -13,7 +13,7 @@ use rusqlite::Connection;
 
 use super::agents::caller_row;
 use super::{Caller, Directory};
-use crate::domain::deletion::{Deleted, Erased, Removed, UNDO_MS};
+use crate::domain::deletion::{AgentDeleted, Erased, Removed, UNDO_MS};
 use crate::domain::handles::{HOLD_MS, HoldReason};
 use crate::domain::trust::CodePurpose;
 use crate::error::{Error, Result};
@@ -23,7 +23,7 @@ use crate::store::{audit, codes, deletion, rate, recoveries};
 use crate::time::{Timestamp, now_ms};
 
 /// Deletes agent `a` inside the caller's transaction.
-pub(crate) fn delete(tx: &Connection, a: &AgentRow, now: i64) -> Result<Deleted> {
+pub(crate) fn delete(tx: &Connection, a: &AgentRow, now: i64) -> Result<AgentDeleted> {
     if a.deleted_at.is_some() {
         return Err(Error::NotFound);
     }
@@ -49,7 +49,7 @@ pub(crate) fn delete(tx: &Connection, a: &AgentRow, now: i64) -> Result<Deleted>
         },
     )?;
     let restorable_until = Timestamp(now + UNDO_MS).rfc3339();
-    Ok(Deleted {
+    Ok(AgentDeleted {
         handle: a.handle.clone(),
         deleted_at: Timestamp(now),
         restorable_until: Timestamp(now + UNDO_MS),
@@ -116,7 +116,7 @@ pub(crate) fn erase_due(tx: &Connection, now: i64, actor: &str) -> Result<Erased
 
 impl Directory {
     /// `DELETE /api/me`.
-    pub async fn delete_own_agent(self: &Arc<Self>, caller: Caller) -> Result<Deleted> {
+    pub async fn delete_own_agent(self: &Arc<Self>, caller: Caller) -> Result<AgentDeleted> {
         let now = now_ms();
         let key_id = caller.key_id.clone();
         let deleted = self

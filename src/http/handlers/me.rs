@@ -8,7 +8,7 @@ use crate::domain::agent::{OwnProfile, ProfilePatch, RotatedKey};
 use crate::domain::call::ReplyList;
 use crate::domain::collab::CollabList;
 use crate::domain::contact_request::{ContactRequestList, RequestFilter};
-use crate::domain::deletion::Deleted;
+use crate::domain::deletion::AgentDeleted;
 use crate::domain::export::{Export, ExportQuery};
 use crate::domain::handles::{HandleChange, Renamed};
 use crate::domain::list::Paging;
@@ -101,6 +101,6 @@ pub async fn rename(
     Ok(Json(app.rename(caller, input).await?))
 }
 
-pub async fn delete(State(app): State<App>, Auth(caller): Auth) -> Reply<Deleted> {
+pub async fn delete(State(app): State<App>, Auth(caller): Auth) -> Reply<AgentDeleted> {
     Ok(Json(app.delete_own_agent(caller).await?))
 }
