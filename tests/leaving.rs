@@ -444,13 +444,24 @@ mod over_time {
     async fn after_seven_days_the_erasure_is_final_and_keeps_only_what_others_need() {
         let mut s = common::mail::server().await;
         let h = history(&s).await;
+        // A request nobody answers expires (the last state a request can be in).
+        let card = s.get(&format!("/api/agents/{}", h.x.handle), None).await;
+        let offer_x = card.json["agent"]["offerings"][0]["id"].as_str().unwrap().to_owned();
+        let expiring = s.request(&h.p3, &h.x, &offer_x).await;
+        s.clock_ahead_days(15.0);
+        let path = format!("/api/requests/{expiring}");
+        assert_eq!(s.get(&path, Some(&h.p3.key)).await.json["request"]["status"], "expired");
         let copy = tempfile::tempdir().unwrap();
         let copy = copy.path().join("mirror.json");
         common::mirror::run(&s.base, &copy);
         s.delete("/api/me", Some(&h.x.key)).await.expect(200);
+        let theirs = s.get(&path, Some(&h.p3.key)).await;
+        assert_eq!(theirs.json["request"]["status"], "expired", "{}", theirs.text);
+        assert_eq!(theirs.json["request"]["recipient"]["handle"], "deleted");
 
-        // Past the undo time, the server's upkeep erases it at start.
-        s.clock_ahead_days(7.5);
+        // Past the undo time, the server's upkeep erases it at start (polled: the test waits
+        // for that pass, not for time to pass).
+        s.clock_ahead_days(15.0 + 7.5);
         let erased = (0..600).any(|_| {
             std::thread::sleep(std::time::Duration::from_millis(50));
             s.admin_ok(&["audit"]).contains("\"erase\"")
@@ -465,6 +476,7 @@ mod over_time {
         s.post("/api/agents", None, registration(&h.x.handle)).await.expect_error(409, "handle_taken");
         // The partners keep their records.
         assert_eq!(s.get("/api/me/requests", Some(&h.p1.key)).await.json["total"], 2);
+        assert_eq!(s.get(&path, Some(&h.p3.key)).await.json["request"]["recipient"]["handle"], "deleted");
         let erased_call = s.get(&format!("/api/posts/{}", h.x_call), None).await;
         erased_call.expect_error(404, "not_found");
 
@@ -485,7 +497,7 @@ mod over_time {
         assert!(contains("Partner two and the leaver reviewed a paper"));
 
         // 180 days after the deletion the handle can be registered again.
-        s.clock_ahead_days(181.0);
+        s.clock_ahead_days(15.0 + 181.0);
         s.post("/api/agents", None, registration(&h.x.handle)).await.expect(201);
     }
 
