@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::domain::handles::ReservedHandles;
 use crate::http::middleware::Hardening;
 use crate::link_fetch::PrivateTargets;
 use crate::service::rate_limit::{Rate, RateSettings, defaults as rates};
@@ -144,6 +145,9 @@ pub struct ServeArgs {
     /// cursor is answered 410 cursor_expired.
     #[arg(long, env = "AGENTDIR_CHANGES_RETENTION", default_value = "30d", value_parser = parse_span)]
     pub changes_retention: Duration,
+    /// Handles nobody may register or rename to, beside the built-in list: comma-separated.
+    #[arg(long, env = "AGENTDIR_RESERVED_HANDLES", value_delimiter = ',')]
+    pub reserved_handles: Vec<String>,
     /// Seconds to let in-flight requests finish after SIGTERM/SIGINT before exiting anyway.
     #[arg(long, env = "AGENTDIR_SHUTDOWN_GRACE", default_value = "30", value_parser = parse_seconds)]
     pub shutdown_grace: Duration,
@@ -158,6 +162,10 @@ impl ServeArgs {
             Command::Serve(args) => Ok(*args),
             _ => anyhow::bail!("`agentdir serve` parsed as another command"),
         }
+    }
+
+    pub fn reserved_handles(&self) -> ReservedHandles {
+        ReservedHandles::new(&self.reserved_handles)
     }
 
     pub fn read_pool(&self) -> ReadPool {
@@ -217,6 +225,9 @@ pub struct AdminArgs {
     /// Why, for the audit log.
     #[arg(long, global = true)]
     pub reason: Option<String>,
+    /// Handles refused at rename beside the built-in list (as `serve` reads it).
+    #[arg(long, env = "AGENTDIR_RESERVED_HANDLES", value_delimiter = ',', global = true)]
+    pub reserved_handles: Vec<String>,
     #[command(subcommand)]
     pub action: AdminAction,
 }
@@ -251,6 +262,13 @@ pub enum AdminAction {
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
+    /// Delete an agent as DELETE /api/me does: hidden at once, restorable by a key recovery
+    /// for 7 days, then erased.
+    DeleteAgent { handle: String },
+    /// Give an agent another handle (no once-in-30-days limit); the old one redirects for 180 days.
+    RenameAgent { handle: String, new_handle: String },
+    /// Erase now the deleted agents whose 7 days are over (the server does it every minute).
+    EraseDeleted,
     /// Rebuild the search index from SQLite (asks the running server to do it if it holds the index).
     Reindex,
     /// Write a consistent copy of the database to PATH while the server runs.

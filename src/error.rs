@@ -62,6 +62,8 @@ pub enum Error {
     /// A change-feed cursor older than the deletions the feed still remembers.
     CursorExpired,
     HandleTaken,
+    /// A handle on the reserved list (built in, or the operator's).
+    HandleReserved,
     InvalidState {
         status: &'static str,
     },
@@ -132,6 +134,7 @@ impl Error {
             MethodNotAllowed => 405,
             CursorExpired => 410,
             HandleTaken
+            | HandleReserved
             | InvalidState { .. }
             | AlreadyPending
             | AlreadyClaimed
@@ -169,6 +172,7 @@ impl Error {
             MethodNotAllowed => "method_not_allowed",
             CursorExpired => "cursor_expired",
             HandleTaken => "handle_taken",
+            HandleReserved => "handle_reserved",
             InvalidState { .. } => "invalid_state",
             AlreadyPending => "already_pending",
             AlreadyClaimed => "already_claimed",
@@ -234,7 +238,8 @@ impl Error {
             CursorExpired => {
                 "the change-feed cursor is older than the deletions still remembered; read from the beginning".into()
             }
-            HandleTaken => "the handle is taken".into(),
+            HandleTaken => "the handle is taken, or held after a rename or a deletion".into(),
+            HandleReserved => "the handle is reserved for the directory itself".into(),
             InvalidState { .. } => "the request or collaboration is not in the state this move needs".into(),
             AlreadyPending => "you already have a pending request to this agent".into(),
             AlreadyClaimed => "the owner has already claimed this agent".into(),
@@ -278,6 +283,7 @@ impl Error {
             Error::MethodNotAllowed,
             Error::CursorExpired,
             Error::HandleTaken,
+            Error::HandleReserved,
             Error::InvalidState { status: "accepted" },
             Error::AlreadyPending,
             Error::AlreadyClaimed,
@@ -352,8 +358,12 @@ impl Error {
                 "该游标早于变更流仍保留的删除记录：请从头重新读取变更流（去掉游标参数）。".into(),
             ),
             HandleTaken => (
-                "This handle is already taken; choose another one.".into(),
-                "该代号已被占用，请换一个。".into(),
+                "This handle is already taken (or held after a rename or a deletion); choose another one.".into(),
+                "该代号已被占用（或在改名、删除后仍被保留），请换一个。".into(),
+            ),
+            HandleReserved => (
+                "This handle is reserved for the directory itself; choose another one.".into(),
+                "该代号为目录自身保留，请换一个。".into(),
             ),
             InvalidState { status } => (
                 format!("This move is not possible: the record's status is {status}."),

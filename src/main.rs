@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use agentdir::config::{AdminAction, AdminArgs, Cli, Command, ServeArgs, SiteArgs};
 use agentdir::progress::{Progress, Unit};
+use agentdir::domain::handles::ReservedHandles;
 use agentdir::replica::{self, Role};
 use agentdir::service::admin::{self, Actor};
 use agentdir::service::follow;
@@ -19,6 +20,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
+    agentdir::time::test_clock::load(match &cli.command {
+        Command::Serve(args) => &args.site.data_dir,
+        Command::InboundMail(site) => &site.data_dir,
+        Command::Admin(args) => &args.data_dir,
+    });
     let result = match cli.command {
         Command::Serve(args) => serve(*args),
         Command::InboundMail(site) => return inbound_mail_command(site),
@@ -70,6 +76,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             read_pool: args.read_pool(),
             view_cache_bytes: args.view_cache_mb.saturating_mul(1 << 20),
             changes_retention_ms: i64::try_from(args.changes_retention.as_millis()).unwrap_or(i64::MAX),
+            reserved_handles: args.reserved_handles(),
         };
         let replica = match (args.replica.role, &args.replica.primary_url) {
             (Role::Replica, Some(primary)) => {
@@ -199,6 +206,21 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
             for entry in admin::audit_log(&pool, limit)? {
                 println!("{}", serde_json::to_string(&entry)?);
             }
+            Ok(())
+        }
+        AdminAction::DeleteAgent { handle } => {
+            let deleted = admin::delete_agent(&pool, &handle, &by)?;
+            println!("{}", serde_json::to_string(&deleted)?);
+            Ok(())
+        }
+        AdminAction::RenameAgent { handle, new_handle } => {
+            let reserved = ReservedHandles::new(&args.reserved_handles);
+            admin::rename_agent(&pool, &reserved, &handle, &new_handle, &by)?;
+            done(format!("{handle} renamed to {new_handle}; {handle} redirects there"))
+        }
+        AdminAction::EraseDeleted => {
+            let erased = admin::erase_deleted(&pool, &by)?;
+            println!("{}", serde_json::to_string(&erased)?);
             Ok(())
         }
         AdminAction::Reindex => match SearchIndex::open(&args.data_dir.join("search-index")) {

@@ -85,8 +85,22 @@ impl DirectoryRead for McpPort {
             }
             Err(e) => return Err(tool_error(e)),
         };
-        let view = self.app.public_view(ViewKey::Card(input.handle.into())).await.map_err(tool_error)?;
-        Ok(CachedOutput::new(view))
+        match self.app.public_view(ViewKey::Card(input.handle.as_str().into())).await {
+            Ok(view) => Ok(CachedOutput::new(view)),
+            // A renamed agent's previous handle leads to its card, as REST's 301 does.
+            Err(Error::NotFound) => {
+                let old = input.handle;
+                let moved = {
+                    let old = old.clone();
+                    self.app.run(move |d| d.moved_to(&old)).await.map_err(tool_error)?
+                };
+                let new = moved.ok_or_else(|| tool_error(Error::NotFound))?;
+                let view =
+                    self.app.public_view(ViewKey::Card(new.as_str().into())).await.map_err(tool_error)?;
+                Ok(CachedOutput { view, moved: Some(Moved { from: old, to: new }), shape: PhantomData })
+            }
+            Err(e) => Err(tool_error(e)),
+        }
     }
 
     async fn search_calls(&self, args: Arguments) -> Result<CallList, ToolError> {
@@ -128,20 +142,35 @@ impl DirectoryRead for McpPort {
 /// rendering cached with it, so MCP reads share the REST views and their invalidation.
 pub struct CachedOutput<T> {
     view: Arc<View>,
+    /// Set when the view was reached through a renamed agent's previous handle.
+    moved: Option<Moved>,
     shape: PhantomData<fn() -> T>,
+}
+
+/// A previous handle and the one the agent has now.
+struct Moved {
+    from: String,
+    to: String,
 }
 
 impl<T> CachedOutput<T> {
     fn new(view: Arc<View>) -> Self {
-        CachedOutput { view, shape: PhantomData }
+        CachedOutput { view, moved: None, shape: PhantomData }
     }
 }
 
 impl<T> Serialize for CachedOutput<T> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let raw: &RawValue =
-            serde_json::from_slice(&self.view.rendered.json).map_err(serde::ser::Error::custom)?;
-        raw.serialize(serializer)
+        let json = &self.view.rendered.json;
+        let Some(moved) = &self.moved else {
+            let raw: &RawValue = serde_json::from_slice(json).map_err(serde::ser::Error::custom)?;
+            return raw.serialize(serializer);
+        };
+        // The card, and the handle it was asked for (`moved_from`), as REST's 301 tells.
+        let mut card: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_slice(json).map_err(serde::ser::Error::custom)?;
+        card.insert("moved_from".into(), moved.from.clone().into());
+        card.serialize(serializer)
     }
 }
 
@@ -159,11 +188,18 @@ impl<T: JsonSchema> JsonSchema for CachedOutput<T> {
 
 impl<T> ToText for CachedOutput<T> {
     fn to_text(&self) -> String {
-        self.view.text.clone()
+        match &self.moved {
+            Some(Moved { from, to }) => format!(
+                "{from} is now {to}: the agent changed its handle, and this is its card (moved_from: {from}).\n{}",
+                self.view.text
+            ),
+            None => self.view.text.clone(),
+        }
     }
 
+    /// A followed rename is answered afresh each time: its answer is not the card's alone.
     fn version(&self) -> Option<&str> {
-        Some(&self.view.rendered.etag)
+        self.moved.is_none().then_some(self.view.rendered.etag.as_str())
     }
 }
 

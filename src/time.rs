@@ -11,7 +11,51 @@ pub const SECOND: i64 = 1_000;
 pub const DAY: i64 = 86_400 * SECOND;
 
 pub fn now_ms() -> i64 {
-    Utc::now().timestamp_millis()
+    Utc::now().timestamp_millis() + test_clock::offset_ms()
+}
+
+/// A clock tests can move forward, so rules of days (a deletion's grace period, the rename
+/// interval, held handles) are tested without waiting. Only a build with the cargo feature
+/// `test-clock` has it (`.ci/run` builds the tests so); a release build's clock is the system's.
+///
+/// Each process (`serve`, `admin`, `inbound-mail`) reads the offset once at start from the file
+/// [`test_clock::OFFSET_FILE`] in its data dir: milliseconds added to the system time. A test
+/// writes the file and restarts the server. SQLite's own `'now'` (the change log's `at`) is not
+/// moved.
+#[cfg(feature = "test-clock")]
+pub mod test_clock {
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    pub const OFFSET_FILE: &str = "test-clock-offset-ms";
+
+    static OFFSET_MS: AtomicI64 = AtomicI64::new(0);
+
+    pub fn offset_ms() -> i64 {
+        OFFSET_MS.load(Ordering::Relaxed)
+    }
+
+    /// Reads the offset of the data dir (none: 0).
+    pub fn load(data_dir: &std::path::Path) {
+        let offset = std::fs::read_to_string(data_dir.join(OFFSET_FILE))
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+            .unwrap_or(0);
+        if offset != 0 {
+            tracing::warn!(offset_ms = offset, "test clock: the clock runs ahead of the system's");
+        }
+        OFFSET_MS.store(offset, Ordering::Relaxed);
+    }
+}
+
+#[cfg(not(feature = "test-clock"))]
+pub mod test_clock {
+    #[inline(always)]
+    pub fn offset_ms() -> i64 {
+        0
+    }
+
+    /// Without the `test-clock` feature there is nothing to read.
+    pub fn load(_data_dir: &std::path::Path) {}
 }
 
 /// A point in time, serialised as RFC 3339 (`2026-11-21T05:48:00.123Z`).

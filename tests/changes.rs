@@ -9,6 +9,7 @@ mod common;
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
+use common::mirror::{self, lists};
 use common::{Agent, RELAXED_LIMITS, Server};
 use serde_json::{Value, json};
 
@@ -51,31 +52,6 @@ fn apply(mirror: &mut BTreeMap<(String, String), Value>, entries: &[Value]) {
             other => panic!("unknown op {other:?} in {e}"),
         }
     }
-}
-
-/// What the public lists show now, keyed like the feed.
-async fn lists(s: &Server) -> BTreeMap<(String, String), Value> {
-    let mut out = BTreeMap::new();
-    for (path, field, kind, id_field, max) in [
-        ("/api/agents", "agents", "agent", "handle", 100),
-        ("/api/posts", "posts", "call", "id", 50),
-        ("/api/collabs", "collabs", "collab", "id", 100),
-    ] {
-        let mut offset = 0;
-        loop {
-            let page = s.get(&format!("{path}?limit={max}&offset={offset}"), None).await;
-            page.expect(200);
-            let items = page.json[field].as_array().expect("items").clone();
-            for item in &items {
-                out.insert((kind.to_owned(), item[id_field].as_str().unwrap().to_owned()), item.clone());
-            }
-            offset += max;
-            if items.is_empty() || offset >= page.json["total"].as_u64().unwrap() as usize {
-                break;
-            }
-        }
-    }
-    out
 }
 
 /// Two claimed agents with different owners, so their confirmed collaboration is evidence.
@@ -356,23 +332,7 @@ async fn the_example_mirror_keeps_a_copy_equal_to_the_lists() {
     let s = Server::start().await;
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join("mirror.json");
-    let run_mirror = || {
-        let out = std::process::Command::new("python3")
-            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/mirror.py"))
-            .arg(&s.base)
-            .arg(&copy)
-            .output()
-            .expect("run docs/mirror.py");
-        assert!(out.status.success(), "mirror failed: {}", String::from_utf8_lossy(&out.stderr));
-        let state: Value = serde_json::from_slice(&std::fs::read(&copy).unwrap()).unwrap();
-        let mut held = BTreeMap::new();
-        for (kind, items) in state["entities"].as_object().unwrap() {
-            for (id, data) in items.as_object().unwrap() {
-                held.insert((kind.clone(), id.clone()), data.clone());
-            }
-        }
-        held
-    };
+    let run_mirror = || mirror::run(&s.base, &copy);
     let a = s.register("mirrored").await;
     let b = s.register("mirrored").await;
     let c1 = s.seeking(&a, "First mirrored call").await;

@@ -161,6 +161,9 @@ async fn openapi_and_the_index_list_exactly_the_routes_the_server_serves() {
         ("GET", "/api/changes"),
         ("POST", "/api/agents/{handle}/recover"),
         ("POST", "/api/recover"),
+        ("GET", "/api/me/export"),
+        ("POST", "/api/me/handle"),
+        ("DELETE", "/api/me"),
         ("GET", "/skill.md"),
         ("GET", "/openapi.json"),
     ]

@@ -80,7 +80,9 @@ impl ToolName {
                  its contact policy (whether it accepts contact requests, the minimum sender trust \
                  level, a weekly cap), trust level and link proofs, evidence of confirmed \
                  collaborations, and its recent calls. Use it after search_agents to decide whether \
-                 an agent fits. An unknown handle gives an error result with code `not_found`."
+                 an agent fits. A renamed agent's previous handle still leads to its card for a \
+                 while: the result then names the handle asked for in `moved_from`. An unknown \
+                 or deleted agent's handle gives an error result with code `not_found`."
             }
             ToolName::SearchCalls => {
                 "Find calls: public posts in which agents ask for help (`kind` seeking), offer help \

@@ -370,6 +370,12 @@ fn operation(
         );
     }
     responses.insert(e.success.to_string(), success);
+    if e.moved {
+        responses.insert(
+            "301".into(),
+            json!({"description": format!("Moved Permanently: the agent changed its handle; Location is its card (for {} days after the rename)", crate::domain::handles::HOLD_DAYS), "headers": {"Location": {"description": "The path of the card under the new handle", "required": true, "schema": {"type": "string"}}}}),
+        );
+    }
     for code in error_statuses(e) {
         let mut r = json!({"description": status_description(code), "content": {"application/json": {"schema": error_schema}}});
         if code == 429 || code == 503 {

@@ -97,7 +97,8 @@ async fn background(app: App) {
     loop {
         tick.tick().await;
         n += 1;
-        let housekeeping = n.is_multiple_of(60);
+        // At the first tick too: a server started after a pause catches up at once.
+        let housekeeping = n % 60 == 1;
         let result = app
             .run(move |d| {
                 d.background_pass()?;

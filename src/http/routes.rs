@@ -7,7 +7,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use super::handlers::{agents, calls, collabs, me, meta, requests};
 use crate::domain::{
-    agent, call, changes, collab, contact_request as cr, list, offering, recovery, stats, trust,
+    agent, call, changes, collab, contact_request as cr, deletion, export, handles, list, offering, recovery,
+    stats, trust,
 };
 use crate::service::App;
 
@@ -52,6 +53,8 @@ pub struct Endpoint {
     pub errors: &'static [u16],
     /// Answers with a strong `ETag`, and `304` to a matching `If-None-Match`.
     pub tagged: bool,
+    /// A renamed agent's previous handle answers `301` with the new path in `Location`.
+    pub moved: bool,
 }
 
 pub struct Route {
@@ -77,6 +80,7 @@ fn route(method: Method, path: &'static str, access: Access, summary: &'static s
         success: 200,
         errors: &[],
         tagged: false,
+        moved: false,
     })
 }
 
@@ -108,6 +112,10 @@ impl Declared {
     }
     fn tagged(mut self) -> Self {
         self.0.tagged = true;
+        self
+    }
+    fn moved(mut self) -> Self {
+        self.0.moved = true;
         self
     }
     fn to(self, handler: MethodRouter<App>) -> Route {
@@ -152,6 +160,7 @@ pub fn table() -> Vec<Route> {
             .returns::<agent::AgentCard>()
             .errors(&[404])
             .tagged()
+            .moved()
             .to(get(agents::card)),
         route(
             Method::POST,
@@ -223,6 +232,43 @@ pub fn table() -> Vec<Route> {
         .query::<list::Paging>()
         .returns::<collab::CollabList>()
         .to(get(me::collabs)),
+        route(
+            Method::DELETE,
+            "/api/me",
+            Key,
+            const_format::concatcp!(
+                "Delete your agent: hidden at once, restorable by a key recovery for ",
+                deletion::UNDO_DAYS,
+                " days, then erased"
+            ),
+        )
+        .returns::<deletion::AgentDeleted>()
+        .to(delete(me::delete)),
+        route(
+            Method::POST,
+            "/api/me/handle",
+            Key,
+            const_format::concatcp!(
+                "Change your handle (once in ",
+                handles::RENAME_EVERY_DAYS,
+                " days); the old one redirects here for ",
+                handles::HOLD_DAYS,
+                " days"
+            ),
+        )
+        .body::<handles::HandleChange>()
+        .returns::<handles::Renamed>()
+        .errors(&[409, 429])
+        .to(post(me::rename)),
+        route(
+            Method::GET,
+            "/api/me/export",
+            Key,
+            "Everything the directory holds about you, private parts included, in pages",
+        )
+        .query::<export::ExportQuery>()
+        .returns::<export::Export>()
+        .to(get(me::export)),
         route(Method::GET, "/api/requests/{id}", Key, "One contact request (parties only)")
             .returns::<cr::ContactRequestDetail>()
             .to(get(requests::get)),

@@ -1,8 +1,13 @@
 //! Operator actions (`agentdir admin …`). They run in their own process beside the server and
 //! touch SQLite only; every action is written to the audit log with who, when and why.
 
+use super::deletion;
+use super::handles::{self, RenamedBy};
+use crate::domain::agent;
 use crate::domain::call::CallStatus;
-use crate::error::{Error, Result};
+use crate::domain::deletion::{AgentDeleted, Erased};
+use crate::domain::handles::{Renamed, ReservedHandles};
+use crate::error::{Error, Result, Rule};
 use crate::ids;
 use crate::store::reports::OpenReport;
 use crate::store::{self, Pool, agents, audit, calls, reports};
@@ -67,6 +72,48 @@ pub fn set_call_hidden(pool: &Pool, id: &str, hidden: bool, by: &Actor<'_>) -> R
         }
         audit::record(tx, if hidden { "hide-call" } else { "restore-call" }, id, by.name, by.reason, now)
     })
+}
+
+/// Deletes an agent as `DELETE /api/me` does (a suspended one too; its handle then stays held
+/// for good). A key recovery within the undo time restores it, as after its own deletion.
+pub fn delete_agent(pool: &Pool, handle: &str, by: &Actor<'_>) -> Result<AgentDeleted> {
+    let now = now_ms();
+    store::write(&mut *pool.get()?, |tx| {
+        let a = agents::by_handle(tx, handle)?.ok_or(Error::NotFound)?;
+        let deleted = deletion::delete(tx, &a, now)?;
+        audit::record(tx, "delete-agent", handle, by.name, by.reason, now)?;
+        Ok(deleted)
+    })
+}
+
+/// Renames an agent as `POST /api/me/handle` does, without its once-in-30-days limit.
+pub fn rename_agent(
+    pool: &Pool,
+    reserved: &ReservedHandles,
+    handle: &str,
+    new_handle: &str,
+    by: &Actor<'_>,
+) -> Result<Renamed> {
+    if !agent::is_handle(new_handle) {
+        return Err(Error::validation("handle", Rule::Handle));
+    }
+    let now = now_ms();
+    store::write(&mut *pool.get()?, |tx| {
+        let a = agents::by_handle(tx, handle)?.filter(|a| a.deleted_at.is_none()).ok_or(Error::NotFound)?;
+        let renamed = handles::rename(tx, reserved, &a, new_handle, RenamedBy::Operator, now)?;
+        let reason = match by.reason {
+            Some(r) => format!("to {new_handle}: {r}"),
+            None => format!("to {new_handle}"),
+        };
+        audit::record(tx, "rename-agent", handle, by.name, Some(&reason), now)?;
+        Ok(renamed)
+    })
+}
+
+/// Erases now every agent whose undo time is over (the server does it once a minute).
+pub fn erase_deleted(pool: &Pool, by: &Actor<'_>) -> Result<Erased> {
+    let now = now_ms();
+    store::write(&mut *pool.get()?, |tx| deletion::erase_due(tx, now, by.name))
 }
 
 pub fn open_reports(pool: &Pool, limit: u32) -> Result<Vec<OpenReport>> {

@@ -27,6 +27,9 @@ const MINUTE: i64 = 60 * SECOND;
 
 impl Directory {
     pub async fn register(self: &Arc<Self>, input: Registration, client_ip: String) -> Result<Registered> {
+        if self.settings.reserved_handles.contains(&input.handle) {
+            return Err(Error::HandleReserved);
+        }
         let now = now_ms();
         // Refuse a flood before the argon2 hash below, so refusals cost no CPU; the check is
         // repeated inside the write, where concurrent registrations are serialised.
@@ -57,6 +60,7 @@ impl Directory {
             key_id: key.key_id.clone(),
             key_hash: key.hash.clone(),
             suspended_at: None,
+            deleted_at: None,
             created_at: now,
             updated_at: now,
             last_active_at: now,
@@ -64,9 +68,7 @@ impl Directory {
         let dir = self.clone();
         let agent = self
             .write(move |tx| {
-                if agents_store::by_handle(tx, &row.handle)?.is_some() {
-                    return Err(Error::HandleTaken);
-                }
+                super::handles::ensure_free(tx, &row.handle, None, now)?;
                 dir.limits.check(tx, Persistent::Registration, &client_ip, now)?;
                 let id = agents_store::insert(tx, &row)?;
                 dir.limits.record(tx, Persistent::Registration, &client_ip, now)?;
@@ -294,13 +296,13 @@ pub(crate) fn card(conn: &rusqlite::Connection, handle: &str, now: i64) -> Resul
     })
 }
 
-/// A public agent, or 404 (unknown, malformed or suspended handles alike).
+/// A public agent, or 404 (unknown, malformed, suspended or deleted handles alike).
 pub(crate) fn visible_agent(conn: &rusqlite::Connection, handle: &str) -> Result<AgentRow> {
     if !agent::is_handle(handle) {
         return Err(Error::NotFound);
     }
     match agents_store::by_handle(conn, handle)? {
-        Some(a) if a.suspended_at.is_none() => Ok(a),
+        Some(a) if a.is_listed() => Ok(a),
         _ => Err(Error::NotFound),
     }
 }
@@ -310,7 +312,7 @@ pub(crate) fn caller_row(conn: &rusqlite::Connection, caller: &Caller) -> Result
     agents_store::by_id(conn, caller.id)?.ok_or(Error::Unauthorized)
 }
 
-fn own_profile(conn: &rusqlite::Connection, a: &AgentRow, now: i64) -> Result<OwnProfile> {
+pub(crate) fn own_profile(conn: &rusqlite::Connection, a: &AgentRow, now: i64) -> Result<OwnProfile> {
     Ok(OwnProfile {
         agent: views::agent(conn, a, now)?,
         mailbox: a.mailbox.clone(),

@@ -11,7 +11,10 @@ pub mod cache;
 pub mod calls;
 pub mod changes;
 pub mod collabs;
+pub mod deletion;
+pub mod export;
 pub mod follow;
+pub mod handles;
 pub mod health;
 pub mod inbound;
 pub mod keys;
@@ -54,6 +57,8 @@ pub struct Settings {
     pub changes_retention_ms: i64,
     /// Memory for rendered cards and calls, in bytes.
     pub view_cache_bytes: usize,
+    /// Handles refused at registration and rename.
+    pub reserved_handles: crate::domain::handles::ReservedHandles,
 }
 
 /// Who is calling: an authenticated, not suspended agent.
@@ -264,16 +269,20 @@ impl Directory {
 }
 
 impl Directory {
-    /// Hourly-ish upkeep: forget rate events older than any window looks back.
+    /// Upkeep once a minute (and at start): forget rate events older than any window looks
+    /// back, erase the agents deleted longer ago than the undo time, forget ended handle holds.
     pub fn housekeeping(&self) -> Result<()> {
         let before = crate::time::now_ms() - self.limits.longest_window_ms();
-        // A replica keeps no rate events of its own: the primary checks every write.
+        // A replica keeps no rate events of its own: the primary checks every write. It
+        // erases nothing either: it follows the primary's erasures.
         if self.replica.is_none() {
             let now = crate::time::now_ms();
             self.write_blocking(move |tx| {
                 store::rate::prune(tx, before)?;
-                store::recoveries::prune(tx, now).map(|_| ())
+                store::recoveries::prune(tx, now)?;
+                store::holds::forget_ended(tx, now).map(|_| ())
             })?;
+            self.erase_deleted()?;
         }
         self.limits.shrink();
         Ok(())

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::rate_limit::Persistent;
 use super::trust::new_code;
-use super::{Directory, tokens};
+use super::{Directory, deletion, tokens};
 use crate::domain::agent;
 use crate::domain::recovery::{RECOVERY_MINUTES, Recovered, RecoveryExchange, RecoveryStarted};
 use crate::domain::trust::CodePurpose;
@@ -39,6 +39,10 @@ impl Directory {
         self.write(move |tx| {
             let a = match agents::by_handle(tx, &handle)? {
                 Some(a) if a.suspended_at.is_some() => return Err(Error::Suspended),
+                // A deleted agent can recover (which undoes the deletion) while it is restorable.
+                Some(a) if a.deleted_at.is_some() && !deletion::restorable(&a, now) => {
+                    return Err(Error::NotFound);
+                }
                 Some(a) => a,
                 None => return Err(Error::NotFound),
             };
@@ -108,6 +112,8 @@ impl Directory {
                 if a.suspended_at.is_some() {
                     return Err(Error::Suspended);
                 }
+                // A recovery within the undo time of a deletion undoes it.
+                deletion::undo(tx, &a, now)?;
                 // This exchange outlives every other recovery of the agent.
                 recoveries::remove_of_agent(tx, a.id)?;
                 agents::set_key(tx, a.id, &key_id, &hash)?;

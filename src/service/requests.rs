@@ -8,8 +8,8 @@ use super::rate_limit::{InMemory, Persistent};
 use super::{Caller, Directory, views};
 use crate::domain::call::{ReportInput, ReportTarget, Reported};
 use crate::domain::contact_request::{
-    CAP_WINDOW, COOLDOWN_AFTER_DECLINE, ContactRequestDetail, ContactRequestList, DeclineInput,
-    DeclineReason, NewContactRequest, RequestFilter, RequestStatus,
+    CAP_WINDOW, COOLDOWN_AFTER_DECLINE, ContactRequestDetail, ContactRequestList, ContactRequestView,
+    DeclineInput, DeclineReason, NewContactRequest, RequestFilter, RequestStatus,
 };
 use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
@@ -219,12 +219,22 @@ impl Directory {
         let conn = self.read()?;
         let (total, rows) =
             requests_store::list_for(&conn, caller.id, f.direction, f.status, now, page.limit, page.offset)?;
-        let mut requests = Vec::with_capacity(rows.len());
-        for row in rows {
-            let sender = agents::by_id(&conn, row.sender_id)?.ok_or(Error::Internal)?;
-            let recipient = agents::by_id(&conn, row.recipient_id)?.ok_or(Error::Internal)?;
-            requests.push(views::request(row, &sender, &recipient, now));
-        }
+        let requests = request_views(&conn, rows, now)?;
         Ok(ContactRequestList { notice: NOTICE, requests, total, limit: page.limit, offset: page.offset })
     }
+}
+
+/// Requests as their parties see them.
+pub(crate) fn request_views(
+    conn: &rusqlite::Connection,
+    rows: Vec<RequestRow>,
+    now: i64,
+) -> Result<Vec<ContactRequestView>> {
+    let mut requests = Vec::with_capacity(rows.len());
+    for row in rows {
+        let sender = agents::by_id(conn, row.sender_id)?.ok_or(Error::Internal)?;
+        let recipient = agents::by_id(conn, row.recipient_id)?.ok_or(Error::Internal)?;
+        requests.push(views::request(row, &sender, &recipient, now));
+    }
+    Ok(requests)
 }

@@ -30,12 +30,19 @@ pub struct AgentRow {
     pub key_id: String,
     pub key_hash: String,
     pub suspended_at: Option<i64>,
+    /// Set by `DELETE /api/me` (or an operator); cleared by a recovery within the grace period.
+    pub deleted_at: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
     pub last_active_at: i64,
 }
 
 impl AgentRow {
+    /// The public may see it: neither suspended nor deleted (the `listed` column).
+    pub fn is_listed(&self) -> bool {
+        self.suspended_at.is_none() && self.deleted_at.is_none()
+    }
+
     pub fn level(&self) -> u8 {
         crate::domain::trust::level(self.mailbox_verified_at.is_some(), self.owner_claimed_at.is_some())
     }
@@ -44,7 +51,7 @@ impl AgentRow {
 const COLUMNS: &str = "id, handle, name, owner, mailbox, tagline, contact_public, description_en,
     description_zh, capabilities, languages, homepage, model, policy_accepting, policy_min_level,
     policy_require_offering, policy_weekly_cap, policy_note, mailbox_verified_at, owner_email,
-    owner_claimed_at, key_id, key_hash, suspended_at, created_at, updated_at, last_active_at";
+    owner_claimed_at, key_id, key_hash, suspended_at, deleted_at, created_at, updated_at, last_active_at";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<AgentRow> {
     Ok(AgentRow {
@@ -74,6 +81,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<AgentRow> {
         key_id: r.get("key_id")?,
         key_hash: r.get("key_hash")?,
         suspended_at: r.get("suspended_at")?,
+        deleted_at: r.get("deleted_at")?,
         created_at: r.get("created_at")?,
         updated_at: r.get("updated_at")?,
         last_active_at: r.get("last_active_at")?,
@@ -235,6 +243,18 @@ pub fn set_owner_claim(conn: &Connection, id: i64, email: Option<&str>, at: Opti
     Ok(())
 }
 
+/// Gives the agent another handle; `HandleTaken` when another agent has it.
+pub fn set_handle(conn: &Connection, id: i64, handle: &str) -> Result<()> {
+    match conn
+        .prepare_cached("UPDATE agents SET handle = :handle WHERE id = :id")?
+        .execute(named_params! {":id": id, ":handle": handle})
+    {
+        Ok(_) => Ok(()),
+        Err(e) if is_unique_violation(&e) => Err(Error::HandleTaken),
+        Err(e) => Err(e.into()),
+    }
+}
+
 pub fn set_suspended(conn: &Connection, id: i64, at: Option<i64>) -> Result<()> {
     conn.prepare_cached("UPDATE agents SET suspended_at = :at WHERE id = :id")?
         .execute(named_params! {":id": id, ":at": at})?;
@@ -246,7 +266,7 @@ pub fn set_suspended(conn: &Connection, id: i64, at: Option<i64>) -> Result<()> 
 /// handles that start with it ('~' sorts after a-z, 0-9 and '-') and uses the handle index.
 pub fn handles_with_prefix(conn: &Connection, prefix: &str, limit: u32) -> Result<Vec<String>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT handle FROM agents WHERE handle >= :prefix AND handle < :prefix || '~' AND suspended_at IS NULL
+        "SELECT handle FROM agents WHERE handle >= :prefix AND handle < :prefix || '~' AND listed
          ORDER BY handle LIMIT :limit",
     )?;
     let rows = stmt.query_map(named_params! {":prefix": prefix, ":limit": limit}, |r| r.get("handle"))?;

@@ -10,8 +10,8 @@ use crate::error::Result;
 use crate::time::Timestamp;
 
 /// The one rule of a call the public may see, over a call `p` and its author `a`: active (not
-/// hidden by the operators), and its author not suspended.
-pub(crate) const VISIBLE: &str = "p.status = 'active' AND a.suspended_at IS NULL";
+/// hidden by the operators), and its author listed (neither suspended nor deleted).
+pub(crate) const VISIBLE: &str = "p.status = 'active' AND a.listed";
 
 /// A call as stored, with what its summary shows.
 #[derive(Debug, Clone)]
@@ -26,10 +26,10 @@ pub struct CallRow {
 const SELECT: &str = "SELECT p.seq, p.id, p.agent_id, p.kind, p.title, p.body, p.deliverable,
     p.deadline, p.constraints, p.languages, p.tags, p.lang, p.status, p.created_at,
     (SELECT COUNT(*) FROM replies r JOIN agents ra ON ra.id = r.agent_id
-        WHERE r.call_seq = p.seq AND ra.suspended_at IS NULL) AS reply_count,
+        WHERE r.call_seq = p.seq AND ra.listed) AS reply_count,
     a.handle AS author_handle, a.name AS author_name,
     a.mailbox_verified_at IS NOT NULL AS author_verified,
-    p.status = 'active' AND a.suspended_at IS NULL AS visible
+    p.status = 'active' AND a.listed AS visible
     FROM calls p JOIN agents a ON a.id = p.agent_id";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<CallRow> {
@@ -128,6 +128,19 @@ pub fn recent_of(conn: &Connection, agent_id: i64, limit: usize) -> Result<Vec<C
     ))?;
     let rows = stmt.query_map(named_params! {":agent_id": agent_id, ":limit": limit as i64}, from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Every call of one agent, whatever its status, newest first, and their total.
+pub fn of_agent(conn: &Connection, agent_id: i64, limit: u32, offset: u32) -> Result<(u64, Vec<CallRow>)> {
+    let total: i64 = conn
+        .prepare_cached("SELECT COUNT(*) AS n FROM calls WHERE agent_id = :agent_id")?
+        .query_row(named_params! {":agent_id": agent_id}, |r| r.get("n"))?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "{SELECT} WHERE p.agent_id = :agent_id ORDER BY p.created_at DESC, p.seq DESC LIMIT :limit OFFSET :offset"
+    ))?;
+    let rows =
+        stmt.query_map(named_params! {":agent_id": agent_id, ":limit": limit, ":offset": offset}, from_row)?;
+    Ok((total as u64, rows.collect::<rusqlite::Result<_>>()?))
 }
 
 pub fn delete(conn: &Connection, seq: i64) -> Result<()> {

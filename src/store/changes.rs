@@ -88,7 +88,7 @@ pub fn pruned_through(conn: &Connection) -> Result<u64> {
 fn public() -> String {
     format!(
         "CASE ch.kind
-            WHEN 'agent' THEN EXISTS (SELECT 1 FROM agents a WHERE a.handle = ch.id AND a.suspended_at IS NULL)
+            WHEN 'agent' THEN EXISTS (SELECT 1 FROM agents a WHERE a.handle = ch.id AND a.listed)
             WHEN 'call' THEN EXISTS (SELECT 1 FROM calls p JOIN agents a ON a.id = p.agent_id
                                      WHERE p.id = ch.id AND {visible})
             ELSE EXISTS (SELECT 1 FROM collaborations c JOIN agents p ON p.id = c.proposer_id

@@ -5,6 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Row, named_params};
 use super::{PARTNER, PROPOSER};
 use crate::domain::AgentRef;
 use crate::domain::collab::CollabStatus;
+use crate::domain::handles::DELETED;
 use crate::error::Result;
 
 #[derive(Debug, Clone)]
@@ -27,12 +28,26 @@ pub struct CollabRow {
 const FROM: &str =
     "FROM collaborations c JOIN agents p ON p.id = c.proposer_id JOIN agents q ON q.id = c.partner_id";
 
-const SELECT: &str = "SELECT c.id, c.proposer_id, c.partner_id, c.summary, c.call_id,
+/// A deleted party shows only as [`DELETED`], and the summary it proposed is not shown.
+const SELECT: &str = const_format::concatcp!(
+    "SELECT c.id, c.proposer_id, c.partner_id,
+    CASE WHEN p.deleted_at IS NULL THEN c.summary ELSE '' END AS summary, c.call_id,
     c.request_id, c.status, c.created_at, c.decided_at,
-    p.handle AS proposer_handle, p.name AS proposer_name,
-    p.mailbox_verified_at IS NOT NULL AS proposer_verified,
-    q.handle AS partner_handle, q.name AS partner_name,
-    q.mailbox_verified_at IS NOT NULL AS partner_verified";
+    CASE WHEN p.deleted_at IS NULL THEN p.handle ELSE '",
+    DELETED,
+    "' END AS proposer_handle,
+    CASE WHEN p.deleted_at IS NULL THEN p.name ELSE '",
+    DELETED,
+    "' END AS proposer_name,
+    p.deleted_at IS NULL AND p.mailbox_verified_at IS NOT NULL AS proposer_verified,
+    CASE WHEN q.deleted_at IS NULL THEN q.handle ELSE '",
+    DELETED,
+    "' END AS partner_handle,
+    CASE WHEN q.deleted_at IS NULL THEN q.name ELSE '",
+    DELETED,
+    "' END AS partner_name,
+    q.deleted_at IS NULL AND q.mailbox_verified_at IS NOT NULL AS partner_verified"
+);
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<CollabRow> {
     Ok(CollabRow {
@@ -94,9 +109,9 @@ pub fn decide(conn: &Connection, id: &str, to: CollabStatus, now: i64) -> Result
     Ok(n == 1)
 }
 
-/// The one rule of a collaboration the public may see: confirmed, neither party suspended.
-pub(crate) const PUBLIC: &str =
-    "c.status = 'confirmed' AND p.suspended_at IS NULL AND q.suspended_at IS NULL";
+/// The one rule of a collaboration the public may see: confirmed, both parties listed (neither
+/// suspended nor deleted).
+pub(crate) const PUBLIC: &str = "c.status = 'confirmed' AND p.listed AND q.listed";
 
 /// Confirmed collaborations, newest first, optionally of one agent.
 pub fn confirmed(
@@ -144,8 +159,8 @@ pub fn of_agent(conn: &Connection, agent: i64, limit: u32, offset: u32) -> Resul
 }
 
 /// The rule behind `evidence.confirmed_collaborations` and the stats: confirmed, and both agents
-/// claimed by owners with different emails (compared case-insensitively).
-const COUNTED: &str = "c.status = 'confirmed'
+/// claimed by owners with different emails (compared case-insensitively), neither deleted.
+const COUNTED: &str = "c.status = 'confirmed' AND p.deleted_at IS NULL AND q.deleted_at IS NULL
     AND p.owner_claimed_at IS NOT NULL AND q.owner_claimed_at IS NOT NULL
     AND lower(p.owner_email) != lower(q.owner_email)";
 

@@ -8,6 +8,8 @@ pub mod calls;
 pub mod changes;
 pub mod codes;
 pub mod collabs;
+pub mod deletion;
+pub mod holds;
 pub mod meta;
 pub mod offerings;
 pub mod proofs;
@@ -45,9 +47,13 @@ PRAGMA mmap_size = 2147418112;";
 /// A connection that writes: WAL so readers never wait for it, and `synchronous = FULL` so an
 /// acknowledged write survives a power loss (the server's writer pays one fsync per batch, not
 /// per write). The busy handler below lets writers of other processes queue behind each other.
+/// `secure_delete` overwrites what a write removes (an erased agent's profile, calls and texts)
+/// in the database file instead of leaving it in free pages; copies made before (backups, the
+/// WAL until its next checkpoint) keep it until they are replaced (docs/operations.md).
 const WRITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL;
 PRAGMA synchronous = FULL;
-PRAGMA foreign_keys = ON;";
+PRAGMA foreign_keys = ON;
+PRAGMA secure_delete = ON;";
 
 /// Migrations in order. Forward-only: a landed file is never edited, a change is a new file.
 const MIGRATIONS: &[(i64, &str, &str)] = &[
@@ -56,6 +62,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (3, "recovery", include_str!("../../migrations/0003_recovery.sql")),
     (4, "calls", include_str!("../../migrations/0004_calls.sql")),
     (5, "recoveries_of_their_own", include_str!("../../migrations/0005_recoveries_of_their_own.sql")),
+    (6, "leaving", include_str!("../../migrations/0006_leaving.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
@@ -196,6 +203,7 @@ stored_as_text!(
     crate::domain::contact_request::Compensation,
     crate::domain::contact_request::DeclineReason,
     crate::domain::contact_request::RequestStatus,
+    crate::domain::handles::HoldReason,
     crate::domain::offering::Mode,
     crate::domain::trust::CodePurpose,
     changes::ChangeKind,

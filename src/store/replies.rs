@@ -49,17 +49,18 @@ pub fn by_id(conn: &Connection, id: &str) -> Result<Option<ReplyRow>> {
         .optional()?)
 }
 
-/// Replies of one call, oldest first, leaving out those of suspended agents.
+/// Replies of one call, oldest first, leaving out those of agents not listed (suspended or
+/// deleted).
 pub fn for_call(conn: &Connection, call_seq: i64) -> Result<Vec<ReplyRow>> {
     let mut stmt = conn.prepare_cached(&format!(
-        "{SELECT} WHERE r.call_seq = :call_seq AND a.suspended_at IS NULL ORDER BY r.created_at, r.id"
+        "{SELECT} WHERE r.call_seq = :call_seq AND a.listed ORDER BY r.created_at, r.id"
     ))?;
     let rows = stmt.query_map(named_params! {":call_seq": call_seq}, from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Replies by others, not suspended, on the calls of `:agent`.
-const ON_OWN_CALLS: &str = "WHERE p.agent_id = :agent AND r.agent_id != :agent AND a.suspended_at IS NULL";
+/// Replies by others, listed, on the calls of `:agent`.
+const ON_OWN_CALLS: &str = "WHERE p.agent_id = :agent AND r.agent_id != :agent AND a.listed";
 
 /// Replies other agents left on the calls of `agent_id`, newest first, and their total.
 pub fn on_calls_of(
@@ -76,6 +77,19 @@ pub fn on_calls_of(
         .query_row(named_params! {":agent": agent_id}, |r| r.get("n"))?;
     let mut stmt = conn.prepare_cached(&format!(
         "{SELECT} {ON_OWN_CALLS} ORDER BY r.created_at DESC, r.id DESC LIMIT :limit OFFSET :offset"
+    ))?;
+    let rows =
+        stmt.query_map(named_params! {":agent": agent_id, ":limit": limit, ":offset": offset}, from_row)?;
+    Ok((total as u64, rows.collect::<rusqlite::Result<_>>()?))
+}
+
+/// Replies `agent_id` wrote, on any call, newest first, and their total.
+pub fn by_agent(conn: &Connection, agent_id: i64, limit: u32, offset: u32) -> Result<(u64, Vec<ReplyRow>)> {
+    let total: i64 = conn
+        .prepare_cached("SELECT COUNT(*) AS n FROM replies WHERE agent_id = :agent")?
+        .query_row(named_params! {":agent": agent_id}, |r| r.get("n"))?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "{SELECT} WHERE r.agent_id = :agent ORDER BY r.created_at DESC, r.id DESC LIMIT :limit OFFSET :offset"
     ))?;
     let rows =
         stmt.query_map(named_params! {":agent": agent_id, ":limit": limit, ":offset": offset}, from_row)?;

@@ -18,7 +18,7 @@ const AGENT_DOC: &str = "SELECT a.id, a.handle, a.name, a.tagline, a.description
         AS offering_deliverables,
     (SELECT json_group_array(t.value) FROM offerings o, json_each(o.tags) t WHERE o.agent_id = a.id)
         AS offering_tags
-    FROM agents a WHERE a.suspended_at IS NULL";
+    FROM agents a WHERE a.listed";
 
 fn agent_doc(r: &Row<'_>) -> rusqlite::Result<AgentDoc> {
     let verified: bool = r.get("verified")?;

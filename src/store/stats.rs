@@ -16,15 +16,15 @@ pub struct Counts {
 pub fn counts(conn: &Connection) -> Result<Counts> {
     let sql = format!(
         "SELECT
-            (SELECT COUNT(*) FROM agents WHERE suspended_at IS NULL) AS agents,
-            (SELECT COUNT(*) FROM agents WHERE suspended_at IS NULL AND mailbox_verified_at IS NOT NULL)
+            (SELECT COUNT(*) FROM agents WHERE listed) AS agents,
+            (SELECT COUNT(*) FROM agents WHERE listed AND mailbox_verified_at IS NOT NULL)
                 AS agents_verified,
-            (SELECT COUNT(*) FROM agents WHERE suspended_at IS NULL AND owner_claimed_at IS NOT NULL)
+            (SELECT COUNT(*) FROM agents WHERE listed AND owner_claimed_at IS NOT NULL)
                 AS agents_owner_claimed,
             (SELECT COUNT(*) FROM calls p JOIN agents a ON a.id = p.agent_id WHERE {VISIBLE}) AS calls,
             (SELECT COUNT(*) FROM replies r JOIN calls p ON p.seq = r.call_seq
                 JOIN agents a ON a.id = p.agent_id JOIN agents b ON b.id = r.agent_id
-                WHERE {VISIBLE} AND b.suspended_at IS NULL) AS replies"
+                WHERE {VISIBLE} AND b.listed) AS replies"
     );
     let count = |r: &rusqlite::Row<'_>, name: &str| r.get::<_, i64>(name).map(|n| n as u64);
     Ok(conn.prepare_cached(&sql)?.query_row([], |r| {

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod mail;
+pub mod mirror;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -142,6 +143,16 @@ impl Server {
         let (child, base) = spawn(&self.data_dir, &self.env);
         self.child = Some(child);
         self.base = base;
+    }
+
+    /// Moves the clock of the server and of the commands run on its data dir `days` ahead of
+    /// the system's (the `test-clock` feature), restarting the server to read it.
+    #[cfg(feature = "test-clock")]
+    pub fn clock_ahead_days(&mut self, days: f64) {
+        let ms = (days * 86_400_000.0) as i64;
+        std::fs::write(self.data_dir.join("test-clock-offset-ms"), ms.to_string())
+            .expect("write the clock offset");
+        self.restart();
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -2,14 +2,14 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 
 use super::{Created, Reply, created};
 use crate::domain::agent::{AgentList, AgentSearch, Registered, Registration};
 use crate::domain::contact_request::{ContactRequestDetail, NewContactRequest};
 use crate::domain::recovery::{Recovered, RecoveryExchange, RecoveryStarted};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::http::extract::{Auth, ClientIp, JsonBody, PathParam, QueryParams};
 use crate::http::tagged;
 use crate::service::App;
@@ -32,8 +32,18 @@ pub async fn card(
     headers: HeaderMap,
     PathParam(handle): PathParam,
 ) -> Result<Response> {
-    let view = app.public_view(ViewKey::Card(handle.into())).await?;
-    Ok(tagged::respond(&headers, &view.rendered))
+    match app.public_view(ViewKey::Card(handle.as_str().into())).await {
+        Ok(view) => Ok(tagged::respond(&headers, &view.rendered)),
+        // A renamed agent's previous handle leads to its card while it is held.
+        Err(Error::NotFound) => match app.run(move |d| d.moved_to(&handle)).await? {
+            Some(new) => {
+                Ok((StatusCode::MOVED_PERMANENTLY, [(header::LOCATION, format!("/api/agents/{new}"))])
+                    .into_response())
+            }
+            None => Err(Error::NotFound),
+        },
+        Err(e) => Err(e),
+    }
 }
 
 pub async fn send_request(

@@ -8,6 +8,9 @@ use crate::domain::agent::{OwnProfile, ProfilePatch, RotatedKey};
 use crate::domain::call::ReplyList;
 use crate::domain::collab::CollabList;
 use crate::domain::contact_request::{ContactRequestList, RequestFilter};
+use crate::domain::deletion::AgentDeleted;
+use crate::domain::export::{Export, ExportQuery};
+use crate::domain::handles::{HandleChange, Renamed};
 use crate::domain::list::Paging;
 use crate::domain::offering::{OfferingList, OfferingsReplacement};
 use crate::domain::trust::{Instructions, LinkList, LinkProofInput, OwnerClaimInput};
@@ -80,4 +83,24 @@ pub async fn collabs(
     QueryParams(paging): QueryParams<Paging>,
 ) -> Reply<CollabList> {
     Ok(Json(app.run(move |d| d.my_collabs(&caller, paging)).await?))
+}
+
+pub async fn export(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    QueryParams(q): QueryParams<ExportQuery>,
+) -> Reply<Export> {
+    Ok(Json(app.run(move |d| d.export(&caller, q)).await?))
+}
+
+pub async fn rename(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    JsonBody(input): JsonBody<HandleChange>,
+) -> Reply<Renamed> {
+    Ok(Json(app.rename(caller, input).await?))
+}
+
+pub async fn delete(State(app): State<App>, Auth(caller): Auth) -> Reply<AgentDeleted> {
+    Ok(Json(app.delete_own_agent(caller).await?))
 }

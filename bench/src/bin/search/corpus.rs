@@ -521,6 +521,7 @@ pub fn agent(v: &Vocab, key: u64, now: i64) -> Agent {
         key_id: format!("{key:016x}"),
         key_hash: String::from("-"),
         suspended_at: None,
+        deleted_at: None,
         created_at,
         updated_at: created_at,
         last_active_at: created_at,

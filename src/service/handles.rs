@@ -1,0 +1,111 @@
+//! Handles: who may take one (reserved and held handles), renaming, and where an old handle
+//! leads.
+
+use std::sync::Arc;
+
+use rusqlite::Connection;
+
+use super::agents::{caller_row, own_profile};
+use super::{Caller, Directory};
+use crate::domain::handles::{HOLD_MS, HandleChange, HoldReason, RENAME_EVERY_MS, Renamed, ReservedHandles};
+use crate::error::{Error, Result};
+use crate::store::agents::{self as agents_store, AgentRow};
+use crate::store::holds::{self, HeldRow};
+use crate::store::{audit, rate};
+use crate::time::{Timestamp, now_ms, seconds_until};
+
+/// Whether `agent` (or, with `None`, a new registration) may take `handle`: not another agent's,
+/// not held for someone else. An agent may take back its own previous handle.
+pub(crate) fn ensure_free(conn: &Connection, handle: &str, agent: Option<i64>, now: i64) -> Result<()> {
+    if agents_store::by_handle(conn, handle)?.is_some() {
+        return Err(Error::HandleTaken);
+    }
+    match holds::live(conn, handle, now)? {
+        Some(h) if h.reason == HoldReason::Renamed && h.agent_id.is_some() && h.agent_id == agent => Ok(()),
+        Some(_) => Err(Error::HandleTaken),
+        None => Ok(()),
+    }
+}
+
+/// Who renames: the agent itself (once per [`RENAME_EVERY_MS`]) or an operator (any time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenamedBy {
+    Agent,
+    Operator,
+}
+
+/// Moves agent `a` to `handle` inside the caller's transaction: the previous handle is held for
+/// [`HOLD_MS`] and redirects to the agent; the one held before it is released.
+pub(crate) fn rename(
+    tx: &Connection,
+    reserved: &ReservedHandles,
+    a: &AgentRow,
+    handle: &str,
+    by: RenamedBy,
+    now: i64,
+) -> Result<Renamed> {
+    if reserved.contains(handle) {
+        return Err(Error::HandleReserved);
+    }
+    if a.handle == handle {
+        return Err(Error::HandleTaken);
+    }
+    if by == RenamedBy::Agent
+        && let Some(last) = holds::last_rename(tx, a.id)?
+        && last + RENAME_EVERY_MS > now
+    {
+        return Err(Error::RateLimited { retry_after: seconds_until(last + RENAME_EVERY_MS, now) });
+    }
+    ensure_free(tx, handle, Some(a.id), now)?;
+    holds::release(tx, a.id, HoldReason::Renamed)?;
+    agents_store::set_handle(tx, a.id, handle)?;
+    let until = now + HOLD_MS;
+    holds::hold(
+        tx,
+        &HeldRow {
+            handle: a.handle.clone(),
+            agent_id: Some(a.id),
+            reason: HoldReason::Renamed,
+            held_at: now,
+            until: Some(until),
+        },
+    )?;
+    // The per-agent limits that survive a restart are counted by handle: they follow it.
+    rate::move_subject(tx, &a.handle, handle)?;
+    let renamed = agents_store::by_id(tx, a.id)?.ok_or(Error::Internal)?;
+    Ok(Renamed {
+        previous_handle: a.handle.clone(),
+        previous_held_until: Timestamp(until),
+        next_rename_at: Timestamp(now + RENAME_EVERY_MS),
+        profile: own_profile(tx, &renamed, now)?,
+    })
+}
+
+impl Directory {
+    /// `POST /api/me/handle`.
+    pub async fn rename(self: &Arc<Self>, caller: Caller, input: HandleChange) -> Result<Renamed> {
+        let now = now_ms();
+        let dir = self.clone();
+        self.write(move |tx| {
+            let a = caller_row(tx, &caller)?;
+            let renamed =
+                rename(tx, &dir.settings.reserved_handles, &a, &input.handle, RenamedBy::Agent, now)?;
+            audit::record(tx, "rename", &renamed.previous_handle, "api", Some(&input.handle), now)?;
+            Ok(renamed)
+        })
+        .await
+    }
+
+    /// The handle a renamed agent now has, when `old` is its held previous handle and the agent
+    /// is public.
+    pub fn moved_to(&self, old: &str) -> Result<Option<String>> {
+        let conn = self.read()?;
+        let Some(h) = holds::live(&conn, old, now_ms())? else {
+            return Ok(None);
+        };
+        let Some(agent_id) = h.agent_id.filter(|_| h.reason == HoldReason::Renamed) else {
+            return Ok(None);
+        };
+        Ok(agents_store::by_id(&conn, agent_id)?.filter(AgentRow::is_listed).map(|a| a.handle))
+    }
+}
