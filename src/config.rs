@@ -135,6 +135,9 @@ pub struct ServeArgs {
     /// Seconds to let in-flight requests finish after SIGTERM/SIGINT before exiting anyway.
     #[arg(long, env = "AGENTDIR_SHUTDOWN_GRACE", default_value = "30", value_parser = parse_seconds)]
     pub shutdown_grace: Duration,
+    /// How often listed endpoints are checked again (`6h`, `90m`, `30s`), jittered by 10 %.
+    #[arg(long, env = "AGENTDIR_ENDPOINT_CHECK_INTERVAL", default_value = "6h", value_parser = parse_span)]
+    pub endpoint_check_interval: Duration,
     #[command(flatten)]
     pub replica: crate::replica::ReplicaArgs,
 }

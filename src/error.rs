@@ -39,6 +39,10 @@ pub enum Rule {
     Pattern,
     /// Not a cursor this server issued.
     Cursor,
+    /// An endpoint on a port outside `endpoint::ALLOWED_PORTS`.
+    EndpointPort,
+    /// An endpoint whose address is not on the public internet.
+    PublicAddress,
 }
 
 /// Every variant of [`Error`] by name: lets a test hold [`Error::samples`] to the whole enum.
@@ -513,6 +517,17 @@ fn rule_messages(field: &str, rule: &Rule) -> Messages {
                 "{field} must be a cursor this server issued: next or an entry's cursor from an earlier answer."
             ),
             format!("{field} 必须是本服务签发的游标，取自此前某次响应。"),
+        ),
+        EndpointPort => {
+            let ports = crate::domain::endpoint::ALLOWED_PORTS.map(|p| p.to_string());
+            (
+                format!("{field} must use one of the ports {}.", ports.join(", ")),
+                format!("{field} 只能使用以下端口之一：{}。", ports.join("、")),
+            )
+        }
+        PublicAddress => (
+            format!("{field} must point to a public internet address."),
+            format!("{field} 必须指向公网地址。"),
         ),
     };
     Messages { en, zh }

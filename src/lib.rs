@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod domain;
+pub mod endpoint_probe;
 pub mod error;
 pub mod http;
 pub mod ids;

@@ -236,6 +236,7 @@ fuzz_target!(|data: &[u8]| {
             capability: f1,
             language: f2,
             mailbox_verified: bit(1).then_some(bit(2)),
+            live: None,
             min_level: bit(4).then_some(u64::from(min_level)),
             joined_since,
             limit,

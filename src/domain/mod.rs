@@ -14,6 +14,7 @@ macro_rules! wire_enum {
             Copy,
             PartialEq,
             Eq,
+            Hash,
             serde::Serialize,
             serde::Deserialize,
             schemars::JsonSchema,
@@ -41,6 +42,7 @@ pub mod changes;
 pub mod collab;
 pub mod contact_policy;
 pub mod contact_request;
+pub mod endpoint;
 pub mod list;
 pub mod notice;
 pub mod offering;

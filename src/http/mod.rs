@@ -54,6 +54,10 @@ pub async fn serve(
     let service = self::app(app.clone(), &limits)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let replica = tokio::spawn(crate::replica::link::run(app.clone()));
+    // Checks write what they find: only a primary runs them.
+    let checks = app.replica.is_none().then(|| {
+        tokio::spawn(crate::service::endpoint_checks::run(app.clone(), app.settings.endpoint_check_interval))
+    });
     let background = tokio::spawn(background(app));
     // Histogram samples pile up until folded in; do it even when nobody scrapes.
     let upkeep = tokio::spawn(async move {
@@ -66,6 +70,9 @@ pub async fn serve(
     server::run(listener, service, &limits, shutdown_signal()).await;
     background.abort();
     replica.abort();
+    if let Some(checks) = checks {
+        checks.abort();
+    }
     upkeep.abort();
     Ok(())
 }

@@ -11,6 +11,8 @@ pub mod cache;
 pub mod calls;
 pub mod changes;
 pub mod collabs;
+pub mod endpoint_checks;
+pub mod endpoints;
 pub mod follow;
 pub mod health;
 pub mod inbound;
@@ -54,6 +56,8 @@ pub struct Settings {
     pub changes_retention_ms: i64,
     /// Memory for rendered cards and calls, in bytes.
     pub view_cache_bytes: usize,
+    /// How often listed endpoints are checked again (jittered).
+    pub endpoint_check_interval: std::time::Duration,
 }
 
 /// Who is calling: an authenticated, not suspended agent.
@@ -91,6 +95,8 @@ pub struct Directory {
     written: std::sync::atomic::AtomicU64,
     /// Set when this server is a read replica: its copy, its lag, its way to the primary.
     pub replica: Option<crate::replica::Link>,
+    /// Endpoints just set, waiting for their first check (see `endpoint_checks`).
+    pub checks: endpoint_checks::Queue,
 }
 
 pub type App = Arc<Directory>;
@@ -164,6 +170,7 @@ impl Directory {
                 hash_permits: tokio::sync::Semaphore::new(cores),
                 written: std::sync::atomic::AtomicU64::new(written),
                 replica,
+                checks: endpoint_checks::Queue::default(),
             }
         });
         started?;

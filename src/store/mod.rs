@@ -8,6 +8,7 @@ pub mod calls;
 pub mod changes;
 pub mod codes;
 pub mod collabs;
+pub mod endpoints;
 pub mod meta;
 pub mod offerings;
 pub mod proofs;
@@ -55,6 +56,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (2, "change_log", include_str!("../../migrations/0002_change_log.sql")),
     (3, "recovery", include_str!("../../migrations/0003_recovery.sql")),
     (4, "calls", include_str!("../../migrations/0004_calls.sql")),
+    (7, "endpoints", include_str!("../../migrations/0007_endpoints.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
@@ -195,6 +197,8 @@ stored_as_text!(
     crate::domain::contact_request::Compensation,
     crate::domain::contact_request::DeclineReason,
     crate::domain::contact_request::RequestStatus,
+    crate::domain::endpoint::EndpointKind,
+    crate::domain::endpoint::EndpointStatus,
     crate::domain::offering::Mode,
     crate::domain::trust::CodePurpose,
     changes::ChangeKind,

@@ -1,0 +1,105 @@
+"""Real endpoints on a loopback port for the liveness-check tests (tests/endpoints.rs).
+
+    python3 endpoint_servers.py KIND [HANDLE]
+
+KIND is one of:
+  a2a       an A2A agent card built with the A2A SDK's own types and served by its card route
+            (/.well-known/agent-card.json), as an a2a-sdk server publishes it
+  a2a-bad   the same route serving a card that lacks required fields (skills, supportedInterfaces)
+  mcp       an MCP server of the `mcp` SDK (MCPServer) over streamable HTTP at /mcp, two tools
+  mcp-auth  an HTTP server answering 401 with an OAuth Bearer challenge at /mcp
+
+With HANDLE, the A2A card's description carries `agentdir-proof:HANDLE`, so the card's URL
+doubles as a link proof of that agent on the endpoint's origin (the endpoint is then owned).
+
+Prints `listening on PORT` once the socket accepts connections, then serves until killed.
+"""
+
+import socket
+import sys
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+
+def a2a_app(valid: bool, proof_of: str | None) -> Starlette:
+    from a2a.server.routes.agent_card_routes import create_agent_card_routes
+    from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+
+    card = AgentCard(
+        name="Echo Agent",
+        description="Repeats what it is told." + (f" agentdir-proof:{proof_of}" if proof_of else ""),
+        version="1.4.0",
+        supported_interfaces=[
+            AgentInterface(url="http://127.0.0.1/a2a", protocol_binding="JSONRPC", protocol_version="1.0")
+        ],
+        capabilities=AgentCapabilities(streaming=False),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[
+            AgentSkill(id="echo", name="Echo", description="Echoes text.", tags=["echo"]),
+            AgentSkill(id="shout", name="Shout", description="Echoes text loudly.", tags=["echo"]),
+        ],
+    )
+    if valid:
+        return Starlette(routes=create_agent_card_routes(card))
+
+    async def bad_card(_request):
+        return JSONResponse({"name": "Broken Agent", "description": "A card without skills.", "version": "1"})
+
+    return Starlette(routes=[Route("/.well-known/agent-card.json", bad_card)])
+
+
+def mcp_app() -> Starlette:
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("Loopback Tools")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Adds two numbers."""
+        return a + b
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Echoes text."""
+        return text
+
+    return server.streamable_http_app()
+
+
+def auth_app() -> Starlette:
+    async def challenge(_request):
+        return JSONResponse(
+            {"error": "invalid_token"},
+            status_code=401,
+            headers={
+                "WWW-Authenticate": 'Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"'
+            },
+        )
+
+    return Starlette(routes=[Route("/mcp", challenge, methods=["GET", "POST"])])
+
+
+def main() -> None:
+    kind = sys.argv[1]
+    proof_of = sys.argv[2] if len(sys.argv) > 2 else None
+    app = {
+        "a2a": lambda: a2a_app(True, proof_of),
+        "a2a-bad": lambda: a2a_app(False, proof_of),
+        "mcp": mcp_app,
+        "mcp-auth": auth_app,
+    }[kind]()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    print(f"listening on {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()
