@@ -241,8 +241,12 @@ pub enum AdminAction {
     },
     /// Rebuild the search index from SQLite (asks the running server to do it if it holds the index).
     Reindex,
-    /// Write a consistent copy of the database to PATH while the server runs.
+    /// Write a consistent copy of the database to PATH while the server runs, and the
+    /// statement signing keys to PATH.signing-keys.json (mode 0600).
     Backup { path: PathBuf },
+    /// Add a new statement signing key; it signs from now on, the earlier public keys stay in
+    /// /.well-known/jwks.json (a running server picks it up within a second).
+    RotateSigningKey,
 }
 
 fn parse_positive(s: &str) -> Result<usize, String> {

@@ -39,10 +39,8 @@ pub enum Rule {
     Pattern,
     /// Not a cursor this server issued.
     Cursor,
-    /// An endpoint on a port outside `endpoint::ALLOWED_PORTS`.
+    /// An endpoint URL that is not http(s) on one of `endpoint::ALLOWED_PORTS`.
     EndpointPort,
-    /// An endpoint whose address is not on the public internet.
-    PublicAddress,
 }
 
 /// Every variant of [`Error`] by name: lets a test hold [`Error::samples`] to the whole enum.
@@ -521,14 +519,16 @@ fn rule_messages(field: &str, rule: &Rule) -> Messages {
         EndpointPort => {
             let ports = crate::domain::endpoint::ALLOWED_PORTS.map(|p| p.to_string());
             (
-                format!("{field} must use one of the ports {}.", ports.join(", ")),
-                format!("{field} 只能使用以下端口之一：{}。", ports.join("、")),
+                format!(
+                    "{field} must be an http:// or https:// URL on one of the ports {}.",
+                    ports.join(", ")
+                ),
+                format!(
+                    "{field} 必须是 http:// 或 https:// 网址，且只能使用以下端口之一：{}。",
+                    ports.join("、")
+                ),
             )
         }
-        PublicAddress => (
-            format!("{field} must point to a public internet address."),
-            format!("{field} 必须指向公网地址。"),
-        ),
     };
     Messages { en, zh }
 }

@@ -16,6 +16,7 @@ pub mod link_fetch;
 pub mod mcp_port;
 pub mod replica;
 pub mod service;
+pub mod signing;
 pub mod skill;
 pub mod store;
 pub mod telemetry;

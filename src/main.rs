@@ -8,7 +8,7 @@ use agentdir::replica::{self, Role};
 use agentdir::service::admin::{self, Actor};
 use agentdir::service::follow;
 use agentdir::service::inbound::{self, MailOutcome};
-use agentdir::{Directory, Settings, http, inbound_mail, store};
+use agentdir::{Directory, Settings, http, inbound_mail, signing, store};
 use agentdir_search_index::{IndexError, SearchIndex};
 use clap::Parser;
 
@@ -64,6 +64,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             changes_retention_ms: i64::try_from(args.changes_retention.as_millis()).unwrap_or(i64::MAX),
             endpoint_check_interval: args.endpoint_check_interval,
         };
+        if args.link_fetch_allow_private != agentdir::link_fetch::PrivateTargets::None {
+            agentdir::domain::endpoint::lift_port_rule();
+        }
         let replica = match (args.replica.role, &args.replica.primary_url) {
             (Role::Replica, Some(primary)) => {
                 Some(replica::Link::new(&args.replica, primary.clone(), &settings.data_dir)?)
@@ -204,7 +207,16 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
         },
         AdminAction::Backup { path } => {
             admin::backup(&pool, &path)?;
-            done(format!("database copied to {}", path.display()))
+            let keys = signing::backup_path(&path);
+            if signing::copy_to(&args.data_dir, &keys)? {
+                done(format!("database copied to {}, signing keys to {}", path.display(), keys.display()))
+            } else {
+                done(format!("database copied to {} (no signing keys in the data dir)", path.display()))
+            }
+        }
+        AdminAction::RotateSigningKey => {
+            let kid = signing::rotate(&args.data_dir)?;
+            done(format!("new signing key {kid}; earlier public keys stay listed"))
         }
     }
 }

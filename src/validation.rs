@@ -275,6 +275,7 @@ fn pattern_rule(pattern: &str, instance: &Value) -> Rule {
         }
         patterns::LANGUAGE => Rule::LanguageCode,
         patterns::HTTP_URL => Rule::HttpUrl,
+        p if p == crate::domain::endpoint::URL_PATTERN.as_str() => Rule::EndpointPort,
         patterns::DATE => Rule::Date,
         _ => Rule::Pattern,
     }

@@ -94,7 +94,7 @@ pub struct Registration {
     pub model: Option<String>,
     /// Where the agent can be reached; each is checked for liveness. Setting them counts
     /// against the link-proof rate limit.
-    #[schemars(length(max = MAX_ENDPOINTS))]
+    #[schemars(length(max = MAX_ENDPOINTS), extend("uniqueItems" = true))]
     pub endpoints: Option<Vec<EndpointInput>>,
 }
 
@@ -131,7 +131,7 @@ pub struct ProfilePatch {
     pub contact_policy: Option<ContactPolicyPatch>,
     /// The whole new list (`[]` removes them all); each is checked again, even if unchanged.
     /// Setting them counts against the link-proof rate limit.
-    #[schemars(length(max = MAX_ENDPOINTS))]
+    #[schemars(length(max = MAX_ENDPOINTS), extend("uniqueItems" = true))]
     pub endpoints: Option<Vec<EndpointInput>>,
 }
 

@@ -1,6 +1,8 @@
 //! Endpoints: where an agent can be reached (an A2A agent, an MCP server, a plain HTTP
 //! service), and what the directory's last liveness check found there.
 
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -66,9 +68,41 @@ wire_enum! {
     }
 }
 
+/// An http(s) URL on one of `ALLOWED_PORTS` (or the scheme's own port): what the schema of an
+/// endpoint's URL says, so that the published schema and the server agree on the port rule.
+pub static URL_PATTERN: LazyLock<String> = LazyLock::new(|| {
+    let ports = ALLOWED_PORTS.map(|p| p.to_string()).join("|");
+    format!("^[Hh][Tt][Tt][Pp][Ss]?://(\\[[0-9A-Fa-f:.]+\\]|[^\\s/?#@:\\[\\]]+)(:({ports}))?([/?#][^\\s]*)?$")
+});
+
+/// Set once at start when the operator lets fetches reach non-public addresses (local testing
+/// only): endpoints may then use any port, and the schemas say so.
+static PORT_RULE_LIFTED: AtomicBool = AtomicBool::new(false);
+
+/// Lifts the port rule for this process; call it before any schema is published or compiled.
+pub fn lift_port_rule() {
+    PORT_RULE_LIFTED.store(true, Ordering::Relaxed);
+}
+
+pub fn port_rule_lifted() -> bool {
+    PORT_RULE_LIFTED.load(Ordering::Relaxed)
+}
+
+fn url_rules(schema: &mut schemars::Schema) {
+    super::reject_null(schema);
+    if port_rule_lifted() {
+        return;
+    }
+    if let Some(url) =
+        schema.get_mut("properties").and_then(|p| p.get_mut("url")).and_then(|u| u.as_object_mut())
+    {
+        url.insert("pattern".into(), URL_PATTERN.as_str().into());
+    }
+}
+
 /// One endpoint as sent on registration or `PATCH /api/me`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
-#[schemars(transform = super::reject_null)]
+#[schemars(transform = url_rules)]
 pub struct EndpointInput {
     pub kind: EndpointKind,
     #[schemars(
@@ -76,7 +110,7 @@ pub struct EndpointInput {
         length(max = super::agent::URL_MAX),
         pattern(patterns::HTTP_URL),
         description = const_format::concatcp!(
-            "An http(s) URL on a public address, on port 80, 443, 8000, 8080 or 8443. a2a: the agent card's URL or the agent's origin (",
+            "An http(s) URL on a public address, on port 80, 443, 8000, 8080 or 8443 (a non-public address is checked as invalid). a2a: the agent card's URL or the agent's origin (",
             A2A_WELL_KNOWN,
             " is tried there); mcp: the streamable HTTP endpoint; http: any page that answers 2xx."
         )
@@ -155,6 +189,28 @@ pub fn is_owned<'a>(url: &str, mut live_proof_urls: impl Iterator<Item = &'a str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_url_pattern_is_the_port_rule() {
+        let re = regex::Regex::new(&URL_PATTERN).expect("pattern");
+        for ok in [
+            "https://a.example",
+            "http://a.example:8080/mcp",
+            "https://[2001:db8::1]:8443/x?y#z",
+            "HTTPS://A.EXAMPLE:443",
+        ] {
+            assert!(re.is_match(ok), "{ok}");
+        }
+        for bad in [
+            "https://a.example:22/",
+            "http://a.example:80800",
+            "ftp://a.example",
+            "https://u@a.example",
+            "https://a.example:/",
+        ] {
+            assert!(!re.is_match(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn ownership_compares_origins() {

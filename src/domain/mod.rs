@@ -47,6 +47,7 @@ pub mod list;
 pub mod notice;
 pub mod offering;
 pub mod recovery;
+pub mod statement;
 pub mod stats;
 pub mod trust;
 

@@ -7,7 +7,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use super::handlers::{agents, calls, collabs, me, meta, requests};
 use crate::domain::{
-    agent, call, changes, collab, contact_request as cr, list, offering, recovery, stats, trust,
+    agent, call, changes, collab, contact_request as cr, list, offering, recovery, statement, stats, trust,
 };
 use crate::service::App;
 
@@ -139,6 +139,15 @@ pub fn table() -> Vec<Route> {
             .errors(&[404])
             .tagged()
             .to(get(agents::card)),
+        route(
+            Method::GET,
+            "/api/agents/{handle}/statement",
+            Public,
+            "A signed statement of the agent's card and evidence (JWS, EdDSA), verifiable with /.well-known/jwks.json",
+        )
+        .returns::<statement::SignedStatement>()
+        .errors(&[404])
+        .to(get(agents::statement)),
         route(
             Method::POST,
             "/api/agents/{handle}/recover",
@@ -279,6 +288,9 @@ pub fn table() -> Vec<Route> {
             .returns::<collab::CollabDetail>()
             .errors(&[409])
             .to(post(collabs::decline)),
+        route(Method::GET, "/.well-known/jwks.json", Public, "The public keys that verify signed statements")
+            .returns::<statement::Jwks>()
+            .to(get(meta::jwks)),
         route(Method::GET, "/skill.md", Public, "Onboarding guide and the rules registration confirms")
             .to(get(meta::skill)),
         route(Method::GET, "/openapi.json", Public, "This API as OpenAPI 3.1").to(get(meta::openapi)),

@@ -37,7 +37,7 @@ impl Directory {
         .await?;
         let endpoints = input.endpoints.unwrap_or_default();
         if !endpoints.is_empty() {
-            endpoints::validate(&endpoints, &self.settings.link_fetch_allow_private)?;
+            endpoints::validate(&endpoints)?;
             self.limits.take(InMemory::Links, &input.handle)?;
         }
         let key = self.new_key().await?;
@@ -155,7 +155,7 @@ impl Directory {
     pub async fn update_profile(self: &Arc<Self>, caller: Caller, patch: ProfilePatch) -> Result<OwnProfile> {
         let now = now_ms();
         if let Some(list) = &patch.endpoints {
-            endpoints::validate(list, &self.settings.link_fetch_allow_private)?;
+            endpoints::validate(list)?;
             self.limits.take(InMemory::Links, &caller.handle)?;
         }
         let (profile, to_check) = self

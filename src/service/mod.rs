@@ -23,6 +23,7 @@ pub mod read_views;
 pub mod recovery;
 pub mod rendered;
 pub mod requests;
+pub mod statements;
 pub mod stats;
 pub mod tokens;
 pub mod trust;
@@ -97,6 +98,8 @@ pub struct Directory {
     pub replica: Option<crate::replica::Link>,
     /// Endpoints just set, waiting for their first check (see `endpoint_checks`).
     pub checks: endpoint_checks::Queue,
+    /// The statement signing keys; a primary's only (a replica forwards the statement routes).
+    signer: Option<crate::signing::Signer>,
 }
 
 pub type App = Arc<Directory>;
@@ -134,6 +137,10 @@ impl Directory {
         let written = store::replica::position(&*readers.get()?)?;
         // An empty cache has nothing to evict for changes older than now.
         let newest = store::changes::max_seq(&*readers.get()?)?;
+        let signer = match write_conn {
+            Some(_) => Some(crate::signing::Signer::open(&settings.data_dir)?),
+            None => None,
+        };
         let mut started = Ok(());
         let dir = Arc::new_cyclic(|me: &std::sync::Weak<Directory>| {
             let (me, me_too) = (me.clone(), me.clone());
@@ -171,6 +178,7 @@ impl Directory {
                 written: std::sync::atomic::AtomicU64::new(written),
                 replica,
                 checks: endpoint_checks::Queue::default(),
+                signer,
             }
         });
         started?;

@@ -9,6 +9,7 @@ use super::{Created, Reply, created};
 use crate::domain::agent::{AgentList, AgentSearch, Registered, Registration};
 use crate::domain::contact_request::{ContactRequestDetail, NewContactRequest};
 use crate::domain::recovery::{Recovered, RecoveryExchange, RecoveryStarted};
+use crate::domain::statement::SignedStatement;
 use crate::error::Result;
 use crate::http::extract::{Auth, ClientIp, JsonBody, PathParam, QueryParams};
 use crate::http::tagged;
@@ -34,6 +35,10 @@ pub async fn card(
 ) -> Result<Response> {
     let view = app.public_view(ViewKey::Card(handle.into())).await?;
     Ok(tagged::respond(&headers, &view.rendered))
+}
+
+pub async fn statement(State(app): State<App>, PathParam(handle): PathParam) -> Reply<SignedStatement> {
+    Ok(Json(app.run(move |d| d.statement(&handle)).await?))
 }
 
 pub async fn send_request(
