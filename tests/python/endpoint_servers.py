@@ -7,6 +7,10 @@ KIND is one of:
             (/.well-known/agent-card.json), as an a2a-sdk server publishes it
   a2a-bad   the same route serving a card that lacks required fields (skills, supportedInterfaces)
   mcp       an MCP server of the `mcp` SDK (MCPServer) over streamable HTTP at /mcp, two tools
+  mcp-legacy  the same MCP server as it answers a client when it predates revision 2026-07-28:
+            a request of that revision has no session and is refused (400) the way the SDK's
+            stateful transport refuses one, so a client must fall back to `initialize`; the SDK's
+            own transport serves everything else (SSE answers, Mcp-Session-Id)
   mcp-auth  an HTTP server answering 401 with an OAuth Bearer challenge at /mcp
 
 With HANDLE, the A2A card's description carries `agentdir-proof:HANDLE`, so the card's URL
@@ -70,6 +74,24 @@ def mcp_app() -> Starlette:
     return server.streamable_http_app()
 
 
+class PredatesDiscover:
+    """Serves the MCP app only to clients of the initialize-era revisions."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        headers = dict(scope.get("headers") or [])
+        if scope["type"] == "http" and headers.get(b"mcp-protocol-version") == b"2026-07-28":
+            response = JSONResponse(
+                {"jsonrpc": "2.0", "id": "server-error", "error": {"code": -32600, "message": "Bad Request: Missing session ID"}},
+                status_code=400,
+            )
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def auth_app() -> Starlette:
     async def challenge(_request):
         return JSONResponse(
@@ -90,6 +112,7 @@ def main() -> None:
         "a2a": lambda: a2a_app(True, proof_of),
         "a2a-bad": lambda: a2a_app(False, proof_of),
         "mcp": mcp_app,
+        "mcp-legacy": lambda: PredatesDiscover(mcp_app()),
         "mcp-auth": auth_app,
     }[kind]()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
