@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use crate::domain::agent::{AgentCard, AgentList, AgentSearch, AgentView};
 use crate::domain::call::{CallDetail, CallList, CallSearch, CallSummary};
 use crate::domain::collab::{CollabFilter, CollabList};
+use crate::domain::statement::SignedStatement;
 use crate::domain::stats::Stats;
 use crate::error::{Error, Rule};
 use crate::service::App;
@@ -31,6 +32,9 @@ pub struct AgentHandle {
     /// The agent's handle as search_agents lists it (lower-case a-z, 0-9 and hyphen).
     #[schemars(pattern(patterns::HANDLE))]
     pub handle: String,
+    /// true: add `statement`, the card's `agent` and `evidence` signed by the directory (the
+    /// answer of GET /api/agents/{handle}/statement; verify it with /.well-known/jwks.json).
+    pub with_statement: Option<bool>,
 }
 
 /// Arguments of `get_call` (and of the `agentdir://calls/{id}` resource).
@@ -64,7 +68,7 @@ impl DirectoryRead for McpPort {
     type ListCollaborationsInput = CollabFilter;
 
     type AgentList = AgentList;
-    type AgentCard = CachedOutput<AgentCard>;
+    type AgentCard = CardOutput;
     type CallList = CallList;
     type CallDetail = CachedOutput<CallDetail>;
     type CollaborationList = CollabList;
@@ -75,7 +79,7 @@ impl DirectoryRead for McpPort {
         self.app.search(move |d| d.search_agents(q)).await.map_err(tool_error)
     }
 
-    async fn get_agent(&self, args: Arguments) -> Result<CachedOutput<AgentCard>, ToolError> {
+    async fn get_agent(&self, args: Arguments) -> Result<CardOutput, ToolError> {
         let input = match validate::<AgentHandle>(args) {
             Ok(input) => input,
             // REST answers 404 for a path handle that breaks the pattern (it names no agent);
@@ -85,8 +89,15 @@ impl DirectoryRead for McpPort {
             }
             Err(e) => return Err(tool_error(e)),
         };
+        let statement = match input.with_statement {
+            Some(true) => {
+                let handle = input.handle.clone();
+                Some(self.app.run(move |d| d.statement(&handle)).await.map_err(tool_error)?)
+            }
+            _ => None,
+        };
         let view = self.app.public_view(ViewKey::Card(input.handle.into())).await.map_err(tool_error)?;
-        Ok(CachedOutput::new(view))
+        Ok(CardOutput { card: CachedOutput::new(view), statement })
     }
 
     async fn search_calls(&self, args: Arguments) -> Result<CallList, ToolError> {
@@ -164,6 +175,64 @@ impl<T> ToText for CachedOutput<T> {
 
     fn version(&self) -> Option<&str> {
         Some(&self.view.rendered.etag)
+    }
+}
+
+/// `get_agent`'s answer: the cached card, and the signed statement when it was asked for.
+pub struct CardOutput {
+    card: CachedOutput<AgentCard>,
+    statement: Option<SignedStatement>,
+}
+
+/// The schema of `get_agent`'s answer: the card, plus `statement` when `with_statement` is true.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct AgentCardWithStatement {
+    #[serde(flatten)]
+    card: AgentCard,
+    /// Present when `with_statement` was true: a JWS (flattened JSON serialisation, EdDSA) over
+    /// this card's `agent` and `evidence`.
+    statement: Option<SignedStatement>,
+}
+
+impl Serialize for CardOutput {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Some(statement) = &self.statement else {
+            return self.card.serialize(serializer);
+        };
+        let mut card: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_slice(&self.card.view.rendered.json).map_err(serde::ser::Error::custom)?;
+        card.insert("statement".into(), serde_json::to_value(statement).map_err(serde::ser::Error::custom)?);
+        card.serialize(serializer)
+    }
+}
+
+impl JsonSchema for CardOutput {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        AgentCardWithStatement::schema_name()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        AgentCardWithStatement::json_schema(generator)
+    }
+}
+
+impl ToText for CardOutput {
+    fn to_text(&self) -> String {
+        let card = self.card.to_text();
+        match &self.statement {
+            None => card,
+            Some(_) => format!(
+                "{card}\nSigned statement attached (structured content `statement`): a JWS over this card's agent and evidence; verify it with /.well-known/jwks.json."
+            ),
+        }
+    }
+
+    /// A statement is signed afresh for every read, so only the plain card is remembered.
+    fn version(&self) -> Option<&str> {
+        match self.statement {
+            None => self.card.version(),
+            Some(_) => None,
+        }
     }
 }
 

@@ -305,8 +305,16 @@ async fn endpoint_rules_when_set() {
     s.get("/api/agents/rules-port", None).await.expect(404);
 }
 
-fn verify(s: &Server, handle: &str) -> String {
-    let out = Command::new("python3").arg(VERIFY).arg(s.url("")).arg(handle).output().expect("python3");
+/// Verifies the statement of `handle` (fetched by the script, or `saved`) with independent code.
+fn verify_saved(s: &Server, handle: &str, saved: Option<&Value>) -> String {
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    let mut cmd = Command::new("python3");
+    cmd.arg(VERIFY).arg(s.url("")).arg(handle);
+    if let Some(statement) = saved {
+        std::fs::write(file.path(), statement.to_string()).expect("write statement");
+        cmd.arg(file.path());
+    }
+    let out = cmd.output().expect("python3");
     let stdout = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     assert!(
         out.status.success(),
@@ -314,6 +322,10 @@ fn verify(s: &Server, handle: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     stdout
+}
+
+fn verify(s: &Server, handle: &str) -> String {
+    verify_saved(s, handle, None)
 }
 
 #[tokio::test]
@@ -361,6 +373,11 @@ async fn statements_verify_elsewhere_and_survive_a_key_rotation() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert!(after.contains(&before[0]), "the old public key stays listed");
+    assert_eq!(
+        verify_saved(&s, &a.handle, Some(&old.json)),
+        first,
+        "a statement of the old key still verifies"
+    );
     assert_eq!(verify(&s, &a.handle), first, "same sub after the rotation");
     let header = |st: &Value| -> Value {
         use base64::Engine;
@@ -385,4 +402,46 @@ async fn statements_verify_elsewhere_and_survive_a_key_rotation() {
 
     s.get("/api/agents/nobody-here/statement", None).await.expect_error(404, "not_found");
     s.get("/api/agents/NOT_A_HANDLE/statement", None).await.expect_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn mcp_returns_the_statement_and_filters_live_agents() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, ClientInfo};
+    use rmcp::transport::StreamableHttpClientTransport;
+
+    let s = checking_server().await;
+    let handle = common::unique_handle("mcp-live");
+    let a2a = Endpoint::start("a2a", Some(&handle));
+    let agent = register_with(&s, &handle, json!([{"kind": "a2a", "url": a2a.url("/")}])).await;
+    s.post("/api/me/links", Some(&agent.key), json!({"url": a2a.url("/.well-known/agent-card.json")}))
+        .await
+        .expect(200);
+    endpoints_when(&s, &handle, "live and owned", |e| status_of(&e[0]) == "live" && e[0]["owned"] == true)
+        .await;
+
+    let client = ClientInfo::default()
+        .serve(StreamableHttpClientTransport::from_uri(s.url("/mcp")))
+        .await
+        .expect("MCP client connects");
+    let call = |tool: &str, args: Value| {
+        let Value::Object(args) = args else { panic!("arguments") };
+        client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+    };
+    let found = call("search_agents", json!({"live": true, "limit": 100})).await.expect("search_agents");
+    let agents = found.structured_content.expect("structured")["agents"].clone();
+    assert!(agents.as_array().is_some_and(|a| a.iter().any(|x| x["handle"] == handle.as_str())), "{agents}");
+
+    let plain = call("get_agent", json!({"handle": handle}))
+        .await
+        .expect("get_agent")
+        .structured_content
+        .expect("structured");
+    assert!(plain.get("statement").is_none());
+    let with = call("get_agent", json!({"handle": handle, "with_statement": true})).await.expect("get_agent");
+    let body = with.structured_content.expect("structured");
+    assert_eq!(body["agent"]["endpoints"][0]["status"], "live");
+    let out = verify_saved(&s, &handle, Some(&body["statement"]));
+    assert!(out.starts_with("ok agt_"), "{out}");
+    client.cancel().await.expect("close");
 }

@@ -1,8 +1,9 @@
 """Verifies a signed statement with JOSE implementations independent of the server (tests/endpoints.rs).
 
-    python3 verify_statement.py BASE_URL HANDLE
+    python3 verify_statement.py BASE_URL HANDLE [STATEMENT_FILE]
 
-Fetches GET /api/agents/HANDLE/statement, /.well-known/jwks.json and the card, then checks:
+Fetches GET /api/agents/HANDLE/statement (or reads the statement from STATEMENT_FILE: one got
+earlier, or through MCP), /.well-known/jwks.json and the card, then checks:
   - joserfc verifies the JWS (flattened JSON serialisation, EdDSA) against the JWKS by its kid;
   - `cryptography`'s Ed25519 verifies the same signature over `protected.payload` by hand;
   - the payload is canonical JSON (RFC 8785) of agent, evidence, iss, sub, iat, exp, and agent and
@@ -76,7 +77,11 @@ def flip_one_byte(field: str, statement: dict) -> dict:
 
 def main() -> int:
     base, handle = sys.argv[1].rstrip("/"), sys.argv[2]
-    statement = get(f"{base}/api/agents/{handle}/statement")
+    if len(sys.argv) > 3:
+        with open(sys.argv[3], encoding="utf-8") as f:
+            statement = json.load(f)
+    else:
+        statement = get(f"{base}/api/agents/{handle}/statement")
     jwks = get(f"{base}/.well-known/jwks.json")
     card = get(f"{base}/api/agents/{handle}")
     keys = KeySet.import_key_set(jwks)
