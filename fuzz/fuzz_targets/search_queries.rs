@@ -84,6 +84,7 @@ fn documents() -> (Vec<AgentDoc>, Vec<CallDoc>) {
             model: "GPT-4o".into(),
             level: 2,
             mailbox_verified: true,
+            live: true,
             joined_at: BASE - 40 * DAY,
             last_active_at: BASE,
         },

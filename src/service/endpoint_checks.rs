@@ -184,9 +184,17 @@ impl Drop for Held<'_> {
 /// domain of its host (or the address it names) and every address the host resolves to.
 async fn exclusive_keys(url: &str) -> Vec<String> {
     let Ok(parsed) = url::Url::parse(url) else { return Vec::new() };
-    let Some(host) = parsed.host_str() else { return Vec::new() };
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    let domain = psl::domain_str(&host).unwrap_or(&host).to_owned();
+    let (host, domain) = match parsed.host() {
+        Some(url::Host::Domain(name)) => {
+            let host = name.trim_end_matches('.').to_ascii_lowercase();
+            let domain = psl::domain_str(&host).unwrap_or(&host).to_owned();
+            (host, domain)
+        }
+        // An address names itself: the public suffix list would read 127.0.0.1 as a domain.
+        Some(url::Host::Ipv4(ip)) => (ip.to_string(), ip.to_string()),
+        Some(url::Host::Ipv6(ip)) => (ip.to_string(), ip.to_string()),
+        None => return Vec::new(),
+    };
     let mut keys = vec![format!("domain:{domain}")];
     let port = parsed.port_or_known_default().unwrap_or(80);
     let lookup = tokio::time::timeout(CHECK_DEADLINE, tokio::net::lookup_host((host.as_str(), port))).await;
@@ -247,5 +255,77 @@ async fn record(app: &App, target: &Target, found: Finding) {
     let t = target.clone();
     if let Err(e) = app.write(move |tx| store::record(tx, &t, &found, now_ms())).await {
         tracing::warn!(error = %e, "an endpoint check's finding could not be recorded");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn one_check_at_a_time_per_domain_and_address() {
+        let a = exclusive_keys("https://a.example.co.uk/mcp").await;
+        let b = exclusive_keys("http://b.example.co.uk:8080/").await;
+        assert!(a.contains(&"domain:example.co.uk".to_owned()), "{a:?}");
+        assert!(b.contains(&"domain:example.co.uk".to_owned()), "{b:?}");
+        let ip = exclusive_keys("http://127.0.0.1:8000/").await;
+        assert_eq!(ip, vec!["domain:127.0.0.1".to_owned(), "ip:127.0.0.1".to_owned()]);
+
+        let busy = Arc::new(Busy::default());
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let (started_tx, mut started_rx) = mpsc::unbounded_channel();
+        let first = busy.hold(vec!["domain:example.co.uk".into()]).await;
+        let mut waiting = Vec::new();
+        for keys in [a.clone(), b.clone(), vec!["domain:other.org".into()]] {
+            let (busy, running, most, started) =
+                (busy.clone(), running.clone(), most.clone(), started_tx.clone());
+            waiting.push(tokio::spawn(async move {
+                let shares = keys.iter().any(|k| k == "domain:example.co.uk");
+                let _held = busy.hold(keys).await;
+                let _ = started.send(shares);
+                if shares {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    tokio::task::yield_now().await;
+                    running.fetch_sub(1, Ordering::SeqCst);
+                }
+            }));
+        }
+        // Only the check on another domain starts while the first holds example.co.uk.
+        assert_eq!(started_rx.recv().await, Some(false));
+        drop(first);
+        for task in waiting {
+            task.await.expect("task");
+        }
+        assert_eq!(most.load(Ordering::SeqCst), 1, "two checks of one domain ran at once");
+    }
+
+    #[test]
+    fn the_schedule_spreads_and_repeats_checks() {
+        let t = |n: i64| Target {
+            agent_id: n,
+            kind: crate::domain::endpoint::EndpointKind::Http,
+            url: format!("https://{n}.example/"),
+        };
+        let interval = Duration::from_secs(3600);
+        let mut s = Schedule::starting(vec![(t(1), false), (t(2), true)], interval);
+        let now = Instant::now();
+        assert_eq!(s.next_due(now), Some(t(1)), "never checked: at once");
+        assert_eq!(s.next_due(now), None, "checked before: later in the interval");
+        s.asked(t(1));
+        s.finished(t(1), true, now);
+        assert_eq!(s.next_due(now), Some(t(1)), "set again while checking: checked again at once");
+        s.finished(t(1), true, now);
+        let next = s.due[&t(1)];
+        assert!(
+            next >= now + interval.mul_f64(1.0 - CHECK_JITTER)
+                && next <= now + interval.mul_f64(1.0 + CHECK_JITTER)
+        );
+        s.next_due(now + interval * 2);
+        s.finished(t(2), false, now);
+        assert!(!s.due.contains_key(&t(2)), "an endpoint no longer listed leaves the schedule");
     }
 }

@@ -136,14 +136,12 @@ pub fn finding(conn: &Connection, target: &Target) -> Result<Option<Finding>> {
         .map(|r| r.finding))
 }
 
-/// Whether the endpoint is still listed by an agent that is not suspended (a check of one that
-/// is gone is dropped).
+/// Whether the endpoint is still listed (a check of one that is gone leaves the schedule). A
+/// suspended agent's endpoints stay on it: a suspension can be lifted by the operator command,
+/// which the schedule would not hear of.
 pub fn is_listed(conn: &Connection, target: &Target) -> Result<bool> {
     Ok(conn
-        .prepare_cached(
-            "SELECT 1 FROM endpoints e JOIN agents a ON a.id = e.agent_id
-             WHERE e.agent_id = :agent_id AND e.kind = :kind AND e.url = :url AND a.suspended_at IS NULL",
-        )?
+        .prepare_cached("SELECT 1 FROM endpoints WHERE agent_id = :agent_id AND kind = :kind AND url = :url")?
         .query_row(
             named_params! {":agent_id": target.agent_id, ":kind": target.kind, ":url": target.url},
             |_| Ok(()),
@@ -152,13 +150,10 @@ pub fn is_listed(conn: &Connection, target: &Target) -> Result<bool> {
         .is_some())
 }
 
-/// Every listed endpoint of agents that are not suspended, with whether it was ever checked
-/// (for the schedule a starting server builds).
+/// Every listed endpoint, with whether it was ever checked (for the schedule a starting server
+/// builds).
 pub fn all_targets(conn: &Connection) -> Result<Vec<(Target, bool)>> {
-    let mut stmt = conn.prepare(
-        "SELECT e.agent_id, e.kind, e.url, e.status FROM endpoints e JOIN agents a ON a.id = e.agent_id
-         WHERE a.suspended_at IS NULL",
-    )?;
+    let mut stmt = conn.prepare("SELECT agent_id, kind, url, status FROM endpoints")?;
     let rows = stmt.query_map([], |r| {
         let status: EndpointStatus = r.get("status")?;
         Ok((
