@@ -192,6 +192,7 @@ struct AgentCardWithStatement {
     card: AgentCard,
     /// Present when `with_statement` was true: a JWS (flattened JSON serialisation, EdDSA) over
     /// this card's `agent` and `evidence`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     statement: Option<SignedStatement>,
 }
 
