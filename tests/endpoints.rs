@@ -407,7 +407,7 @@ async fn statements_verify_elsewhere_and_survive_a_key_rotation() {
 #[tokio::test]
 async fn mcp_returns_the_statement_and_filters_live_agents() {
     use rmcp::ServiceExt;
-    use rmcp::model::{CallToolRequestParams, ClientInfo};
+    use rmcp::model::{CallToolRequestParams, ClientConfig};
     use rmcp::transport::StreamableHttpClientTransport;
 
     let s = checking_server().await;
@@ -420,7 +420,7 @@ async fn mcp_returns_the_statement_and_filters_live_agents() {
     endpoints_when(&s, &handle, "live and owned", |e| status_of(&e[0]) == "live" && e[0]["owned"] == true)
         .await;
 
-    let client = ClientInfo::default()
+    let client = ClientConfig::default()
         .serve(StreamableHttpClientTransport::from_uri(s.url("/mcp")))
         .await
         .expect("MCP client connects");
