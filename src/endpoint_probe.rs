@@ -11,8 +11,8 @@
 use serde_json::{Value, json};
 
 use crate::domain::endpoint::{
-    A2A_WELL_KNOWN, CHECK_DEADLINE, CHECK_READ_BYTES, EndpointKind, Finding, MCP_DISCOVER_REVISION,
-    MCP_INITIALIZE_REVISION,
+    A2A_WELL_KNOWN, CHECK_DEADLINE, CHECK_READ_BYTES, EndpointKind, EndpointStatus, Finding,
+    MCP_DISCOVER_REVISION, MCP_INITIALIZE_REVISION,
 };
 use crate::link_fetch::{self, Answer, FetchPolicy, LinkFetchError, PrivateTargets, Request};
 
@@ -64,31 +64,35 @@ async fn http(url: &str, policy: &FetchPolicy) -> Finding {
     }
 }
 
-/// The URL itself when it serves a card, else the card at its origin's well-known path.
+/// The URL itself when it serves a valid card, else the card at its origin's well-known path.
+/// When neither is valid, a JSON object at the URL itself (a card gone wrong) makes the
+/// endpoint invalid; otherwise the well-known path's answer decides.
 async fn a2a(url: &str, policy: &FetchPolicy) -> Finding {
     let get = || Request::get().header("accept", "application/json");
     let first = match link_fetch::exchange(url, &get(), policy).await {
         Ok(a) => a,
         Err(e) => return failed(&e),
     };
-    if success(first.status)
-        && let Some(card) = json_object(&first.body)
+    let own = success(first.status).then(|| json_object(&first.body)).flatten().map(|card| a2a_card(&card));
+    if let Some(found) = &own
+        && found.status() == EndpointStatus::Live
     {
-        return a2a_card(&card);
+        return found.clone();
     }
-    let Some(well_known) = url::Url::parse(url).ok().and_then(|u| u.join(A2A_WELL_KNOWN).ok()) else {
-        return Finding::invalid();
+    let well_known = url::Url::parse(url).ok().and_then(|u| u.join(A2A_WELL_KNOWN).ok());
+    let Some(well_known) = well_known.filter(|w| w.as_str() != url) else {
+        return own.unwrap_or_else(|| {
+            if success(first.status) { Finding::invalid() } else { not_success(first.status) }
+        });
     };
-    if well_known.as_str() == url {
-        return if success(first.status) { Finding::invalid() } else { not_success(first.status) };
-    }
-    match link_fetch::exchange(well_known.as_str(), &get(), policy).await {
+    let there = match link_fetch::exchange(well_known.as_str(), &get(), policy).await {
         Ok(a) if success(a.status) => {
             json_object(&a.body).map_or_else(Finding::invalid, |card| a2a_card(&card))
         }
         Ok(a) => not_success(a.status),
         Err(e) => failed(&e),
-    }
+    };
+    if there.status() == EndpointStatus::Live { there } else { own.unwrap_or(there) }
 }
 
 fn json_object(body: &[u8]) -> Option<serde_json::Map<String, Value>> {
@@ -375,7 +379,6 @@ fn sse_data(stream: &str) -> impl Iterator<Item = String> + '_ {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::endpoint::EndpointStatus;
 
     fn card(v: Value) -> Finding {
         a2a_card(v.as_object().expect("object"))
