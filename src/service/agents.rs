@@ -68,7 +68,7 @@ impl Directory {
             last_active_at: now,
         };
         let dir = self.clone();
-        let agent = self
+        let (agent, to_check) = self
             .write(move |tx| {
                 if agents_store::by_handle(tx, &row.handle)?.is_some() {
                     return Err(Error::HandleTaken);
@@ -81,7 +81,6 @@ impl Directory {
                 Ok((views::agent(tx, &saved, now)?, to_check))
             })
             .await?;
-        let (agent, to_check) = agent;
         self.checks.request(to_check);
         self.keys.remember_issued(&key);
         Ok(Registered { api_key: key.key, agent, how_en: agent::KEY_HOW_EN, how_zh: agent::KEY_HOW_ZH })
@@ -158,67 +157,66 @@ impl Directory {
             endpoints::validate(list)?;
             self.limits.take(InMemory::Links, &caller.handle)?;
         }
-        let (profile, to_check) = self
-            .write(move |tx| {
-                let mut a = caller_row(tx, &caller)?;
-                if let Some(mailbox) = patch.mailbox
-                    && !mailbox.eq_ignore_ascii_case(&a.mailbox)
-                {
-                    a.mailbox = mailbox;
-                    a.mailbox_verified_at = None;
-                    // Codes and a recovery were for the old address.
-                    codes::remove(tx, a.id, CodePurpose::Mailbox)?;
-                    codes::remove(tx, a.id, CodePurpose::Recovery)?;
-                    recoveries::remove(tx, a.id)?;
-                }
-                if let Some(owner) = patch.owner
-                    && owner != a.owner
-                {
-                    a.owner = owner;
-                    a.owner_email = None;
-                    a.owner_claimed_at = None;
-                    codes::remove(tx, a.id, CodePurpose::Owner)?;
-                }
-                if let Some(v) = patch.name {
-                    a.name = v;
-                }
-                if let Some(v) = patch.tagline {
-                    a.tagline = v.unwrap_or_default();
-                }
-                if let Some(v) = patch.contact_public {
-                    a.contact_public = v;
-                }
-                if let Some(v) = patch.description_en {
-                    a.description_en = v;
-                }
-                if let Some(v) = patch.description_zh {
-                    a.description_zh = v;
-                }
-                if let Some(v) = patch.capabilities {
-                    a.capabilities = v;
-                }
-                if let Some(v) = patch.languages {
-                    a.languages = v;
-                }
-                if let Some(v) = patch.homepage {
-                    a.homepage = v;
-                }
-                if let Some(v) = patch.model {
-                    a.model = v;
-                }
-                if let Some(p) = patch.contact_policy {
-                    a.policy.apply(p);
-                }
-                let to_check = match patch.endpoints {
-                    Some(list) => endpoints::replace(tx, a.id, list, now)?,
-                    None => Vec::new(),
-                };
-                a.updated_at = now;
-                a.last_active_at = now;
-                agents_store::update_profile(tx, &a)?;
-                Ok((own_profile(tx, &a, now)?, to_check))
-            })
-            .await?;
+        let written = self.write(move |tx| {
+            let mut a = caller_row(tx, &caller)?;
+            if let Some(mailbox) = patch.mailbox
+                && !mailbox.eq_ignore_ascii_case(&a.mailbox)
+            {
+                a.mailbox = mailbox;
+                a.mailbox_verified_at = None;
+                // Codes and a recovery were for the old address.
+                codes::remove(tx, a.id, CodePurpose::Mailbox)?;
+                codes::remove(tx, a.id, CodePurpose::Recovery)?;
+                recoveries::remove(tx, a.id)?;
+            }
+            if let Some(owner) = patch.owner
+                && owner != a.owner
+            {
+                a.owner = owner;
+                a.owner_email = None;
+                a.owner_claimed_at = None;
+                codes::remove(tx, a.id, CodePurpose::Owner)?;
+            }
+            if let Some(v) = patch.name {
+                a.name = v;
+            }
+            if let Some(v) = patch.tagline {
+                a.tagline = v.unwrap_or_default();
+            }
+            if let Some(v) = patch.contact_public {
+                a.contact_public = v;
+            }
+            if let Some(v) = patch.description_en {
+                a.description_en = v;
+            }
+            if let Some(v) = patch.description_zh {
+                a.description_zh = v;
+            }
+            if let Some(v) = patch.capabilities {
+                a.capabilities = v;
+            }
+            if let Some(v) = patch.languages {
+                a.languages = v;
+            }
+            if let Some(v) = patch.homepage {
+                a.homepage = v;
+            }
+            if let Some(v) = patch.model {
+                a.model = v;
+            }
+            if let Some(p) = patch.contact_policy {
+                a.policy.apply(p);
+            }
+            let to_check = match patch.endpoints {
+                Some(list) => endpoints::replace(tx, a.id, list, now)?,
+                None => Vec::new(),
+            };
+            a.updated_at = now;
+            a.last_active_at = now;
+            agents_store::update_profile(tx, &a)?;
+            Ok((own_profile(tx, &a, now)?, to_check))
+        });
+        let (profile, to_check) = written.await?;
         self.checks.request(to_check);
         Ok(profile)
     }

@@ -11,7 +11,7 @@ use crate::domain::contact_request::{
     ContactRequestView, EXPIRY, Mailboxes, OfferingRef, Party, RequestStatus,
 };
 use crate::domain::offering::Offering;
-use crate::domain::trust::{LINK_PROOF_DAYS, LinkProofView, ProofStatus, TrustView};
+use crate::domain::trust::{LinkProofView, ProofStatus, TrustView, proof_expires_at};
 use crate::error::Result;
 use crate::store::agents::AgentRow;
 use crate::store::collabs::CollabRow;
@@ -20,7 +20,7 @@ use crate::store::proofs::ProofRow;
 use crate::store::replies::ReplyRow;
 use crate::store::requests::RequestRow;
 use crate::store::{agents, calls, endpoints, offerings, proofs};
-use crate::time::{DAY, Timestamp};
+use crate::time::Timestamp;
 
 pub fn links(conn: &Connection, agent_id: i64, now: i64) -> Result<Vec<LinkProofView>> {
     Ok(link_views(proofs::for_agent(conn, agent_id)?, now))
@@ -30,7 +30,7 @@ fn link_views(proofs: Vec<ProofRow>, now: i64) -> Vec<LinkProofView> {
     proofs
         .into_iter()
         .map(|p| {
-            let expires = p.verified_at + LINK_PROOF_DAYS * DAY;
+            let expires = proof_expires_at(p.verified_at);
             LinkProofView {
                 url: p.url,
                 host: p.host,

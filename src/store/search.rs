@@ -58,11 +58,10 @@ fn live_and_owned(r: &Row<'_>) -> rusqlite::Result<bool> {
         })
     };
     let now = crate::time::now_ms();
-    let lifetime = crate::domain::trust::LINK_PROOF_DAYS * crate::time::DAY;
     let proofs = json("proofs")?;
     let live_proofs: Vec<&str> = proofs
         .iter()
-        .filter(|(_, at)| at.as_i64().is_some_and(|at| now < at + lifetime))
+        .filter(|(_, at)| at.as_i64().is_some_and(|at| now < crate::domain::trust::proof_expires_at(at)))
         .map(|(url, _)| url.as_str())
         .collect();
     Ok(json("endpoints")?.iter().any(|(url, status)| {
