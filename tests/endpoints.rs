@@ -261,7 +261,7 @@ async fn endpoint_rules_when_set() {
     let cases = [
         (json!([ok, {"kind": "mcp", "url": "https://example.org:22/mcp"}]), "endpoints.1.url"),
         (json!([{"kind": "grpc", "url": "https://example.org/"}]), "endpoints.0.kind"),
-        (json!([ok, ok]), "endpoints"),
+        (json!([ok, ok]), "endpoints.1"),
         (json!([ok, ok, ok, ok]), "endpoints"),
         (json!([{"kind": "a2a", "url": "ftp://example.org/"}]), "endpoints.0.url"),
     ];

@@ -35,13 +35,11 @@ pub const MCP_INITIALIZE_REVISION: &str = "2025-11-25";
 pub const MCP_DISCOVER_REVISION: &str = "2026-07-28";
 
 wire_enum! {
-    /// What speaks at an endpoint.
+    /// What speaks at an endpoint (see `EndpointInput::kind`). No doc per variant: an input enum
+    /// stays a plain `enum` in its schema, so a wrong value is told the values it may take.
     pub enum EndpointKind {
-        /// An A2A agent: its agent card is checked.
         A2a,
-        /// An MCP server over streamable HTTP: the handshake and tools/list are checked.
         Mcp,
-        /// Any HTTP service: a 2xx answer is checked.
         Http,
     }
 }
@@ -104,6 +102,9 @@ fn url_rules(schema: &mut schemars::Schema) {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[schemars(transform = url_rules)]
 pub struct EndpointInput {
+    /// `a2a`: an A2A agent, whose agent card is checked; `mcp`: an MCP server over streamable
+    /// HTTP, whose handshake and tools/list are checked; `http`: any HTTP service, which must
+    /// answer 2xx.
     pub kind: EndpointKind,
     #[schemars(
         url,
