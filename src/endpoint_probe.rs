@@ -170,7 +170,8 @@ async fn mcp(url: &str, policy: &FetchPolicy) -> Finding {
             speaks.then(|| meta_server_name(&r))
         }
         Ok(Reply::AuthRequired) => return auth_required(),
-        Ok(Reply::Refused(status)) if unavailable(status) => return Finding::down(),
+        // Any other answer (an error, 400 for a missing session, even a 5xx): perhaps a server
+        // of an earlier revision, whose own handshake decides.
         Ok(_) => None,
         Err(e) => return failed(&e),
     };
