@@ -8,6 +8,7 @@
 //!
 //! It owns no state: scheduling checks and recording what they find is `service::endpoint_checks`.
 
+use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 use crate::domain::endpoint::{
@@ -309,7 +310,10 @@ impl McpSession<'_> {
         let id = self.next_id;
         self.next_id += 1;
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": self.params(params) });
-        let answer = link_fetch::exchange(self.url, &self.request(method, &body), self.policy).await?;
+        let answered =
+            |headers: &HeaderMap, body: &[u8]| is_sse(headers) && jsonrpc_answer(headers, body, id).is_some();
+        let request = self.request(method, &body);
+        let answer = link_fetch::exchange_until(self.url, &request, self.policy, &answered).await?;
         if answer.status == 401 && bearer_challenge(&answer) {
             return Ok(Reply::AuthRequired);
         }
@@ -319,7 +323,7 @@ impl McpSession<'_> {
         if let Some(sid) = answer.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
             self.session_id = Some(sid.to_owned());
         }
-        Ok(match jsonrpc_answer(&answer, id) {
+        Ok(match jsonrpc_answer(&answer.headers, &answer.body, id) {
             Some(Value::Object(m)) if m.contains_key("error") => Reply::Error,
             Some(Value::Object(mut m)) => match m.remove("result") {
                 Some(Value::Object(result)) => Reply::Result(result),
@@ -345,23 +349,25 @@ fn bearer_challenge(answer: &Answer) -> bool {
         .any(|v| v.trim_start().get(..6).is_some_and(|s| s.eq_ignore_ascii_case("bearer")))
 }
 
-/// The JSON-RPC message answering request `id`, from a JSON body or an SSE stream.
-fn jsonrpc_answer(answer: &Answer, id: u64) -> Option<Value> {
-    let is_sse = answer
-        .headers
+fn is_sse(headers: &HeaderMap) -> bool {
+    headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/event-stream"));
+        .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/event-stream"))
+}
+
+/// The JSON-RPC message answering request `id`, from a JSON body or an SSE stream.
+fn jsonrpc_answer(headers: &HeaderMap, body: &[u8], id: u64) -> Option<Value> {
     let answers = |v: &Value| v.get("id").and_then(Value::as_u64) == Some(id);
-    if !is_sse {
-        let v: Value = serde_json::from_slice(&answer.body).ok()?;
+    if !is_sse(headers) {
+        let v: Value = serde_json::from_slice(body).ok()?;
         return match v {
             Value::Array(batch) => batch.into_iter().find(answers),
             v if answers(&v) => Some(v),
             _ => None,
         };
     }
-    let text = String::from_utf8_lossy(&answer.body);
+    let text = String::from_utf8_lossy(body);
     sse_data(&text).filter_map(|data| serde_json::from_str::<Value>(&data).ok()).find(answers)
 }
 

@@ -347,6 +347,18 @@ pub struct Answer {
 /// and read bound as proof fetches) and returns the answer, whatever its status. A GET follows
 /// redirects like a proof fetch; a POST does not (its answer is the redirect).
 pub async fn exchange(url: &str, request: &Request, policy: &FetchPolicy) -> Result<Answer, LinkFetchError> {
+    exchange_until(url, request, policy, &|_, _| false).await
+}
+
+/// `exchange`, but the body is read only until `enough` says the part read so far (with the
+/// answer's headers) holds what the caller needs: a stream the server keeps open after its
+/// answer (an SSE response) then ends there instead of at the deadline.
+pub async fn exchange_until(
+    url: &str,
+    request: &Request,
+    policy: &FetchPolicy,
+    enough: &(dyn Fn(&reqwest::header::HeaderMap, &[u8]) -> bool + Sync),
+) -> Result<Answer, LinkFetchError> {
     let url = check_url(url)?;
     let allowed = allowed_by(policy);
     let answer = async {
@@ -354,7 +366,7 @@ pub async fn exchange(url: &str, request: &Request, policy: &FetchPolicy) -> Res
         let status = response.status().as_u16();
         let headers = std::mem::take(response.headers_mut());
         let mut body = Vec::new();
-        while body.len() < policy.max_bytes {
+        while body.len() < policy.max_bytes && !enough(&headers, &body) {
             let Some(chunk) = response.chunk().await.map_err(request_error)? else { break };
             let take = chunk.len().min(policy.max_bytes - body.len());
             body.extend_from_slice(chunk.get(..take).unwrap_or_default());

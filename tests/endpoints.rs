@@ -216,6 +216,7 @@ async fn mcp_revisions_oauth_and_plain_http() {
     let legacy = Endpoint::start("mcp-legacy", None);
     let oauth = Endpoint::start("mcp-auth", None);
     let a2a = Endpoint::start("a2a", None);
+    let lingering = Endpoint::start("mcp-lingering", None);
     let handle = common::unique_handle("kinds");
     let agent = register_with(
         &s,
@@ -234,6 +235,21 @@ async fn mcp_revisions_oauth_and_plain_http() {
     assert_eq!((e[0]["name"].as_str(), e[0]["tool_count"].as_u64()), (Some("Loopback Tools"), Some(2)));
     assert_eq!((status_of(&e[1]), e[1]["auth"].as_str()), ("live", Some("required")), "{e:#?}");
     assert_eq!(status_of(&e[2]), "live");
+
+    // An SSE answer left open after its event is read up to the answer, not to the deadline
+    // (which would make the server look down).
+    s.patch(
+        "/api/me",
+        Some(&agent.key),
+        json!({"endpoints": [{"kind": "mcp", "url": lingering.url("/mcp")}]}),
+    )
+    .await
+    .expect(200);
+    let e = endpoints_when(&s, &handle, "the lingering server checked", |e| {
+        e.len() == 1 && status_of(&e[0]) != "unchecked"
+    })
+    .await;
+    assert_eq!((status_of(&e[0]), e[0]["tool_count"].as_u64()), ("live", Some(2)), "{e:#?}");
 
     // A page that answers 404 is not a live HTTP endpoint; an A2A endpoint with nothing
     // listening is down.

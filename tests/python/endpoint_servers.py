@@ -11,6 +11,8 @@ KIND is one of:
             a request of that revision has no session and is refused (400) the way the SDK's
             stateful transport refuses one, so a client must fall back to `initialize`; the SDK's
             own transport serves everything else (SSE answers, Mcp-Session-Id)
+  mcp-lingering  mcp-legacy whose SSE answers stay open for 30 s after their last event (the
+            MCP spec only says a server SHOULD close the stream once it has answered)
   mcp-auth  an HTTP server answering 401 with an OAuth Bearer challenge at /mcp
 
 With HANDLE, the A2A card's description carries `agentdir-proof:HANDLE`, so the card's URL
@@ -22,6 +24,7 @@ Prints `listening on PORT` once the socket accepts connections, then serves unti
 import socket
 import sys
 
+import anyio
 import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
@@ -92,6 +95,34 @@ class PredatesDiscover:
         await self.app(scope, receive, send)
 
 
+class Lingering:
+    """Keeps every SSE answer of the wrapped app open for 30 s after its last event."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        sse = False
+
+        async def linger(message):
+            nonlocal sse
+            if message["type"] == "http.response.start":
+                sse = any(
+                    k.lower() == b"content-type" and v.startswith(b"text/event-stream")
+                    for k, v in message.get("headers", [])
+                )
+            if sse and message["type"] == "http.response.body" and not message.get("more_body", False):
+                await send({**message, "more_body": True})
+                await send({"type": "http.response.body", "body": b": still here\n\n", "more_body": True})
+                await anyio.sleep(30)
+            await send(message)
+
+        await self.app(scope, receive, linger)
+
+
 def auth_app() -> Starlette:
     async def challenge(_request):
         return JSONResponse(
@@ -113,6 +144,7 @@ def main() -> None:
         "a2a-bad": lambda: a2a_app(False, proof_of),
         "mcp": mcp_app,
         "mcp-legacy": lambda: PredatesDiscover(mcp_app()),
+        "mcp-lingering": lambda: PredatesDiscover(Lingering(mcp_app())),
         "mcp-auth": auth_app,
     }[kind]()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
