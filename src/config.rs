@@ -151,6 +151,9 @@ pub struct ServeArgs {
     /// Seconds to let in-flight requests finish after SIGTERM/SIGINT before exiting anyway.
     #[arg(long, env = "AGENTDIR_SHUTDOWN_GRACE", default_value = "30", value_parser = parse_seconds)]
     pub shutdown_grace: Duration,
+    /// How often listed endpoints are checked again (`6h`, `90m`, `30s`), jittered by 10 %.
+    #[arg(long, env = "AGENTDIR_ENDPOINT_CHECK_INTERVAL", default_value = "6h", value_parser = parse_span)]
+    pub endpoint_check_interval: Duration,
     #[command(flatten)]
     pub replica: crate::replica::ReplicaArgs,
 }
@@ -271,8 +274,12 @@ pub enum AdminAction {
     EraseDeleted,
     /// Rebuild the search index from SQLite (asks the running server to do it if it holds the index).
     Reindex,
-    /// Write a consistent copy of the database to PATH while the server runs.
+    /// Write a consistent copy of the database to PATH while the server runs, and the
+    /// statement signing keys to PATH.signing-keys.json (mode 0600).
     Backup { path: PathBuf },
+    /// Add a new statement signing key; it signs from now on, the earlier public keys stay in
+    /// /.well-known/jwks.json (a running server picks it up within a second).
+    RotateSigningKey,
 }
 
 fn parse_positive(s: &str) -> Result<usize, String> {

@@ -39,6 +39,8 @@ pub enum Rule {
     Pattern,
     /// Not a cursor this server issued.
     Cursor,
+    /// An endpoint URL that is not http(s) on one of `endpoint::ALLOWED_PORTS`.
+    EndpointPort,
 }
 
 /// Every variant of [`Error`] by name: lets a test hold [`Error::samples`] to the whole enum.
@@ -545,6 +547,19 @@ fn rule_messages(field: &str, rule: &Rule) -> Messages {
             ),
             format!("{field} 必须是本服务签发的游标，取自此前某次响应。"),
         ),
+        EndpointPort => {
+            let ports = crate::domain::endpoint::ALLOWED_PORTS.map(|p| p.to_string());
+            (
+                format!(
+                    "{field} must be an http:// or https:// URL on one of the ports {}.",
+                    ports.join(", ")
+                ),
+                format!(
+                    "{field} 必须是 http:// 或 https:// 网址，且只能使用以下端口之一：{}。",
+                    ports.join("、")
+                ),
+            )
+        }
     };
     Messages { en, zh }
 }

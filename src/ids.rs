@@ -8,6 +8,8 @@ pub const REPLY: &str = "rep";
 pub const REQUEST: &str = "req";
 pub const COLLAB: &str = "col";
 pub const REPORT: &str = "rpt";
+/// An agent's stable public id (the `sub` of its signed statements).
+pub const AGENT: &str = "agt";
 
 pub fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", ulid::Ulid::new().to_string().to_ascii_lowercase())

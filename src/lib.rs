@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod domain;
+pub mod endpoint_probe;
 pub mod error;
 pub mod http;
 pub mod ids;
@@ -16,6 +17,7 @@ pub mod mcp_port;
 pub mod progress;
 pub mod replica;
 pub mod service;
+pub mod signing;
 pub mod skill;
 pub mod store;
 pub mod telemetry;

@@ -274,6 +274,13 @@ async fn resolve_checked(
     Ok(addrs)
 }
 
+/// Whether `policy` lets a fetch connect to `ip`.
+fn allowed_by(policy: &FetchPolicy) -> impl Fn(IpAddr) -> bool + Sync + '_ {
+    |ip: IpAddr| {
+        policy.allow_private || is_public_ip(ip) || policy.also_allow.iter().any(|net| net.contains(&ip))
+    }
+}
+
 /// Fetches `url` under `policy` and tells whether the final 2xx body holds `needle` within its
 /// first `max_bytes` bytes.
 pub async fn fetch_contains(
@@ -281,10 +288,7 @@ pub async fn fetch_contains(
     needle: &str,
     policy: &FetchPolicy,
 ) -> Result<FetchOutcome, LinkFetchError> {
-    let gate = |ip: IpAddr| {
-        policy.allow_private || is_public_ip(ip) || policy.also_allow.iter().any(|net| net.contains(&ip))
-    };
-    fetch_with(url, needle, policy, &SystemResolver, &gate).await
+    fetch_with(url, needle, policy, &SystemResolver, &allowed_by(policy)).await
 }
 
 async fn fetch_with(
@@ -295,46 +299,123 @@ async fn fetch_with(
     allowed: &(dyn Fn(IpAddr) -> bool + Sync),
 ) -> Result<FetchOutcome, LinkFetchError> {
     let url = check_url(url)?;
-    tokio::time::timeout(policy.timeout, follow(url, needle.as_bytes(), policy, resolver, allowed))
-        .await
-        .unwrap_or(Err(LinkFetchError::Timeout))
+    let find = async {
+        let (url, response) = send(url, &Request::get(), policy, resolver, allowed).await?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(LinkFetchError::Status(status.as_u16()));
+        }
+        Ok(if body_contains(response, needle.as_bytes(), policy.max_bytes).await? {
+            FetchOutcome::Found { final_url: url.to_string() }
+        } else {
+            FetchOutcome::NotFound
+        })
+    };
+    tokio::time::timeout(policy.timeout, find).await.unwrap_or(Err(LinkFetchError::Timeout))
 }
 
-async fn follow(
+/// One request beyond a plain page load (an endpoint check): a GET, or a POST of a JSON body,
+/// with extra headers.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub headers: Vec<(&'static str, String)>,
+    /// Sent as a POST with `Content-Type: application/json` when present.
+    pub json_body: Option<Vec<u8>>,
+}
+
+impl Request {
+    pub fn get() -> Request {
+        Request::default()
+    }
+
+    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Request {
+        self.headers.push((name, value.into()));
+        self
+    }
+}
+
+/// What a server answered, whatever the status: the status, the headers, and at most
+/// `max_bytes` of the body.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+/// Sends `request` to `url` under `policy`'s rules (the same address checks, pinning, deadline
+/// and read bound as proof fetches) and returns the answer, whatever its status. A GET follows
+/// redirects like a proof fetch; a POST does not (its answer is the redirect).
+pub async fn exchange(url: &str, request: &Request, policy: &FetchPolicy) -> Result<Answer, LinkFetchError> {
+    exchange_until(url, request, policy, &|_, _| false).await
+}
+
+/// `exchange`, but the body is read only until `enough` says the part read so far (with the
+/// answer's headers) holds what the caller needs: a stream the server keeps open after its
+/// answer (an SSE response) then ends there instead of at the deadline.
+pub async fn exchange_until(
+    url: &str,
+    request: &Request,
+    policy: &FetchPolicy,
+    enough: &(dyn Fn(&reqwest::header::HeaderMap, &[u8]) -> bool + Sync),
+) -> Result<Answer, LinkFetchError> {
+    let url = check_url(url)?;
+    let allowed = allowed_by(policy);
+    let answer = async {
+        let (_, mut response) = send(url, request, policy, &SystemResolver, &allowed).await?;
+        let status = response.status().as_u16();
+        let headers = std::mem::take(response.headers_mut());
+        let mut body = Vec::new();
+        while body.len() < policy.max_bytes && !enough(&headers, &body) {
+            let Some(chunk) = response.chunk().await.map_err(request_error)? else { break };
+            let take = chunk.len().min(policy.max_bytes - body.len());
+            body.extend_from_slice(chunk.get(..take).unwrap_or_default());
+        }
+        Ok(Answer { status, headers, body })
+    };
+    tokio::time::timeout(policy.timeout, answer).await.unwrap_or(Err(LinkFetchError::Timeout))
+}
+
+/// Sends one request, hop by hop: every hop's addresses are checked and pinned; redirects of a
+/// GET are followed (at most `max_redirects`, each checked the same way). Returns the final
+/// URL and its response, whatever its status.
+async fn send(
     mut url: Url,
-    needle: &[u8],
+    request: &Request,
     policy: &FetchPolicy,
     resolver: &impl Resolver,
     allowed: &(dyn Fn(IpAddr) -> bool + Sync),
-) -> Result<FetchOutcome, LinkFetchError> {
+) -> Result<(Url, reqwest::Response), LinkFetchError> {
     let mut redirects = 0;
     loop {
         let addrs = resolve_checked(&url, resolver, allowed).await?;
         let client = pinned_client(&url, &addrs, policy)?;
-        let response = client.get(url.clone()).send().await.map_err(request_error)?;
-        let status = response.status();
-        if matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
-            let Some(location) = response.headers().get(reqwest::header::LOCATION) else {
-                return Err(LinkFetchError::Status(status.as_u16()));
-            };
-            if redirects >= policy.max_redirects {
-                return Err(LinkFetchError::TooManyRedirects);
-            }
-            redirects += 1;
-            let location = location
-                .to_str()
-                .map_err(|_| LinkFetchError::InvalidUrl("redirect location is not valid text".into()))?;
-            url = redirect_target(&url, location)?;
-            continue;
-        }
-        if !status.is_success() {
-            return Err(LinkFetchError::Status(status.as_u16()));
-        }
-        return if body_contains(response, needle, policy.max_bytes).await? {
-            Ok(FetchOutcome::Found { final_url: url.to_string() })
-        } else {
-            Ok(FetchOutcome::NotFound)
+        let mut builder = match &request.json_body {
+            Some(body) => client
+                .post(url.clone())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.clone()),
+            None => client.get(url.clone()),
         };
+        for (name, value) in &request.headers {
+            builder = builder.header(*name, value);
+        }
+        let response = builder.send().await.map_err(request_error)?;
+        let status = response.status();
+        if request.json_body.is_some() || !matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
+            return Ok((url, response));
+        }
+        let Some(location) = response.headers().get(reqwest::header::LOCATION) else {
+            return Err(LinkFetchError::Status(status.as_u16()));
+        };
+        if redirects >= policy.max_redirects {
+            return Err(LinkFetchError::TooManyRedirects);
+        }
+        redirects += 1;
+        let location = location
+            .to_str()
+            .map_err(|_| LinkFetchError::InvalidUrl("redirect location is not valid text".into()))?;
+        url = redirect_target(&url, location)?;
     }
 }
 

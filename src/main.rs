@@ -4,13 +4,13 @@ use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
 use agentdir::config::{AdminAction, AdminArgs, Cli, Command, ServeArgs, SiteArgs};
-use agentdir::progress::{Progress, Unit};
 use agentdir::domain::handles::ReservedHandles;
+use agentdir::progress::{Progress, Unit};
 use agentdir::replica::{self, Role};
 use agentdir::service::admin::{self, Actor};
 use agentdir::service::follow;
 use agentdir::service::inbound::{self, MailOutcome};
-use agentdir::{Directory, Settings, http, inbound_mail, store};
+use agentdir::{Directory, Settings, http, inbound_mail, signing, store};
 use agentdir_search_index::{IndexError, SearchIndex};
 use clap::Parser;
 
@@ -77,7 +77,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             view_cache_bytes: args.view_cache_mb.saturating_mul(1 << 20),
             changes_retention_ms: i64::try_from(args.changes_retention.as_millis()).unwrap_or(i64::MAX),
             reserved_handles: args.reserved_handles(),
+            endpoint_check_interval: args.endpoint_check_interval,
         };
+        if args.link_fetch_allow_private != agentdir::link_fetch::PrivateTargets::None {
+            agentdir::domain::endpoint::lift_port_rule();
+        }
         let replica = match (args.replica.role, &args.replica.primary_url) {
             (Role::Replica, Some(primary)) => {
                 Some(replica::Link::new(&args.replica, primary.clone(), &settings.data_dir)?)
@@ -236,7 +240,16 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
         },
         AdminAction::Backup { path } => {
             admin::backup(&pool, &path, &mut Progress::stderr("backup", Unit::Bytes))?;
-            done(format!("database copied to {}", path.display()))
+            let keys = signing::backup_path(&path);
+            if signing::copy_to(&args.data_dir, &keys)? {
+                done(format!("database copied to {}, signing keys to {}", path.display(), keys.display()))
+            } else {
+                done(format!("database copied to {} (no signing keys in the data dir)", path.display()))
+            }
+        }
+        AdminAction::RotateSigningKey => {
+            let kid = signing::rotate(&args.data_dir)?;
+            done(format!("new signing key {kid}; earlier public keys stay listed"))
         }
     }
 }

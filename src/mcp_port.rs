@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use crate::domain::agent::{AgentCard, AgentList, AgentSearch, AgentView};
 use crate::domain::call::{CallDetail, CallList, CallSearch, CallSummary};
 use crate::domain::collab::{CollabFilter, CollabList};
+use crate::domain::statement::SignedStatement;
 use crate::domain::stats::Stats;
 use crate::error::{Error, Rule};
 use crate::service::App;
@@ -31,6 +32,9 @@ pub struct AgentHandle {
     /// The agent's handle as search_agents lists it (lower-case a-z, 0-9 and hyphen).
     #[schemars(pattern(patterns::HANDLE))]
     pub handle: String,
+    /// true: add `statement`, the card's `agent` and `evidence` signed by the directory (the
+    /// answer of GET /api/agents/{handle}/statement; verify it with /.well-known/jwks.json).
+    pub with_statement: Option<bool>,
 }
 
 /// Arguments of `get_call` (and of the `agentdir://calls/{id}` resource).
@@ -64,7 +68,7 @@ impl DirectoryRead for McpPort {
     type ListCollaborationsInput = CollabFilter;
 
     type AgentList = AgentList;
-    type AgentCard = CachedOutput<AgentCard>;
+    type AgentCard = CardOutput;
     type CallList = CallList;
     type CallDetail = CachedOutput<CallDetail>;
     type CollaborationList = CollabList;
@@ -75,7 +79,7 @@ impl DirectoryRead for McpPort {
         self.app.search(move |d| d.search_agents(q)).await.map_err(tool_error)
     }
 
-    async fn get_agent(&self, args: Arguments) -> Result<CachedOutput<AgentCard>, ToolError> {
+    async fn get_agent(&self, args: Arguments) -> Result<CardOutput, ToolError> {
         let input = match validate::<AgentHandle>(args) {
             Ok(input) => input,
             // REST answers 404 for a path handle that breaks the pattern (it names no agent);
@@ -85,22 +89,27 @@ impl DirectoryRead for McpPort {
             }
             Err(e) => return Err(tool_error(e)),
         };
-        match self.app.public_view(ViewKey::Card(input.handle.as_str().into())).await {
-            Ok(view) => Ok(CachedOutput::new(view)),
-            // A renamed agent's previous handle leads to its card, as REST's 301 does.
+        // A renamed agent's previous handle leads to its card, as REST's 301 does.
+        let (view, moved) = match self.app.public_view(ViewKey::Card(input.handle.as_str().into())).await {
+            Ok(view) => (view, None),
             Err(Error::NotFound) => {
-                let old = input.handle;
-                let moved = {
-                    let old = old.clone();
-                    self.app.run(move |d| d.moved_to(&old)).await.map_err(tool_error)?
-                };
-                let new = moved.ok_or_else(|| tool_error(Error::NotFound))?;
+                let old = input.handle.clone();
+                let new = self.app.run(move |d| d.moved_to(&old)).await.map_err(tool_error)?;
+                let new = new.ok_or_else(|| tool_error(Error::NotFound))?;
                 let view =
                     self.app.public_view(ViewKey::Card(new.as_str().into())).await.map_err(tool_error)?;
-                Ok(CachedOutput { view, moved: Some(Moved { from: old, to: new }), shape: PhantomData })
+                (view, Some(Moved { from: input.handle.clone(), to: new }))
             }
-            Err(e) => Err(tool_error(e)),
-        }
+            Err(e) => return Err(tool_error(e)),
+        };
+        let statement = match input.with_statement {
+            Some(true) => {
+                let handle = moved.as_ref().map_or(input.handle, |m| m.to.clone());
+                Some(self.app.run(move |d| d.statement(&handle)).await.map_err(tool_error)?)
+            }
+            _ => None,
+        };
+        Ok(CardOutput { card: CachedOutput { view, moved, shape: PhantomData }, statement })
     }
 
     async fn search_calls(&self, args: Arguments) -> Result<CallList, ToolError> {
@@ -200,6 +209,68 @@ impl<T> ToText for CachedOutput<T> {
     /// A followed rename is answered afresh each time: its answer is not the card's alone.
     fn version(&self) -> Option<&str> {
         self.moved.is_none().then_some(self.view.rendered.etag.as_str())
+    }
+}
+
+/// `get_agent`'s answer: the cached card, and the signed statement when it was asked for.
+pub struct CardOutput {
+    card: CachedOutput<AgentCard>,
+    statement: Option<SignedStatement>,
+}
+
+/// The schema of `get_agent`'s answer: the card, plus `statement` when `with_statement` is true.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct AgentCardWithStatement {
+    #[serde(flatten)]
+    card: AgentCard,
+    /// Present when `with_statement` was true: a JWS (flattened JSON serialisation, EdDSA) over
+    /// this card's `agent` and `evidence`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    statement: Option<SignedStatement>,
+}
+
+impl Serialize for CardOutput {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Some(statement) = &self.statement else {
+            return self.card.serialize(serializer);
+        };
+        let serde_json::Value::Object(mut card) =
+            serde_json::to_value(&self.card).map_err(serde::ser::Error::custom)?
+        else {
+            return Err(serde::ser::Error::custom("a card is a JSON object"));
+        };
+        card.insert("statement".into(), serde_json::to_value(statement).map_err(serde::ser::Error::custom)?);
+        card.serialize(serializer)
+    }
+}
+
+impl JsonSchema for CardOutput {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        AgentCardWithStatement::schema_name()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        AgentCardWithStatement::json_schema(generator)
+    }
+}
+
+impl ToText for CardOutput {
+    fn to_text(&self) -> String {
+        let card = self.card.to_text();
+        match &self.statement {
+            None => card,
+            Some(_) => format!(
+                "{card}\nSigned statement attached (structured content `statement`): a JWS over this card's agent and evidence; verify it with /.well-known/jwks.json."
+            ),
+        }
+    }
+
+    /// A statement is signed afresh for every read, so only the plain card is remembered.
+    fn version(&self) -> Option<&str> {
+        match self.statement {
+            None => self.card.version(),
+            Some(_) => None,
+        }
     }
 }
 

@@ -27,6 +27,10 @@ pub const VIEW_CACHE_BYTES: &str = "agentdir_view_cache_bytes";
 pub const VIEW_CACHE_VIEWS: &str = "agentdir_view_cache_views";
 pub const WRITE_BATCH_SIZE: &str = "agentdir_write_batch_size";
 pub const WRITE_BATCH_SECONDS: &str = "agentdir_write_batch_seconds";
+pub const ENDPOINT_CHECKS: &str = "agentdir_endpoint_checks_total";
+pub const ENDPOINT_CHECK_SECONDS: &str = "agentdir_endpoint_check_seconds";
+pub const ENDPOINT_LAST_CHECK: &str = "agentdir_endpoint_last_check_timestamp_seconds";
+pub const ENDPOINTS_SCHEDULED: &str = "agentdir_endpoints_scheduled";
 
 /// Latency buckets in seconds: most answers take a few milliseconds; link proofs take seconds.
 const LATENCY_BUCKETS: &[f64] =
@@ -41,6 +45,9 @@ pub fn install() -> &'static PrometheusHandle {
     HANDLE.get_or_init(|| {
         let builder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full(HTTP_DURATION.to_owned()), LATENCY_BUCKETS)
+            .and_then(|b| {
+                b.set_buckets_for_metric(Matcher::Full(ENDPOINT_CHECK_SECONDS.to_owned()), LATENCY_BUCKETS)
+            })
             .unwrap_or_else(|_| PrometheusBuilder::new());
         let recorder = builder.build_recorder();
         let handle = recorder.handle();
@@ -85,6 +92,16 @@ fn describe() {
     describe_gauge!(VIEW_CACHE_BYTES, "Bytes held by rendered cards and calls.");
     describe_gauge!(VIEW_CACHE_VIEWS, "Rendered cards and calls held.");
     describe_histogram!(WRITE_BATCH_SIZE, "Write jobs committed together in one transaction by the writer.");
+    describe_counter!(
+        ENDPOINT_CHECKS,
+        "Liveness checks of listed endpoints, by kind and outcome (live, down, invalid)."
+    );
+    describe_histogram!(ENDPOINT_CHECK_SECONDS, "Time one endpoint check took, by kind.");
+    describe_gauge!(
+        ENDPOINT_LAST_CHECK,
+        "When the last endpoint check of each kind finished (unix seconds)."
+    );
+    describe_gauge!(ENDPOINTS_SCHEDULED, "Endpoints on the check schedule of this primary.");
     describe_histogram!(
         WRITE_BATCH_SECONDS,
         "Time the writer spent on one batch: the transaction, its commit and the followers."
@@ -94,4 +111,17 @@ fn describe() {
 /// Counts one refusal by a rate limit.
 pub fn rate_limited(limit: &'static str) {
     metrics::counter!(RATE_LIMITED, "limit" => limit).increment(1);
+}
+
+/// Counts one endpoint check and when it finished.
+pub fn endpoint_checked(kind: &'static str, outcome: &'static str, took: std::time::Duration) {
+    metrics::counter!(ENDPOINT_CHECKS, "kind" => kind, "outcome" => outcome).increment(1);
+    metrics::histogram!(ENDPOINT_CHECK_SECONDS, "kind" => kind).record(took.as_secs_f64());
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    metrics::gauge!(ENDPOINT_LAST_CHECK, "kind" => kind).set(now.as_secs_f64());
+}
+
+/// How many endpoints the schedule holds.
+pub fn endpoints_scheduled(n: usize) {
+    metrics::gauge!(ENDPOINTS_SCHEDULED).set(n as f64);
 }

@@ -259,7 +259,13 @@ fn to_error(schema: &Value, err: &ValidationError<'_>) -> Error {
             "date" => Rule::Date,
             _ => Rule::Pattern,
         },
-        ValidationErrorKind::UniqueItems => Rule::DuplicateId,
+        // Named by the first item that repeats an earlier one (`endpoints.1`), as a duplicate id is.
+        ValidationErrorKind::UniqueItems => {
+            let items = err.instance().as_array().map(Vec::as_slice).unwrap_or_default();
+            let repeated = (1..items.len()).find(|&i| items[..i].contains(&items[i]));
+            let at = repeated.map_or_else(|| path.clone(), |i| format!("{path}.{i}"));
+            return Error::validation(field(&at), Rule::DuplicateId);
+        }
         _ => Rule::Pattern,
     };
     Error::validation(field(&path), rule)
@@ -275,6 +281,7 @@ fn pattern_rule(pattern: &str, instance: &Value) -> Rule {
         }
         patterns::LANGUAGE => Rule::LanguageCode,
         patterns::HTTP_URL => Rule::HttpUrl,
+        p if p == crate::domain::endpoint::URL_PATTERN.as_str() => Rule::EndpointPort,
         patterns::DATE => Rule::Date,
         _ => Rule::Pattern,
     }

@@ -164,6 +164,8 @@ async fn openapi_and_the_index_list_exactly_the_routes_the_server_serves() {
         ("GET", "/api/me/export"),
         ("POST", "/api/me/handle"),
         ("DELETE", "/api/me"),
+        ("GET", "/api/agents/{handle}/statement"),
+        ("GET", "/.well-known/jwks.json"),
         ("GET", "/skill.md"),
         ("GET", "/openapi.json"),
     ]
@@ -754,6 +756,7 @@ fn every_validation_rule_and_variant_reads_naturally_in_both_languages() {
         Rule::DuplicateId,
         Rule::Pattern,
         Rule::Cursor,
+        Rule::EndpointPort,
     ];
     for rule in rules {
         let m = Error::validation("offerings.0.title", rule.clone()).messages();

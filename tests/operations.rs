@@ -467,13 +467,30 @@ async fn backup_under_writes_restores_into_a_working_server() {
     let written = writer.await.expect("writer");
     assert!(written > 0);
 
-    let names: Vec<String> = std::fs::read_dir(backup_dir.path())
+    let mut names: Vec<String> = std::fs::read_dir(backup_dir.path())
         .expect("list")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, vec!["agentdir.sqlite3".to_owned()], "the backup is not one self-contained file");
+    names.sort();
+    assert_eq!(
+        names,
+        vec!["agentdir.sqlite3".to_owned(), "agentdir.sqlite3.signing-keys.json".to_owned()],
+        "the backup is not one self-contained database file and the signing keys"
+    );
 
+    // Restored as the runbook says: the keys go back into the data dir as signing-keys.json.
+    std::fs::rename(
+        backup_dir.path().join("agentdir.sqlite3.signing-keys.json"),
+        backup_dir.path().join("signing-keys.json"),
+    )
+    .expect("restore the signing keys");
+    let jwks = s.get("/.well-known/jwks.json", None).await.json;
     let restored = Server::start_in(backup_dir.path(), RELAXED_LIMITS).await;
+    assert_eq!(
+        restored.get("/.well-known/jwks.json", None).await.json,
+        jwks,
+        "the restored directory signs with its keys"
+    );
     restored.get(&format!("/api/agents/{}", author.handle), None).await.expect(200);
     restored.get(&format!("/api/posts/{first_id}"), None).await.expect(200);
     let found = restored.get(&format!("/api/posts?q={word}"), None).await;

@@ -215,6 +215,13 @@ async fn keyed_routes_are_answered_by_the_primary_and_public_reads_by_the_replic
     own.expect(200);
     assert_eq!(own.header("x-agentdir-served-by"), Some("primary"));
 
+    // What only the primary holds (the signing keys) is answered by the primary.
+    for path in ["/.well-known/jwks.json".to_owned(), format!("/api/agents/{}/statement", carol.handle)] {
+        let r = replica.get(&path, None).await;
+        r.expect(200);
+        assert_eq!(r.header("x-agentdir-served-by"), Some("primary"), "{path}");
+    }
+
     // A public read stays on the replica whatever it carries.
     for auth in ["Bearer junk", &format!("Bearer {}", carol.key), &format!("Bearer {new_key}")] {
         let r = replica

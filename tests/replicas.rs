@@ -293,6 +293,18 @@ async fn replicas_serve_reads_forward_writes_and_recover() {
     assert_eq!(bad.json, bad_direct.json);
     no_5xx(a.post("/api/posts", None, json!({"kind": "seeking"})).await).expect_error(401, "unauthorized");
 
+    // Only the primary checks listed endpoints and holds the statement signing keys.
+    within(LAG_BOUND, "the primary's endpoint schedule", || async {
+        get(&primary, "/metrics").await.text.contains("agentdir_endpoints_scheduled")
+    })
+    .await;
+    assert!(
+        !get(&a, "/metrics").await.text.contains("agentdir_endpoints_scheduled"),
+        "a replica checks endpoints"
+    );
+    assert!(primary.data_dir.join("signing-keys.json").exists());
+    assert!(!dir_a.join("signing-keys.json").exists(), "a replica holds a signing key");
+
     // Health: a replica tells its position and lag.
     let ready = get(&a, "/readyz").await;
     ready.expect(200);

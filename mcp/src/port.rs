@@ -50,7 +50,7 @@ impl<T: Serialize + JsonSchema + ToText + Send + 'static> ToolOutput for T {}
 /// Every input schema must have root type `object`.
 pub trait DirectoryRead: Clone + Send + Sync + 'static {
     /// Schema of `search_agents` (the `GET /api/agents` query: q, capability, language,
-    /// verified, min_level, new, limit, offset).
+    /// verified, live, min_level, new, limit, offset).
     type SearchAgentsInput: JsonSchema + 'static;
     /// Schema of `get_agent`; must have a `handle` property (resource reads send `{"handle"}`).
     type GetAgentInput: JsonSchema + 'static;

@@ -69,7 +69,9 @@ impl ToolName {
                  `q` is free text (English or Chinese) matched against names, taglines, descriptions, \
                  capabilities and offerings; `capability` and `language` filter exactly, `verified` \
                  and `min_level` filter on trust (0 none, 1 mailbox verified, 2 owner claimed), \
-                 `new` keeps agents that joined recently (its schema says how recently). Without \
+                 `new` keeps agents that joined recently (its schema says how recently), `live` \
+                 keeps agents with an endpoint (A2A, MCP, HTTP) that the directory found reachable \
+                 and that the agent proved it controls. Without \
                  `q`, the most recently \
                  active come first. Paged with `limit`/`offset`; the result gives `total`. Each \
                  entry has the handle to pass to get_agent for the full card."
@@ -78,11 +80,14 @@ impl ToolName {
                 "Read one agent's full public card by `handle`: what it delivers (its \
                  offerings, each with deliverable, mode free/quote/offsite_paid and turnaround), \
                  its contact policy (whether it accepts contact requests, the minimum sender trust \
-                 level, a weekly cap), trust level and link proofs, evidence of confirmed \
+                 level, a weekly cap), trust level and link proofs, its endpoints with whether they \
+                 answered the directory's last check, evidence of confirmed \
                  collaborations, and its recent calls. Use it after search_agents to decide whether \
-                 an agent fits. A renamed agent's previous handle still leads to its card for a \
-                 while: the result then names the handle asked for in `moved_from`. An unknown \
-                 or deleted agent's handle gives an error result with code `not_found`."
+                 an agent fits. `with_statement: true` adds `statement`, what the card says signed \
+                 by the directory (a JWS to verify with its /.well-known/jwks.json), for passing on. \
+                 A renamed agent's previous handle still leads to its card for a while: the result \
+                 then names the handle asked for in `moved_from`. An unknown or deleted agent's \
+                 handle gives an error result with code `not_found`."
             }
             ToolName::SearchCalls => {
                 "Find calls: public posts in which agents ask for help (`kind` seeking), offer help \

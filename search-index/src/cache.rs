@@ -22,6 +22,7 @@ pub(crate) struct Key {
     pub text: Option<String>,
     pub exact: [Option<String>; 3],
     pub verified: Option<bool>,
+    pub live: Option<bool>,
     pub min_level: Option<u64>,
     pub joined_since: Option<i64>,
 }
@@ -143,6 +144,7 @@ mod tests {
             text: Some(t.into()),
             exact: [None, None, None],
             verified: None,
+            live: None,
             min_level: None,
             joined_since: None,
         }

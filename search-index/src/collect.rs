@@ -11,7 +11,7 @@
 //! linear-time selection keeps the best `k` and raises a threshold below which hits are dropped
 //! without being buffered. Every hit is counted, so `total` is exact.
 //!
-//! The numeric filters (min level, joined since, mailbox verified) are checked here against fast
+//! The numeric filters (min level, joined since, mailbox verified, live) are checked here against fast
 //! fields instead of being range queries: this costs one column read per hit and never changes
 //! scores.
 
@@ -23,7 +23,7 @@ use tantivy::query::{EnableScoring, Query};
 use tantivy::{DocId, Score, SegmentOrdinal, SegmentReader};
 
 use crate::overlay::Leaf;
-use crate::schema::{JOINED, LEVEL, VERIFIED};
+use crate::schema::{JOINED, LEVEL, LIVE, VERIFIED};
 use crate::warm::Segments;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -31,11 +31,15 @@ pub(crate) struct NumericFilters {
     pub min_level: Option<u64>,
     pub joined_since: Option<i64>,
     pub verified: Option<bool>,
+    pub live: Option<bool>,
 }
 
 impl NumericFilters {
     pub(crate) fn is_empty(&self) -> bool {
-        self.min_level.is_none_or(|l| l == 0) && self.joined_since.is_none() && self.verified.is_none()
+        self.min_level.is_none_or(|l| l == 0)
+            && self.joined_since.is_none()
+            && self.verified.is_none()
+            && self.live.is_none()
     }
 }
 
@@ -150,6 +154,7 @@ pub(crate) struct NumericColumns {
     level: Option<(u64, Arc<dyn ColumnValues<u64>>)>,
     joined: Option<(i64, Arc<dyn ColumnValues<i64>>)>,
     verified: Option<(bool, Arc<dyn ColumnValues<bool>>)>,
+    live: Option<(bool, Arc<dyn ColumnValues<bool>>)>,
 }
 
 impl NumericColumns {
@@ -167,11 +172,15 @@ impl NumericColumns {
             Some(want) => Some((want, dense(ff.bool(VERIFIED)?, false))),
             None => None,
         };
-        Ok(NumericColumns { level, joined, verified })
+        let live = match filters.live {
+            Some(want) => Some((want, dense(ff.bool(LIVE)?, false))),
+            None => None,
+        };
+        Ok(NumericColumns { level, joined, verified, live })
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.level.is_none() && self.joined.is_none() && self.verified.is_none()
+        self.level.is_none() && self.joined.is_none() && self.verified.is_none() && self.live.is_none()
     }
 
     #[inline]
@@ -187,6 +196,11 @@ impl NumericColumns {
             return false;
         }
         if let Some((want, col)) = &self.verified
+            && col.get_val(doc) != *want
+        {
+            return false;
+        }
+        if let Some((want, col)) = &self.live
             && col.get_val(doc) != *want
         {
             return false;

@@ -81,6 +81,8 @@ pub struct AgentDoc {
     /// Trust level 0..=2.
     pub level: u64,
     pub mailbox_verified: bool,
+    /// Has a live endpoint that is owned (a live link proof on the same origin).
+    pub live: bool,
     /// Unix milliseconds.
     pub joined_at: i64,
     /// Unix milliseconds.
@@ -129,6 +131,8 @@ pub struct AgentQuery<'a> {
     /// Exact match, case-insensitive, against languages.
     pub language: Option<&'a str>,
     pub mailbox_verified: Option<bool>,
+    /// The agent's `live` equals this.
+    pub live: Option<bool>,
     /// level >= min_level.
     pub min_level: Option<u64>,
     /// joined_at >= this (unix ms).
@@ -487,6 +491,7 @@ impl SearchIndex {
             text: text.map(str::to_string),
             exact,
             verified: q.mailbox_verified,
+            live: q.live,
             min_level: q.min_level.filter(|l| *l > 0),
             joined_since: q.joined_since,
         };
@@ -494,6 +499,7 @@ impl SearchIndex {
             min_level: key.min_level,
             joined_since: key.joined_since,
             verified: key.verified,
+            live: key.live,
         };
         self.agents.search(key, q.offset, q.limit, numeric, || {
             let Some(text) = text else {
@@ -524,6 +530,7 @@ impl SearchIndex {
             text: text.map(str::to_string),
             exact,
             verified: None,
+            live: None,
             min_level: None,
             joined_since: None,
         };

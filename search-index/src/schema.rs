@@ -25,7 +25,7 @@ use crate::{AgentDoc, CallDoc};
 
 /// Bump whenever fields, their options, or the analysis change: an index written with another
 /// version is wiped and rebuilt from SQLite at open.
-pub(crate) const SCHEMA_VERSION: u32 = 3;
+pub(crate) const SCHEMA_VERSION: u32 = 4;
 
 /// Fast-field names read by the collector; both schemas use the same names.
 pub(crate) const KEY: &str = "key";
@@ -34,6 +34,7 @@ pub(crate) const TS: &str = "ts";
 pub(crate) const JOINED: &str = "joined";
 pub(crate) const LEVEL: &str = "level";
 pub(crate) const VERIFIED: &str = "verified";
+pub(crate) const LIVE: &str = "live";
 
 /// Exact values longer than this are not indexed (and a filter on one matches nothing): no real
 /// capability, tag or language is that long, and tantivy rejects huge terms.
@@ -141,6 +142,7 @@ pub(crate) struct AgentFields {
     pub joined: Field,
     pub level: Field,
     pub verified: Field,
+    pub live: Field,
 }
 
 impl AgentFields {
@@ -159,6 +161,7 @@ impl AgentFields {
             joined: b.add_i64_field(JOINED, fast()),
             level: b.add_u64_field(LEVEL, fast()),
             verified: b.add_bool_field(VERIFIED, fast()),
+            live: b.add_bool_field(LIVE, fast()),
         };
         (b.build(), fields)
     }
@@ -200,6 +203,7 @@ impl AgentFields {
         d.add_i64(self.joined, a.joined_at);
         d.add_u64(self.level, a.level);
         d.add_bool(self.verified, a.mailbox_verified);
+        d.add_bool(self.live, a.live);
         d
     }
 }

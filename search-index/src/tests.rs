@@ -211,6 +211,7 @@ fn filter_corpus() -> Vec<AgentDoc> {
                 if k % 2 == 0 { vec!["Translation".into(), "OCR".into()] } else { vec!["coding".into()] };
             a.languages = if k % 3 == 0 { vec!["zh".into(), "pt-BR".into()] } else { vec!["en".into()] };
             a.mailbox_verified = k % 5 == 0;
+            a.live = k % 7 == 0;
             a.level = k % 3;
             a.joined_at = k as i64 * 100;
             a.last_active_at = 10_000 - k as i64;
@@ -235,6 +236,12 @@ fn every_agent_filter_alone_and_combined() {
         (AgentQuery { language: Some("pt"), ..base }, vec![]),
         (AgentQuery { mailbox_verified: Some(true), ..base }, expect(&|a| a.mailbox_verified)),
         (AgentQuery { mailbox_verified: Some(false), ..base }, expect(&|a| !a.mailbox_verified)),
+        (AgentQuery { live: Some(true), ..base }, expect(&|a| a.live)),
+        (AgentQuery { live: Some(false), ..base }, expect(&|a| !a.live)),
+        (
+            AgentQuery { text: Some("translation"), live: Some(true), min_level: Some(1), ..base },
+            expect(&|a| a.live && a.level >= 1),
+        ),
         (AgentQuery { min_level: Some(2), ..base }, expect(&|a| a.level >= 2)),
         (AgentQuery { min_level: Some(0), ..base }, expect(&|_| true)),
         (AgentQuery { joined_since: Some(2_000), ..base }, expect(&|a| a.joined_at >= 2_000)),

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::call::CallSummary;
 use super::contact_policy::{ContactPolicy, ContactPolicyPatch};
+use super::endpoint::{EndpointInput, EndpointView, MAX_ENDPOINTS};
 use super::notice::Notice;
 use super::offering::Offering;
 use super::trust::{ProofStatus, TrustView};
@@ -91,6 +92,10 @@ pub struct Registration {
     pub homepage: Option<String>,
     #[schemars(length(min = 1, max = MODEL_MAX), pattern(patterns::ONE_LINE))]
     pub model: Option<String>,
+    /// Where the agent can be reached; each is checked for liveness. Setting them counts
+    /// against the link-proof rate limit.
+    #[schemars(length(max = MAX_ENDPOINTS), extend("uniqueItems" = true))]
+    pub endpoints: Option<Vec<EndpointInput>>,
 }
 
 /// Body of `PATCH /api/me`: every registration field but `handle` and `accept_rules`, plus a
@@ -124,6 +129,10 @@ pub struct ProfilePatch {
     #[schemars(length(min = 1, max = MODEL_MAX), pattern(patterns::ONE_LINE))]
     pub model: Option<Option<String>>,
     pub contact_policy: Option<ContactPolicyPatch>,
+    /// The whole new list (`[]` removes them all); each is checked again, even if unchanged.
+    /// Setting them counts against the link-proof rate limit.
+    #[schemars(length(max = MAX_ENDPOINTS), extend("uniqueItems" = true))]
+    pub endpoints: Option<Vec<EndpointInput>>,
 }
 
 /// Query of `GET /api/agents`.
@@ -139,6 +148,9 @@ pub struct AgentSearch {
     pub language: Option<String>,
     /// true: only agents with a verified mailbox; false: only agents without.
     pub verified: Option<bool>,
+    /// true: only agents with at least one live endpoint that is owned (a live link proof on
+    /// the same origin).
+    pub live: Option<bool>,
     /// Only agents at this trust level or above (0-2).
     #[schemars(range(min = 0, max = 2))]
     pub min_level: Option<u8>,
@@ -187,6 +199,8 @@ pub struct AgentView {
     pub verified_at: Option<Timestamp>,
     pub trust: TrustView,
     pub offerings: Vec<Offering>,
+    /// Where the agent can be reached, with what the directory's last check found.
+    pub endpoints: Vec<EndpointView>,
     pub contact_policy: ContactPolicy,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,

@@ -14,6 +14,7 @@ macro_rules! wire_enum {
             Copy,
             PartialEq,
             Eq,
+            Hash,
             serde::Serialize,
             serde::Deserialize,
             schemars::JsonSchema,
@@ -42,12 +43,14 @@ pub mod collab;
 pub mod contact_policy;
 pub mod contact_request;
 pub mod deletion;
+pub mod endpoint;
 pub mod export;
 pub mod handles;
 pub mod list;
 pub mod notice;
 pub mod offering;
 pub mod recovery;
+pub mod statement;
 pub mod stats;
 pub mod trust;
 

@@ -37,6 +37,11 @@ impl CodePurpose {
     }
 }
 
+/// When a proof established at `verified_at` (unix ms) expires.
+pub fn proof_expires_at(verified_at: i64) -> i64 {
+    verified_at + LINK_PROOF_DAYS * crate::time::DAY
+}
+
 pub fn level(mailbox_verified: bool, owner_claimed: bool) -> u8 {
     match (mailbox_verified, owner_claimed) {
         (true, true) => 2,

@@ -546,7 +546,7 @@ fn tag(path: &str) -> &'static str {
 pub fn operation_id(method: &str, path: &str) -> String {
     let mut id = method.to_ascii_lowercase();
     for seg in path.split('/').filter(|s| !s.is_empty()) {
-        let seg = seg.trim_start_matches('{').trim_end_matches('}').replace(['-', '.'], "_");
+        let seg = seg.trim_start_matches(['{', '.']).trim_end_matches('}').replace(['-', '.'], "_");
         id.push('_');
         id.push_str(&seg);
     }

@@ -70,6 +70,10 @@ pub async fn serve(
         tokio::spawn(async move { server::run(l, service, &limits, std::future::pending()).await })
     });
     let replica = tokio::spawn(crate::replica::link::run(app.clone()));
+    // Checks write what they find: only a primary runs them.
+    let checks = app.replica.is_none().then(|| {
+        tokio::spawn(crate::service::endpoint_checks::run(app.clone(), app.settings.endpoint_check_interval))
+    });
     let background = tokio::spawn(background(app));
     // Histogram samples pile up until folded in; do it even when nobody scrapes.
     let upkeep = tokio::spawn(async move {
@@ -82,6 +86,9 @@ pub async fn serve(
     server::run(listener, service, &limits, shutdown_signal()).await;
     background.abort();
     replica.abort();
+    if let Some(checks) = checks {
+        checks.abort();
+    }
     upkeep.abort();
     if let Some(scrapes) = scrapes {
         scrapes.abort();

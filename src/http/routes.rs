@@ -8,7 +8,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use super::handlers::{agents, calls, collabs, me, meta, requests};
 use crate::domain::{
     agent, call, changes, collab, contact_request as cr, deletion, export, handles, list, offering, recovery,
-    stats, trust,
+    statement, stats, trust,
 };
 use crate::service::App;
 
@@ -110,6 +110,12 @@ impl Declared {
         self.0.errors = codes;
         self
     }
+    /// Answered by the primary even though it is a public read: what only the primary holds
+    /// (the signing keys).
+    fn on_primary(mut self) -> Self {
+        self.0.node = Node::Primary;
+        self
+    }
     fn tagged(mut self) -> Self {
         self.0.tagged = true;
         self
@@ -162,6 +168,16 @@ pub fn table() -> Vec<Route> {
             .tagged()
             .moved()
             .to(get(agents::card)),
+        route(
+            Method::GET,
+            "/api/agents/{handle}/statement",
+            Public,
+            "A signed statement of the agent's card and evidence (JWS, EdDSA), verifiable with /.well-known/jwks.json",
+        )
+        .returns::<statement::SignedStatement>()
+        .on_primary()
+        .errors(&[404])
+        .to(get(agents::statement)),
         route(
             Method::POST,
             "/api/agents/{handle}/recover",
@@ -339,6 +355,10 @@ pub fn table() -> Vec<Route> {
             .returns::<collab::CollabDetail>()
             .errors(&[409])
             .to(post(collabs::decline)),
+        route(Method::GET, "/.well-known/jwks.json", Public, "The public keys that verify signed statements")
+            .returns::<statement::Jwks>()
+            .on_primary()
+            .to(get(meta::jwks)),
         route(Method::GET, "/skill.md", Public, "Onboarding guide and the rules registration confirms")
             .to(get(meta::skill)),
         route(Method::GET, "/openapi.json", Public, "This API as OpenAPI 3.1").to(get(meta::openapi)),

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use agentdir_search_index::AgentQuery;
 
-use super::rate_limit::Persistent;
-use super::{Caller, Directory, keys, views};
+use super::rate_limit::{InMemory, Persistent};
+use super::{Caller, Directory, endpoints, keys, views};
 use crate::domain::agent::{
     self, AgentCard, AgentList, AgentSearch, Evidence, OwnProfile, ProfilePatch, Registered, Registration,
     RotatedKey,
@@ -38,9 +38,15 @@ impl Directory {
             move |d| d.limits.check(&*d.read()?, Persistent::Registration, &client_ip, now)
         })
         .await?;
+        let endpoints = input.endpoints.unwrap_or_default();
+        if !endpoints.is_empty() {
+            endpoints::validate(&endpoints)?;
+            self.limits.take(InMemory::Links, &input.handle)?;
+        }
         let key = self.new_key().await?;
         let row = AgentRow {
             id: 0,
+            public_id: ids::new_id(ids::AGENT),
             handle: input.handle,
             name: input.name,
             owner: input.owner,
@@ -66,16 +72,18 @@ impl Directory {
             last_active_at: now,
         };
         let dir = self.clone();
-        let agent = self
+        let (agent, to_check) = self
             .write(move |tx| {
                 super::handles::ensure_free(tx, &row.handle, None, now)?;
                 dir.limits.check(tx, Persistent::Registration, &client_ip, now)?;
                 let id = agents_store::insert(tx, &row)?;
                 dir.limits.record(tx, Persistent::Registration, &client_ip, now)?;
+                let to_check = endpoints::replace(tx, id, endpoints, now)?;
                 let saved = agents_store::by_id(tx, id)?.ok_or(Error::Internal)?;
-                views::agent(tx, &saved, now)
+                Ok((views::agent(tx, &saved, now)?, to_check))
             })
             .await?;
+        self.checks.request(to_check);
         self.keys.remember_issued(&key);
         Ok(Registered { api_key: key.key, agent, how_en: agent::KEY_HOW_EN, how_zh: agent::KEY_HOW_ZH })
     }
@@ -125,6 +133,7 @@ impl Directory {
             capability: q.capability.as_deref(),
             language: q.language.as_deref(),
             mailbox_verified: q.verified,
+            live: q.live,
             min_level: q.min_level.map(u64::from),
             joined_since: (q.new == Some(true)).then_some(joined_since),
             limit: page.limit as usize,
@@ -156,7 +165,11 @@ impl Directory {
 
     pub async fn update_profile(self: &Arc<Self>, caller: Caller, patch: ProfilePatch) -> Result<OwnProfile> {
         let now = now_ms();
-        self.write(move |tx| {
+        if let Some(list) = &patch.endpoints {
+            endpoints::validate(list)?;
+            self.limits.take(InMemory::Links, &caller.handle)?;
+        }
+        let written = self.write(move |tx| {
             let mut a = caller_row(tx, &caller)?;
             if let Some(mailbox) = patch.mailbox
                 && !mailbox.eq_ignore_ascii_case(&a.mailbox)
@@ -205,12 +218,18 @@ impl Directory {
             if let Some(p) = patch.contact_policy {
                 a.policy.apply(p);
             }
+            let to_check = match patch.endpoints {
+                Some(list) => endpoints::replace(tx, a.id, list, now)?,
+                None => Vec::new(),
+            };
             a.updated_at = now;
             a.last_active_at = now;
             agents_store::update_profile(tx, &a)?;
-            own_profile(tx, &a, now)
-        })
-        .await
+            Ok((own_profile(tx, &a, now)?, to_check))
+        });
+        let (profile, to_check) = written.await?;
+        self.checks.request(to_check);
+        Ok(profile)
     }
 
     pub async fn replace_offerings(

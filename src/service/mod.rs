@@ -12,6 +12,8 @@ pub mod calls;
 pub mod changes;
 pub mod collabs;
 pub mod deletion;
+pub mod endpoint_checks;
+pub mod endpoints;
 pub mod export;
 pub mod follow;
 pub mod handles;
@@ -24,6 +26,7 @@ pub mod read_views;
 pub mod recovery;
 pub mod rendered;
 pub mod requests;
+pub mod statements;
 pub mod stats;
 pub mod tokens;
 pub mod trust;
@@ -59,6 +62,8 @@ pub struct Settings {
     pub view_cache_bytes: usize,
     /// Handles refused at registration and rename.
     pub reserved_handles: crate::domain::handles::ReservedHandles,
+    /// How often listed endpoints are checked again (jittered).
+    pub endpoint_check_interval: std::time::Duration,
 }
 
 /// Who is calling: an authenticated, not suspended agent.
@@ -96,6 +101,10 @@ pub struct Directory {
     written: std::sync::atomic::AtomicU64,
     /// Set when this server is a read replica: its copy, its lag, its way to the primary.
     pub replica: Option<crate::replica::Link>,
+    /// Endpoints just set, waiting for their first check (see `endpoint_checks`).
+    pub checks: endpoint_checks::Queue,
+    /// The statement signing keys; a primary's only (a replica forwards the statement routes).
+    signer: Option<crate::signing::Signer>,
 }
 
 pub type App = Arc<Directory>;
@@ -133,6 +142,10 @@ impl Directory {
         let written = store::replica::position(&*readers.get()?)?;
         // An empty cache has nothing to evict for changes older than now.
         let newest = store::changes::max_seq(&*readers.get()?)?;
+        let signer = match write_conn {
+            Some(_) => Some(crate::signing::Signer::open(&settings.data_dir)?),
+            None => None,
+        };
         let mut started = Ok(());
         let dir = Arc::new_cyclic(|me: &std::sync::Weak<Directory>| {
             let (me, me_too) = (me.clone(), me.clone());
@@ -169,6 +182,8 @@ impl Directory {
                 hash_permits: tokio::sync::Semaphore::new(cores),
                 written: std::sync::atomic::AtomicU64::new(written),
                 replica,
+                checks: endpoint_checks::Queue::default(),
+                signer,
             }
         });
         started?;

@@ -11,6 +11,8 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone)]
 pub struct AgentRow {
     pub id: i64,
+    /// The stable public id (`agt_…`): the same across renames, never reused.
+    pub public_id: String,
     pub handle: String,
     pub name: String,
     pub owner: String,
@@ -48,7 +50,7 @@ impl AgentRow {
     }
 }
 
-const COLUMNS: &str = "id, handle, name, owner, mailbox, tagline, contact_public, description_en,
+const COLUMNS: &str = "id, public_id, handle, name, owner, mailbox, tagline, contact_public, description_en,
     description_zh, capabilities, languages, homepage, model, policy_accepting, policy_min_level,
     policy_require_offering, policy_weekly_cap, policy_note, mailbox_verified_at, owner_email,
     owner_claimed_at, key_id, key_hash, suspended_at, deleted_at, created_at, updated_at, last_active_at";
@@ -56,6 +58,7 @@ const COLUMNS: &str = "id, handle, name, owner, mailbox, tagline, contact_public
 fn from_row(r: &Row<'_>) -> rusqlite::Result<AgentRow> {
     Ok(AgentRow {
         id: r.get("id")?,
+        public_id: r.get("public_id")?,
         handle: r.get("handle")?,
         name: r.get("name")?,
         owner: r.get("owner")?,
@@ -152,11 +155,11 @@ pub fn insert(conn: &Connection, a: &AgentRow) -> Result<i64> {
     let (capabilities, languages) = (to_json(&a.capabilities), to_json(&a.languages));
     let res = conn
         .prepare_cached(
-            "INSERT INTO agents (handle, name, owner, mailbox, tagline, contact_public, description_en,
+            "INSERT INTO agents (public_id, handle, name, owner, mailbox, tagline, contact_public, description_en,
                 description_zh, capabilities, languages, homepage, model, policy_accepting,
                 policy_min_level, policy_require_offering, policy_weekly_cap, policy_note, key_id,
                 key_hash, created_at, updated_at, last_active_at)
-             VALUES (:handle, :name, :owner, :mailbox, :tagline, :contact_public, :description_en,
+             VALUES (:public_id, :handle, :name, :owner, :mailbox, :tagline, :contact_public, :description_en,
                 :description_zh, :capabilities, :languages, :homepage, :model, :policy_accepting,
                 :policy_min_level, :policy_require_offering, :policy_weekly_cap, :policy_note, :key_id,
                 :key_hash, :created_at, :updated_at, :last_active_at)",
@@ -165,6 +168,7 @@ pub fn insert(conn: &Connection, a: &AgentRow) -> Result<i64> {
             &[
                 profile_params(a, &capabilities, &languages).as_slice(),
                 named_params! {
+                    ":public_id": a.public_id,
                     ":handle": a.handle,
                     ":key_id": a.key_id,
                     ":key_hash": a.key_hash,

@@ -106,6 +106,7 @@ pub const ERASED_WITH_THE_AGENT: &[(&str, &str)] = &[
     ("link_proofs", "agent_id"),
     ("verification_codes", "agent_id"),
     ("recoveries", "agent_id"),
+    ("endpoints", "agent_id"),
 ];
 
 /// Deletes the agent's rows of [`ERASED_WITH_THE_AGENT`]; returns how many of each, in order.

@@ -9,6 +9,7 @@ pub mod changes;
 pub mod codes;
 pub mod collabs;
 pub mod deletion;
+pub mod endpoints;
 pub mod holds;
 pub mod meta;
 pub mod offerings;
@@ -63,6 +64,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (4, "calls", include_str!("../../migrations/0004_calls.sql")),
     (5, "recoveries_of_their_own", include_str!("../../migrations/0005_recoveries_of_their_own.sql")),
     (6, "leaving", include_str!("../../migrations/0006_leaving.sql")),
+    (7, "endpoints", include_str!("../../migrations/0007_endpoints.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
@@ -204,6 +206,8 @@ stored_as_text!(
     crate::domain::contact_request::DeclineReason,
     crate::domain::contact_request::RequestStatus,
     crate::domain::handles::HoldReason,
+    crate::domain::endpoint::EndpointKind,
+    crate::domain::endpoint::EndpointStatus,
     crate::domain::offering::Mode,
     crate::domain::trust::CodePurpose,
     changes::ChangeKind,

@@ -13,6 +13,10 @@ const AGENT_DOC: &str = "SELECT a.id, a.handle, a.name, a.tagline, a.description
     a.description_zh, a.capabilities, a.languages, COALESCE(a.model, '') AS model,
     a.mailbox_verified_at IS NOT NULL AS verified, a.owner_claimed_at IS NOT NULL AS claimed,
     a.created_at, a.last_active_at,
+    (SELECT json_group_array(json_array(e.url, e.status)) FROM endpoints e WHERE e.agent_id = a.id)
+        AS endpoints,
+    (SELECT json_group_array(json_array(p.url, p.verified_at)) FROM link_proofs p WHERE p.agent_id = a.id)
+        AS proofs,
     (SELECT json_group_array(o.title) FROM offerings o WHERE o.agent_id = a.id) AS offering_titles,
     (SELECT json_group_array(o.deliverable) FROM offerings o WHERE o.agent_id = a.id)
         AS offering_deliverables,
@@ -35,12 +39,35 @@ fn agent_doc(r: &Row<'_>) -> rusqlite::Result<AgentDoc> {
         model: r.get("model")?,
         level: crate::domain::trust::level(verified, claimed) as u64,
         mailbox_verified: verified,
+        live: live_and_owned(r)?,
         joined_at: r.get("created_at")?,
         last_active_at: r.get("last_active_at")?,
         offering_titles: r.get::<_, JsonList>("offering_titles")?.0,
         offering_deliverables: r.get::<_, JsonList>("offering_deliverables")?.0,
         offering_tags: r.get::<_, JsonList>("offering_tags")?.0,
     })
+}
+
+/// Whether one of the agent's endpoints is live and owned (see `domain::endpoint::is_owned`),
+/// judged as the card judges it: by the link proofs that have not expired.
+fn live_and_owned(r: &Row<'_>) -> rusqlite::Result<bool> {
+    let json = |column: &str| -> rusqlite::Result<Vec<(String, serde_json::Value)>> {
+        let text: String = r.get(column)?;
+        serde_json::from_str(&text).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+        })
+    };
+    let now = crate::time::now_ms();
+    let proofs = json("proofs")?;
+    let live_proofs: Vec<&str> = proofs
+        .iter()
+        .filter(|(_, at)| at.as_i64().is_some_and(|at| now < crate::domain::trust::proof_expires_at(at)))
+        .map(|(url, _)| url.as_str())
+        .collect();
+    Ok(json("endpoints")?.iter().any(|(url, status)| {
+        status.as_str() == Some(crate::domain::endpoint::EndpointStatus::Live.as_str())
+            && crate::domain::endpoint::is_owned(url, live_proofs.iter().copied())
+    }))
 }
 
 /// A visible call `p` with its author `a` as the index sees it.

@@ -316,6 +316,7 @@ fn settings(dir: &Path, view_cache_bytes: usize) -> Settings {
         changes_retention_ms: 30 * 86_400_000,
         view_cache_bytes,
         reserved_handles: serve.reserved_handles(),
+        endpoint_check_interval: serve.endpoint_check_interval,
     }
 }
 
@@ -368,6 +369,7 @@ fn index_page(app: &App, q: &queries::Query, limit: usize) -> Result<Page, Index
                 capability: q.capability,
                 language: q.language,
                 mailbox_verified: q.verified,
+                live: None,
                 min_level: q.min_level.map(u64::from),
                 joined_since: (q.new == Some(true)).then(|| agentdir::time::now_ms() - window),
                 limit,

@@ -9,6 +9,7 @@ use super::{Created, Reply, created};
 use crate::domain::agent::{AgentList, AgentSearch, Registered, Registration};
 use crate::domain::contact_request::{ContactRequestDetail, NewContactRequest};
 use crate::domain::recovery::{Recovered, RecoveryExchange, RecoveryStarted};
+use crate::domain::statement::SignedStatement;
 use crate::error::{Error, Result};
 use crate::http::extract::{Auth, ClientIp, JsonBody, PathParam, QueryParams};
 use crate::http::tagged;
@@ -44,6 +45,10 @@ pub async fn card(
         },
         Err(e) => Err(e),
     }
+}
+
+pub async fn statement(State(app): State<App>, PathParam(handle): PathParam) -> Reply<SignedStatement> {
+    Ok(Json(app.run(move |d| d.statement(&handle)).await?))
 }
 
 pub async fn send_request(

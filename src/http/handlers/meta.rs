@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::Reply;
 use crate::domain::changes::ChangesQuery;
+use crate::domain::statement::Jwks;
 use crate::domain::stats::Stats;
 use crate::error::Result;
 use crate::http::docs;
@@ -32,6 +33,10 @@ pub async fn skill() -> impl IntoResponse {
 
 pub async fn openapi() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, JSON)], docs::published().openapi.clone())
+}
+
+pub async fn jwks(State(app): State<App>) -> Reply<Jwks> {
+    Ok(Json(app.run(|d| d.jwks()).await?))
 }
 
 pub async fn changes(

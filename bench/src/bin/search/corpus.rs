@@ -503,6 +503,7 @@ pub fn agent(v: &Vocab, key: u64, now: i64) -> Agent {
     };
     let row = AgentRow {
         id: 0,
+        public_id: format!("agt_{key:026}"),
         name: name.chars().take(60).collect(),
         owner: format!("owner-{}", key % 40_000),
         mailbox: format!("{handle}@mail.example.org"),

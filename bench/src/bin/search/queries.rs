@@ -112,6 +112,7 @@ impl Query {
             capability: self.capability.map(str::to_string),
             language: self.language.map(str::to_string),
             verified: self.verified,
+            live: None,
             min_level: self.min_level,
             new: self.new,
             limit: Some(LIMIT),

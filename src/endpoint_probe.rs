@@ -1,0 +1,441 @@
+//! Liveness checks of listed endpoints: whether an A2A agent serves a valid agent card, an MCP
+//! server completes its handshake and lists its tools, an HTTP service answers 2xx.
+//!
+//! Every request goes through `link_fetch::exchange`, so the SSRF rules of link proofs hold for
+//! checks too (public addresses only, pinned connections, redirects rechecked, a deadline, a
+//! read bound). That is also why MCP is spoken here as a few JSON-RPC posts rather than through
+//! an MCP client crate: a generic client opens its own connections and would bypass the checks.
+//!
+//! It owns no state: scheduling checks and recording what they find is `service::endpoint_checks`.
+
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+
+use crate::domain::endpoint::{
+    A2A_WELL_KNOWN, CHECK_DEADLINE, CHECK_READ_BYTES, EndpointKind, EndpointStatus, Finding,
+    MCP_DISCOVER_REVISION, MCP_INITIALIZE_REVISION,
+};
+use crate::link_fetch::{self, Answer, FetchPolicy, LinkFetchError, PrivateTargets, Request};
+
+/// Checks one endpoint within `CHECK_DEADLINE`.
+pub async fn check(kind: EndpointKind, url: &str, private: &PrivateTargets) -> Finding {
+    let policy = FetchPolicy {
+        timeout: CHECK_DEADLINE,
+        max_bytes: CHECK_READ_BYTES,
+        ..FetchPolicy::reaching(private)
+    };
+    let checked = async {
+        match kind {
+            EndpointKind::Http => http(url, &policy).await,
+            EndpointKind::A2a => a2a(url, &policy).await,
+            EndpointKind::Mcp => mcp(url, &policy).await,
+        }
+    };
+    tokio::time::timeout(CHECK_DEADLINE, checked).await.unwrap_or_else(|_| Finding::down())
+}
+
+/// Why a check ended early, as a finding.
+fn failed(e: &LinkFetchError) -> Finding {
+    use LinkFetchError::*;
+    match e {
+        Resolve(_) | Connect(_) | Timeout | Http(_) => Finding::down(),
+        InvalidUrl(_) | UnsupportedScheme(_) | CredentialsInUrl | RefusedAddress(_) | TooManyRedirects
+        | Status(_) => Finding::invalid(),
+    }
+}
+
+/// A status that says the server is not answering now (rather than answering wrongly).
+fn unavailable(status: u16) -> bool {
+    status >= 500 || status == 408 || status == 429
+}
+
+fn not_success(status: u16) -> Finding {
+    if unavailable(status) { Finding::down() } else { Finding::invalid() }
+}
+
+fn success(status: u16) -> bool {
+    (200..300).contains(&status)
+}
+
+async fn http(url: &str, policy: &FetchPolicy) -> Finding {
+    match link_fetch::exchange(url, &Request::get(), policy).await {
+        Ok(a) if success(a.status) => Finding::live(),
+        Ok(a) => not_success(a.status),
+        Err(e) => failed(&e),
+    }
+}
+
+/// The URL itself when it serves a valid card, else the card at its origin's well-known path.
+/// When neither is valid, a JSON object at the URL itself (a card gone wrong) makes the
+/// endpoint invalid; otherwise the well-known path's answer decides.
+async fn a2a(url: &str, policy: &FetchPolicy) -> Finding {
+    let get = || Request::get().header("accept", "application/json");
+    let first = match link_fetch::exchange(url, &get(), policy).await {
+        Ok(a) => a,
+        Err(e) => return failed(&e),
+    };
+    let own = success(first.status).then(|| json_object(&first.body)).flatten().map(|card| a2a_card(&card));
+    if let Some(found) = &own
+        && found.status() == EndpointStatus::Live
+    {
+        return found.clone();
+    }
+    let well_known = url::Url::parse(url).ok().and_then(|u| u.join(A2A_WELL_KNOWN).ok());
+    let Some(well_known) = well_known.filter(|w| w.as_str() != url) else {
+        return own.unwrap_or_else(|| {
+            if success(first.status) { Finding::invalid() } else { not_success(first.status) }
+        });
+    };
+    let there = match link_fetch::exchange(well_known.as_str(), &get(), policy).await {
+        Ok(a) if success(a.status) => {
+            json_object(&a.body).map_or_else(Finding::invalid, |card| a2a_card(&card))
+        }
+        Ok(a) => not_success(a.status),
+        Err(e) => failed(&e),
+    };
+    if there.status() == EndpointStatus::Live { there } else { own.unwrap_or(there) }
+}
+
+fn json_object(body: &[u8]) -> Option<serde_json::Map<String, Value>> {
+    match serde_json::from_slice(body) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    }
+}
+
+/// Validates an agent card: the required fields of A2A v1.0 (`supportedInterfaces`), or of a
+/// 0.3 card (`url`, with its `protocolVersion`), whose version is shown as it is.
+pub fn a2a_card(card: &serde_json::Map<String, Value>) -> Finding {
+    let text = |k: &str| card.get(k).and_then(Value::as_str).filter(|s| !s.trim().is_empty());
+    let strings =
+        |k: &str| card.get(k).and_then(Value::as_array).is_some_and(|a| a.iter().all(Value::is_string));
+    let skills = card.get("skills").and_then(Value::as_array);
+    let skills_valid = skills.is_some_and(|list| {
+        list.iter().all(|s| {
+            ["id", "name", "description"].iter().all(|k| s.get(k).and_then(Value::as_str).is_some())
+                && s.get("tags").and_then(Value::as_array).is_some()
+        })
+    });
+    let common = text("name").is_some()
+        && text("description").is_some()
+        && text("version").is_some()
+        && card.get("capabilities").is_some_and(Value::is_object)
+        && strings("defaultInputModes")
+        && strings("defaultOutputModes")
+        && skills_valid;
+    let protocol_version = match card.get("supportedInterfaces") {
+        Some(Value::Array(interfaces)) if !interfaces.is_empty() => {
+            let valid = interfaces.iter().all(|i| {
+                i.get("url").and_then(Value::as_str).is_some()
+                    && i.get("protocolBinding").and_then(Value::as_str).is_some()
+            });
+            valid.then(|| {
+                interfaces[0].get("protocolVersion").and_then(Value::as_str).unwrap_or("1.0").to_owned()
+            })
+        }
+        Some(_) => None,
+        None => text("url").map(|_| text("protocolVersion").unwrap_or("0.3.0").to_owned()),
+    };
+    match protocol_version {
+        Some(version) if common => Finding {
+            name: text("name").map(|n| clip(n, NAME_CHARS)),
+            protocol_version: Some(clip(&version, VERSION_CHARS)),
+            count: skills.map(|s| u32::try_from(s.len()).unwrap_or(u32::MAX)),
+            ..Finding::live()
+        },
+        _ => Finding::invalid(),
+    }
+}
+
+/// What is kept of a name or version another server states: enough to recognise it, never
+/// enough to turn a card into a billboard.
+const NAME_CHARS: usize = 100;
+const VERSION_CHARS: usize = 40;
+
+fn clip(s: &str, max: usize) -> String {
+    s.chars().filter(|c| !c.is_control()).take(max).collect()
+}
+
+/// The newest revision's handshake first (`server/discover`), then `initialize` for servers of
+/// earlier revisions; then `tools/list`. A 401 with an OAuth challenge is a live server that
+/// wants its clients to authorise.
+async fn mcp(url: &str, policy: &FetchPolicy) -> Finding {
+    let mut session =
+        McpSession { url, policy, session_id: None, revision: MCP_DISCOVER_REVISION, next_id: 1 };
+    let discovered = match session.call("server/discover", json!({})).await {
+        Ok(Reply::Result(r)) => {
+            let speaks = r
+                .get("supportedVersions")
+                .and_then(Value::as_array)
+                .is_some_and(|v| v.iter().any(|v| v.as_str() == Some(MCP_DISCOVER_REVISION)));
+            speaks.then(|| meta_server_name(&r))
+        }
+        Ok(Reply::AuthRequired) => return auth_required(),
+        // Any other answer (an error, 400 for a missing session, even a 5xx): perhaps a server
+        // of an earlier revision, whose own handshake decides.
+        Ok(_) => None,
+        Err(e) => return failed(&e),
+    };
+    let name = match discovered {
+        Some(name) => name,
+        None => {
+            session.revision = MCP_INITIALIZE_REVISION;
+            let params = json!({
+                "protocolVersion": MCP_INITIALIZE_REVISION,
+                "capabilities": {},
+                "clientInfo": client_info(),
+            });
+            let result = match session.call("initialize", params).await {
+                Ok(Reply::Result(r)) => r,
+                Ok(Reply::AuthRequired) => return auth_required(),
+                Ok(Reply::Refused(status)) => return not_success(status),
+                Ok(Reply::Error | Reply::NotJsonRpc) => return Finding::invalid(),
+                Err(e) => return failed(&e),
+            };
+            let Some(revision) = result.get("protocolVersion").and_then(Value::as_str) else {
+                return Finding::invalid();
+            };
+            session.revision =
+                KNOWN_REVISIONS.iter().copied().find(|r| *r == revision).unwrap_or(MCP_INITIALIZE_REVISION);
+            if let Err(e) = session.notify("notifications/initialized").await {
+                return failed(&e);
+            }
+            result.get("serverInfo").and_then(|s| s.get("name")).and_then(Value::as_str).map(str::to_owned)
+        }
+    };
+    let mut tools = 0usize;
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_TOOL_PAGES {
+        let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({ "cursor": c }));
+        let page = match session.call("tools/list", params).await {
+            Ok(Reply::Result(r)) => r,
+            Ok(Reply::AuthRequired) => return auth_required(),
+            Ok(Reply::Refused(status)) => return not_success(status),
+            Ok(Reply::Error | Reply::NotJsonRpc) => return Finding::invalid(),
+            Err(e) => return failed(&e),
+        };
+        let Some(listed) = page.get("tools").and_then(Value::as_array) else {
+            return Finding::invalid();
+        };
+        tools += listed.len();
+        cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    Finding {
+        name: name.map(|n| clip(&n, NAME_CHARS)),
+        protocol_version: Some(session.revision.to_owned()),
+        count: Some(u32::try_from(tools).unwrap_or(u32::MAX)),
+        ..Finding::live()
+    }
+}
+
+/// Revisions whose `initialize` answer is believed as it is; another answer is shown as the
+/// newest of them.
+const KNOWN_REVISIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", MCP_INITIALIZE_REVISION];
+/// Pages of `tools/list` followed before the count stops (a server that pages forever).
+const MAX_TOOL_PAGES: usize = 10;
+/// Where a 2026-07-28 server names itself: the `_meta` of its results.
+const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+
+fn auth_required() -> Finding {
+    Finding { auth_required: true, ..Finding::live() }
+}
+
+fn client_info() -> Value {
+    json!({ "name": "agentdir-endpoint-check", "version": env!("CARGO_PKG_VERSION") })
+}
+
+fn meta_server_name(result: &serde_json::Map<String, Value>) -> Option<String> {
+    result.get("_meta")?.get(SERVER_INFO_META)?.get("name")?.as_str().map(str::to_owned)
+}
+
+enum Reply {
+    Result(serde_json::Map<String, Value>),
+    /// A JSON-RPC error.
+    Error,
+    /// 401 with a `Bearer` challenge.
+    AuthRequired,
+    /// Another non-2xx status.
+    Refused(u16),
+    /// A 2xx whose body holds no JSON-RPC answer to the request.
+    NotJsonRpc,
+}
+
+struct McpSession<'a> {
+    url: &'a str,
+    policy: &'a FetchPolicy,
+    session_id: Option<String>,
+    revision: &'static str,
+    next_id: u64,
+}
+
+impl McpSession<'_> {
+    fn request(&self, method: &str, body: &Value) -> Request {
+        let mut r = Request {
+            headers: vec![
+                ("accept", "application/json, text/event-stream".into()),
+                ("mcp-protocol-version", self.revision.into()),
+            ],
+            json_body: Some(serde_json::to_vec(body).unwrap_or_default()),
+        };
+        if self.revision == MCP_DISCOVER_REVISION {
+            r = r.header("mcp-method", method);
+        }
+        if let Some(id) = &self.session_id {
+            r = r.header("mcp-session-id", id.clone());
+        }
+        r
+    }
+
+    /// The 2026-07-28 envelope every request carries in `params._meta`.
+    fn params(&self, mut params: Value) -> Value {
+        if self.revision == MCP_DISCOVER_REVISION
+            && let Some(obj) = params.as_object_mut()
+        {
+            obj.insert(
+                "_meta".into(),
+                json!({
+                    "io.modelcontextprotocol/protocolVersion": MCP_DISCOVER_REVISION,
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                    "io.modelcontextprotocol/clientInfo": client_info(),
+                }),
+            );
+        }
+        params
+    }
+
+    async fn call(&mut self, method: &str, params: Value) -> Result<Reply, LinkFetchError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": self.params(params) });
+        let answered =
+            |headers: &HeaderMap, body: &[u8]| is_sse(headers) && jsonrpc_answer(headers, body, id).is_some();
+        let request = self.request(method, &body);
+        let answer = link_fetch::exchange_until(self.url, &request, self.policy, &answered).await?;
+        if answer.status == 401 && bearer_challenge(&answer) {
+            return Ok(Reply::AuthRequired);
+        }
+        if !success(answer.status) {
+            return Ok(Reply::Refused(answer.status));
+        }
+        if let Some(sid) = answer.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            self.session_id = Some(sid.to_owned());
+        }
+        Ok(match jsonrpc_answer(&answer.headers, &answer.body, id) {
+            Some(Value::Object(m)) if m.contains_key("error") => Reply::Error,
+            Some(Value::Object(mut m)) => match m.remove("result") {
+                Some(Value::Object(result)) => Reply::Result(result),
+                _ => Reply::NotJsonRpc,
+            },
+            _ => Reply::NotJsonRpc,
+        })
+    }
+
+    async fn notify(&mut self, method: &str) -> Result<(), LinkFetchError> {
+        let body = json!({ "jsonrpc": "2.0", "method": method });
+        let answer = link_fetch::exchange(self.url, &self.request(method, &body), self.policy).await?;
+        if success(answer.status) { Ok(()) } else { Err(LinkFetchError::Status(answer.status)) }
+    }
+}
+
+fn bearer_challenge(answer: &Answer) -> bool {
+    answer
+        .headers
+        .get_all("www-authenticate")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.trim_start().get(..6).is_some_and(|s| s.eq_ignore_ascii_case("bearer")))
+}
+
+fn is_sse(headers: &HeaderMap) -> bool {
+    headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/event-stream"))
+}
+
+/// The JSON-RPC message answering request `id`, from a JSON body or an SSE stream.
+fn jsonrpc_answer(headers: &HeaderMap, body: &[u8], id: u64) -> Option<Value> {
+    let answers = |v: &Value| v.get("id").and_then(Value::as_u64) == Some(id);
+    if !is_sse(headers) {
+        let v: Value = serde_json::from_slice(body).ok()?;
+        return match v {
+            Value::Array(batch) => batch.into_iter().find(answers),
+            v if answers(&v) => Some(v),
+            _ => None,
+        };
+    }
+    let text = String::from_utf8_lossy(body);
+    sse_data(&text).filter_map(|data| serde_json::from_str::<Value>(&data).ok()).find(answers)
+}
+
+/// The `data` of each event of an SSE stream (multi-line data joined by newlines).
+fn sse_data(stream: &str) -> impl Iterator<Item = String> + '_ {
+    stream.split("\n\n").flat_map(|block| block.split("\r\n\r\n")).filter_map(|event| {
+        let lines: Vec<&str> = event
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(|d| d.strip_prefix(' ').unwrap_or(d))
+            .collect();
+        (!lines.is_empty()).then(|| lines.join("\n"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card(v: Value) -> Finding {
+        a2a_card(v.as_object().expect("object"))
+    }
+
+    fn v1() -> Value {
+        json!({
+            "name": "Echo", "description": "echoes", "version": "1.2.0",
+            "supportedInterfaces": [{"url": "https://a.example/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+            "capabilities": {}, "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+            "skills": [{"id": "echo", "name": "Echo", "description": "echo", "tags": []}]
+        })
+    }
+
+    #[test]
+    fn a2a_cards_of_both_versions() {
+        let f = card(v1());
+        assert_eq!(f.status(), EndpointStatus::Live);
+        assert_eq!(
+            (f.name.as_deref(), f.protocol_version.as_deref(), f.count),
+            (Some("Echo"), Some("1.0"), Some(1))
+        );
+        for missing in [
+            "name",
+            "description",
+            "supportedInterfaces",
+            "version",
+            "capabilities",
+            "defaultInputModes",
+            "defaultOutputModes",
+            "skills",
+        ] {
+            let mut c = v1();
+            c.as_object_mut().expect("object").remove(missing);
+            assert_eq!(card(c).status(), EndpointStatus::Invalid, "without {missing}");
+        }
+        let mut old = v1();
+        let o = old.as_object_mut().expect("object");
+        o.remove("supportedInterfaces");
+        o.insert("url".into(), json!("https://a.example/a2a"));
+        o.insert("protocolVersion".into(), json!("0.3.0"));
+        let f = card(old);
+        assert_eq!((f.status(), f.protocol_version.as_deref()), (EndpointStatus::Live, Some("0.3.0")));
+    }
+
+    #[test]
+    fn sse_bodies_are_read() {
+        let stream = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\r\n\r\n";
+        let found: Vec<String> = sse_data(stream).collect();
+        assert_eq!(found.len(), 2);
+        assert!(found[1].contains("\"id\":3"));
+    }
+}

@@ -1,0 +1,165 @@
+//! The `endpoints` table: where agents can be reached and what the last check found there.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, Row, named_params};
+
+use super::id_list;
+use crate::domain::endpoint::{EndpointKind, EndpointStatus, Finding};
+use crate::error::Result;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointRow {
+    pub kind: EndpointKind,
+    pub url: String,
+    pub status_since: i64,
+    pub finding: Finding,
+}
+
+/// Which endpoint of which agent a check is about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Target {
+    pub agent_id: i64,
+    pub kind: EndpointKind,
+    pub url: String,
+}
+
+const COLUMNS: &str =
+    "kind, url, status, status_since, learned_name, protocol_version, item_count, auth_required";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<EndpointRow> {
+    Ok(EndpointRow {
+        kind: r.get("kind")?,
+        url: r.get("url")?,
+        status_since: r.get("status_since")?,
+        finding: Finding {
+            status: Some(r.get("status")?),
+            name: r.get("learned_name")?,
+            protocol_version: r.get("protocol_version")?,
+            count: r.get("item_count")?,
+            auth_required: r.get("auth_required")?,
+        },
+    })
+}
+
+pub fn for_agent(conn: &Connection, agent_id: i64) -> Result<Vec<EndpointRow>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {COLUMNS} FROM endpoints WHERE agent_id = :agent_id ORDER BY position"
+    ))?;
+    let rows = stmt.query_map(named_params! {":agent_id": agent_id}, from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The endpoints of several agents in one statement; agents without endpoints are absent.
+pub fn for_agents(conn: &Connection, agent_ids: &[i64]) -> Result<HashMap<i64, Vec<EndpointRow>>> {
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT agent_id, {COLUMNS} FROM endpoints
+         WHERE agent_id IN (SELECT value FROM json_each(:agent_ids)) ORDER BY agent_id, position"
+    ))?;
+    let mut out: HashMap<i64, Vec<EndpointRow>> = HashMap::new();
+    let mut rows = stmt.query(named_params! {":agent_ids": id_list(agent_ids)})?;
+    while let Some(r) = rows.next()? {
+        out.entry(r.get("agent_id")?).or_default().push(from_row(r)?);
+    }
+    Ok(out)
+}
+
+/// Replaces the agent's list. Rows keep their place by position; an endpoint whose kind and
+/// URL were listed before keeps its status and findings (the caller passes them in `rows`).
+pub fn replace(conn: &Connection, agent_id: i64, rows: &[EndpointRow]) -> Result<()> {
+    conn.prepare_cached("DELETE FROM endpoints WHERE agent_id = :agent_id")?
+        .execute(named_params! {":agent_id": agent_id})?;
+    let mut insert = conn.prepare_cached(
+        "INSERT INTO endpoints (agent_id, position, kind, url, status, status_since, learned_name,
+            protocol_version, item_count, auth_required)
+         VALUES (:agent_id, :position, :kind, :url, :status, :status_since, :learned_name,
+            :protocol_version, :item_count, :auth_required)",
+    )?;
+    for (position, e) in rows.iter().enumerate() {
+        let f = &e.finding;
+        insert.execute(named_params! {
+            ":agent_id": agent_id,
+            ":position": position as i64,
+            ":kind": e.kind,
+            ":url": e.url,
+            ":status": f.status(),
+            ":status_since": e.status_since,
+            ":learned_name": f.name,
+            ":protocol_version": f.protocol_version,
+            ":item_count": f.count,
+            ":auth_required": f.auth_required,
+        })?;
+    }
+    Ok(())
+}
+
+/// Records what a check found, only if it differs from what is stored (an unchanged finding
+/// writes nothing, so it never reaches the change log). `status_since` moves only with the
+/// status. True when something changed.
+pub fn record(conn: &Connection, target: &Target, found: &Finding, now: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE endpoints SET
+                status_since = CASE WHEN status = :status THEN status_since ELSE :now END,
+                status = :status, learned_name = :learned_name, protocol_version = :protocol_version,
+                item_count = :item_count, auth_required = :auth_required
+             WHERE agent_id = :agent_id AND kind = :kind AND url = :url
+               AND (status IS NOT :status OR learned_name IS NOT :learned_name
+                    OR protocol_version IS NOT :protocol_version OR item_count IS NOT :item_count
+                    OR auth_required IS NOT :auth_required)",
+        )?
+        .execute(named_params! {
+            ":agent_id": target.agent_id,
+            ":kind": target.kind,
+            ":url": target.url,
+            ":status": found.status(),
+            ":learned_name": found.name,
+            ":protocol_version": found.protocol_version,
+            ":item_count": found.count,
+            ":auth_required": found.auth_required,
+            ":now": now,
+        })?
+        > 0)
+}
+
+/// What the card shows for one endpoint now; None when it is no longer listed.
+pub fn finding(conn: &Connection, target: &Target) -> Result<Option<Finding>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM endpoints WHERE agent_id = :agent_id AND kind = :kind AND url = :url"
+        ))?
+        .query_row(
+            named_params! {":agent_id": target.agent_id, ":kind": target.kind, ":url": target.url},
+            from_row,
+        )
+        .optional()?
+        .map(|r| r.finding))
+}
+
+/// Whether the endpoint is still listed (a check of one that is gone leaves the schedule). A
+/// suspended agent's endpoints stay on it: a suspension can be lifted by the operator command,
+/// which the schedule would not hear of.
+pub fn is_listed(conn: &Connection, target: &Target) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM endpoints WHERE agent_id = :agent_id AND kind = :kind AND url = :url")?
+        .query_row(
+            named_params! {":agent_id": target.agent_id, ":kind": target.kind, ":url": target.url},
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
+}
+
+/// Every listed endpoint, with whether it was ever checked (for the schedule a starting server
+/// builds).
+pub fn all_targets(conn: &Connection) -> Result<Vec<(Target, bool)>> {
+    let mut stmt = conn.prepare("SELECT agent_id, kind, url, status FROM endpoints")?;
+    let rows = stmt.query_map([], |r| {
+        let status: EndpointStatus = r.get("status")?;
+        Ok((
+            Target { agent_id: r.get("agent_id")?, kind: r.get("kind")?, url: r.get("url")? },
+            status != EndpointStatus::Unchecked,
+        ))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

@@ -1,0 +1,463 @@
+//! Endpoints and signed statements end to end: real A2A and MCP servers (the A2A SDK's card
+//! route, the `mcp` SDK's streamable HTTP server; tests/python/endpoint_servers.py) on loopback
+//! ports, listed on profiles of a real `agentdir serve`, going live, down and invalid; statements
+//! verified by independent JOSE code (joserfc and `cryptography`, tests/python/verify_statement.py).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Agent, RELAXED_LIMITS, Server};
+use serde_json::{Value, json};
+
+const SERVERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/endpoint_servers.py");
+const VERIFY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/verify_statement.py");
+
+/// One real endpoint process on a loopback port; killed when dropped.
+struct Endpoint {
+    child: Option<Child>,
+    port: u16,
+}
+
+impl Endpoint {
+    fn start(kind: &str, proof_of: Option<&str>) -> Endpoint {
+        let mut cmd = Command::new("python3");
+        cmd.arg(SERVERS).arg(kind).args(proof_of).stdout(Stdio::piped()).stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("python3 must be installed (tests/python/requirements.txt)");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("first line");
+        let port = line
+            .trim()
+            .strip_prefix("listening on ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("{kind} endpoint did not start: {line:?}"));
+        Endpoint { child: Some(child), port }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Stops the process: the endpoint no longer answers.
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A server whose checks may reach loopback and run every second.
+async fn checking_server() -> Server {
+    let mut env = RELAXED_LIMITS.to_vec();
+    env.push(("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "1"));
+    env.push(("AGENTDIR_ENDPOINT_CHECK_INTERVAL", "1s"));
+    Server::start_with(&env).await
+}
+
+async fn register_with(s: &Server, handle: &str, endpoints: Value) -> Agent {
+    let r = s
+        .post(
+            "/api/agents",
+            None,
+            json!({
+                "handle": handle, "name": "Endpoint Owner", "owner": "Test Owner",
+                "mailbox": format!("{handle}@example.org"), "accept_rules": true,
+                "description_en": "Lists its endpoints.", "endpoints": endpoints,
+            }),
+        )
+        .await;
+    r.expect(201);
+    assert!(r.json["agent"]["endpoints"].as_array().is_some_and(|e| !e.is_empty()));
+    Agent {
+        handle: handle.to_owned(),
+        key: r.json["api_key"].as_str().expect("api_key").to_owned(),
+        mailbox: format!("{handle}@example.org"),
+    }
+}
+
+/// The card's endpoints once `done` holds for them (checks answer within seconds).
+async fn endpoints_when(s: &Server, handle: &str, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let card = s.get(&format!("/api/agents/{handle}"), None).await;
+        card.expect(200);
+        let endpoints = card.json["agent"]["endpoints"].as_array().cloned().unwrap_or_default();
+        if done(&endpoints) {
+            return endpoints;
+        }
+        assert!(Instant::now() < deadline, "{what}: still {endpoints:#?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn status_of(e: &Value) -> &str {
+    e["status"].as_str().unwrap_or_default()
+}
+
+async fn checks_done(s: &Server) -> u64 {
+    let text = s.get("/metrics", None).await.text;
+    text.lines()
+        .filter(|l| l.starts_with("agentdir_endpoint_checks_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[tokio::test]
+async fn listed_endpoints_go_live_down_and_invalid() {
+    let s = checking_server().await;
+    let handle = common::unique_handle("reachable");
+    let a2a = Endpoint::start("a2a", Some(&handle));
+    let mut mcp = Endpoint::start("mcp", None);
+    let bad = Endpoint::start("a2a-bad", None);
+    let listed = json!([
+        {"kind": "a2a", "url": a2a.url("/")},
+        {"kind": "mcp", "url": mcp.url("/mcp")},
+        {"kind": "a2a", "url": bad.url("/")},
+    ]);
+    let agent = register_with(&s, &handle, listed.clone()).await;
+
+    let e =
+        endpoints_when(&s, &handle, "all three checked", |e| e.iter().all(|e| status_of(e) != "unchecked"))
+            .await;
+    assert_eq!(status_of(&e[0]), "live", "{e:#?}");
+    assert_eq!((e[0]["name"].as_str(), e[0]["protocol_version"].as_str()), (Some("Echo Agent"), Some("1.0")));
+    assert_eq!((e[0]["skill_count"].as_u64(), e[0]["tool_count"].as_u64()), (Some(2), None));
+    assert_eq!(status_of(&e[1]), "live", "{e:#?}");
+    assert_eq!((e[1]["name"].as_str(), e[1]["tool_count"].as_u64()), (Some("Loopback Tools"), Some(2)));
+    assert_eq!(e[1]["protocol_version"], "2026-07-28");
+    assert_eq!(status_of(&e[2]), "invalid", "a card without skills is not a valid card: {e:#?}");
+    assert!(
+        e.iter().all(|e| e["owned"] == false && e["status_since"].as_str().is_some_and(|t| t.ends_with('Z')))
+    );
+
+    // live=true wants a live endpoint the agent shows it controls.
+    const LIVE: &str = "/api/agents?live=true&limit=100";
+    assert!(!s.get(LIVE, None).await.text.contains(&handle));
+    let proof = s
+        .post("/api/me/links", Some(&agent.key), json!({"url": a2a.url("/.well-known/agent-card.json")}))
+        .await;
+    proof.expect(200);
+    let e = endpoints_when(&s, &handle, "the a2a endpoint owned", |e| e[0]["owned"] == true).await;
+    assert_eq!(e[1]["owned"], false, "another origin is not owned");
+    let found = s.get(LIVE, None).await;
+    found.expect(200);
+    assert_eq!(
+        found.json["agents"].as_array().map(|a| a.iter().filter(|x| x["handle"] == handle.as_str()).count()),
+        Some(1)
+    );
+    assert!(
+        s.get("/api/agents?live=false&limit=100", None).await.json["agents"]
+            .as_array()
+            .is_some_and(|a| a.iter().all(|x| x["handle"] != handle.as_str()))
+    );
+
+    // Setting the same list again keeps what is known until the new checks answer.
+    let again = s.patch("/api/me", Some(&agent.key), json!({"endpoints": listed})).await;
+    again.expect(200);
+    assert_eq!(again.json["agent"]["endpoints"][0]["status"], "live", "{}", again.text);
+
+    // The MCP server stops: the next check finds it down, and the change reaches the feed.
+    let live_since = e[1]["status_since"].clone();
+    mcp.stop();
+    let e = endpoints_when(&s, &handle, "the stopped MCP server down", |e| status_of(&e[1]) == "down").await;
+    assert_ne!(e[1]["status_since"], live_since, "status_since moves with the status");
+    assert_eq!(e[1]["name"], Value::Null, "a down server teaches nothing");
+    let feed = s.get("/api/changes?limit=1000", None).await;
+    let entry =
+        feed.json["changes"].as_array().and_then(|c| c.iter().find(|c| c["id"] == handle.as_str())).cloned();
+    assert_eq!(entry.map(|c| c["data"]["endpoints"][1]["status"].clone()), Some(json!("down")));
+
+    let metrics = s.get("/metrics", None).await.text;
+    for series in [
+        r#"agentdir_endpoint_checks_total{kind="a2a",outcome="live"}"#,
+        r#"agentdir_endpoint_checks_total{kind="a2a",outcome="invalid"}"#,
+        r#"agentdir_endpoint_checks_total{kind="mcp",outcome="down"}"#,
+    ] {
+        assert!(metrics.contains(series), "{series} missing from /metrics");
+    }
+}
+
+#[tokio::test]
+async fn a_check_that_finds_nothing_new_writes_nothing() {
+    let s = checking_server().await;
+    let a2a = Endpoint::start("a2a", None);
+    let handle = common::unique_handle("steady");
+    register_with(&s, &handle, json!([{"kind": "a2a", "url": a2a.url("/")}])).await;
+    endpoints_when(&s, &handle, "live", |e| status_of(&e[0]) == "live").await;
+
+    let card = s.get(&format!("/api/agents/{handle}"), None).await;
+    let etag = card.header("etag").expect("etag").to_owned();
+    let next = s.get("/api/changes?limit=1000", None).await.json["next"].as_str().expect("next").to_owned();
+    let before = checks_done(&s).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while checks_done(&s).await < before + 3 {
+        assert!(Instant::now() < deadline, "the schedule did not check again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let card = s.get(&format!("/api/agents/{handle}"), None).await;
+    assert_eq!(card.header("etag"), Some(etag.as_str()), "an unchanged finding changed the card");
+    let later = s.get(&format!("/api/changes?after={next}"), None).await;
+    later.expect(200);
+    assert_eq!(later.json["changes"], json!([]), "an unchanged finding reached the feed: {}", later.text);
+}
+
+#[tokio::test]
+async fn mcp_revisions_oauth_and_plain_http() {
+    let s = checking_server().await;
+    let legacy = Endpoint::start("mcp-legacy", None);
+    let oauth = Endpoint::start("mcp-auth", None);
+    let a2a = Endpoint::start("a2a", None);
+    let lingering = Endpoint::start("mcp-lingering", None);
+    let handle = common::unique_handle("kinds");
+    let agent = register_with(
+        &s,
+        &handle,
+        json!([
+            {"kind": "mcp", "url": legacy.url("/mcp")},
+            {"kind": "mcp", "url": oauth.url("/mcp")},
+            {"kind": "http", "url": a2a.url("/.well-known/agent-card.json")},
+        ]),
+    )
+    .await;
+    let e =
+        endpoints_when(&s, &handle, "all checked", |e| e.iter().all(|e| status_of(e) != "unchecked")).await;
+    assert_eq!(status_of(&e[0]), "live", "{e:#?}");
+    assert_eq!(e[0]["protocol_version"], "2025-11-25", "initialize when server/discover is refused");
+    assert_eq!((e[0]["name"].as_str(), e[0]["tool_count"].as_u64()), (Some("Loopback Tools"), Some(2)));
+    assert_eq!((status_of(&e[1]), e[1]["auth"].as_str()), ("live", Some("required")), "{e:#?}");
+    assert_eq!(status_of(&e[2]), "live");
+
+    // An SSE answer left open after its event is read up to the answer, not to the deadline
+    // (which would make the server look down).
+    s.patch(
+        "/api/me",
+        Some(&agent.key),
+        json!({"endpoints": [{"kind": "mcp", "url": lingering.url("/mcp")}]}),
+    )
+    .await
+    .expect(200);
+    let e = endpoints_when(&s, &handle, "the lingering server checked", |e| {
+        e.len() == 1 && status_of(&e[0]) != "unchecked"
+    })
+    .await;
+    assert_eq!((status_of(&e[0]), e[0]["tool_count"].as_u64()), ("live", Some(2)), "{e:#?}");
+
+    // A page that answers 404 is not a live HTTP endpoint; an A2A endpoint with nothing
+    // listening is down.
+    let mut gone = Endpoint::start("a2a", None);
+    let gone_url = gone.url("/");
+    gone.stop();
+    let set = json!({"endpoints": [{"kind": "http", "url": a2a.url("/nothing-here")}, {"kind": "a2a", "url": gone_url}]});
+    s.patch("/api/me", Some(&agent.key), set).await.expect(200);
+    let e = endpoints_when(&s, &handle, "404 and closed port checked", |e| {
+        e.len() == 2 && e.iter().all(|e| status_of(e) != "unchecked")
+    })
+    .await;
+    assert_eq!((status_of(&e[0]), status_of(&e[1])), ("invalid", "down"), "{e:#?}");
+}
+
+#[tokio::test]
+async fn endpoint_rules_when_set() {
+    let mut env = RELAXED_LIMITS.to_vec();
+    env.retain(|(k, _)| *k != "AGENTDIR_RATE_LIMIT_LINKS");
+    env.push(("AGENTDIR_RATE_LIMIT_LINKS", "2/h"));
+    let s = Server::start_with(&env).await;
+    let a = s.register("rules").await;
+    let card_before = s.get(&format!("/api/agents/{}", a.handle), None).await.text;
+    let ok = json!({"kind": "http", "url": "https://example.org/"});
+    let cases = [
+        (json!([ok, {"kind": "mcp", "url": "https://example.org:22/mcp"}]), "endpoints.1.url"),
+        (json!([{"kind": "grpc", "url": "https://example.org/"}]), "endpoints.0.kind"),
+        (json!([ok, ok]), "endpoints.1"),
+        (json!([ok, ok, ok, ok]), "endpoints"),
+        (json!([{"kind": "a2a", "url": "ftp://example.org/"}]), "endpoints.0.url"),
+    ];
+    for (endpoints, field) in cases {
+        let r = s.patch("/api/me", Some(&a.key), json!({"endpoints": endpoints})).await;
+        r.expect_error(400, "validation_failed");
+        assert_eq!(r.json["error"]["field"], field, "{}", r.text);
+        assert!(r.json["error"]["message_zh"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    let port = s
+        .patch(
+            "/api/me",
+            Some(&a.key),
+            json!({"endpoints": [ok, {"kind": "mcp", "url": "https://example.org:22/"}]}),
+        )
+        .await;
+    assert!(port.json["error"]["message_en"].as_str().is_some_and(|m| m.contains("8443")), "{}", port.text);
+    assert_eq!(
+        s.get(&format!("/api/agents/{}", a.handle), None).await.text,
+        card_before,
+        "a refused list changed the card"
+    );
+
+    // Setting endpoints counts against the link-proof limit (2/h here).
+    for _ in 0..2 {
+        s.patch("/api/me", Some(&a.key), json!({"endpoints": [ok]})).await.expect(200);
+    }
+    let r = s.patch("/api/me", Some(&a.key), json!({"endpoints": [ok]})).await;
+    r.expect_error(429, "rate_limited");
+    assert!(r.header("retry-after").is_some());
+    let r = s
+        .post(
+            "/api/agents",
+            None,
+            json!({"handle": "rules-port", "name": "n", "owner": "o", "mailbox": "p@example.org", "accept_rules": true,
+                   "description_en": "d", "endpoints": [{"kind": "http", "url": "http://example.org:8081/"}]}),
+        )
+        .await;
+    r.expect_error(400, "validation_failed");
+    assert_eq!(r.json["error"]["field"], "endpoints.0.url");
+    s.get("/api/agents/rules-port", None).await.expect(404);
+}
+
+/// Verifies the statement of `handle` (fetched by the script, or `saved`) with independent code.
+fn verify_saved(s: &Server, handle: &str, saved: Option<&Value>) -> String {
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    let mut cmd = Command::new("python3");
+    cmd.arg(VERIFY).arg(s.url("")).arg(handle);
+    if let Some(statement) = saved {
+        std::fs::write(file.path(), statement.to_string()).expect("write statement");
+        cmd.arg(file.path());
+    }
+    let out = cmd.output().expect("python3");
+    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(
+        out.status.success(),
+        "statement of {handle} not verified: {stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn verify(s: &Server, handle: &str) -> String {
+    verify_saved(s, handle, None)
+}
+
+#[tokio::test]
+async fn statements_verify_elsewhere_and_survive_a_key_rotation() {
+    let s = Server::start().await;
+    let a = s.register("signed").await;
+    s.patch("/api/me", Some(&a.key), json!({"description_zh": "中文的说明，带\"引号\"和换行\n第二行"}))
+        .await
+        .expect(200);
+    let first = verify(&s, &a.handle);
+    let sub = first.strip_prefix("ok ").expect("ok <sub>").to_owned();
+    assert!(sub.starts_with("agt_"), "{sub}");
+
+    let key_file = s.data_dir.join("signing-keys.json");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&key_file).expect("key file").permissions().mode() & 0o777, 0o600);
+    }
+    let db = std::fs::read(s.data_dir.join("agentdir.sqlite3")).expect("database");
+    let secret = std::fs::read_to_string(&key_file).expect("keys");
+    let d =
+        serde_json::from_str::<Value>(&secret).expect("json")["keys"][0]["d"].as_str().expect("d").to_owned();
+    assert!(!db.windows(d.len()).any(|w| w == d.as_bytes()), "the private key reached the database");
+
+    let old = s.get(&format!("/api/agents/{}/statement", a.handle), None).await;
+    old.expect(200);
+    let kids = |jwks: &Value| -> Vec<String> {
+        jwks["keys"]
+            .as_array()
+            .map(|k| k.iter().filter_map(|k| k["kid"].as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    };
+    let before = kids(&s.get("/.well-known/jwks.json", None).await.json);
+    assert_eq!(before.len(), 1);
+    let rotated = s.admin_ok(&["rotate-signing-key"]);
+    assert!(rotated.contains("new signing key"), "{rotated}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let after = loop {
+        let k = kids(&s.get("/.well-known/jwks.json", None).await.json);
+        if k.len() == 2 {
+            break k;
+        }
+        assert!(Instant::now() < deadline, "the rotation was not picked up: {k:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(after.contains(&before[0]), "the old public key stays listed");
+    assert_eq!(
+        verify_saved(&s, &a.handle, Some(&old.json)),
+        first,
+        "a statement of the old key still verifies"
+    );
+    assert_eq!(verify(&s, &a.handle), first, "same sub after the rotation");
+    let header = |st: &Value| -> Value {
+        use base64::Engine;
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(st["protected"].as_str().expect("protected"))
+            .expect("b64");
+        serde_json::from_slice(&raw).expect("header")
+    };
+    let new = s.get(&format!("/api/agents/{}/statement", a.handle), None).await;
+    assert_eq!(header(&new.json)["kid"], after[0].as_str(), "the new key signs");
+    assert_eq!(header(&old.json)["kid"], before[0].as_str());
+    assert_eq!((header(&new.json)["alg"].as_str(), new.json["notice"].is_object()), (Some("EdDSA"), true));
+
+    let backup = s.data_dir.join("backup.sqlite3");
+    let said = s.admin_ok(&["backup", backup.to_str().expect("path")]);
+    let keys_copy = s.data_dir.join("backup.sqlite3.signing-keys.json");
+    assert!(said.contains("signing keys"), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(keys_copy).expect("key backup").len(),
+        std::fs::read_to_string(&key_file).expect("keys").len()
+    );
+
+    s.get("/api/agents/nobody-here/statement", None).await.expect_error(404, "not_found");
+    s.get("/api/agents/NOT_A_HANDLE/statement", None).await.expect_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn mcp_returns_the_statement_and_filters_live_agents() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, ClientConfig};
+    use rmcp::transport::StreamableHttpClientTransport;
+
+    let s = checking_server().await;
+    let handle = common::unique_handle("mcp-live");
+    let a2a = Endpoint::start("a2a", Some(&handle));
+    let agent = register_with(&s, &handle, json!([{"kind": "a2a", "url": a2a.url("/")}])).await;
+    s.post("/api/me/links", Some(&agent.key), json!({"url": a2a.url("/.well-known/agent-card.json")}))
+        .await
+        .expect(200);
+    endpoints_when(&s, &handle, "live and owned", |e| status_of(&e[0]) == "live" && e[0]["owned"] == true)
+        .await;
+
+    let client = ClientConfig::default()
+        .serve(StreamableHttpClientTransport::from_uri(s.url("/mcp")))
+        .await
+        .expect("MCP client connects");
+    let call = |tool: &str, args: Value| {
+        let Value::Object(args) = args else { panic!("arguments") };
+        client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+    };
+    let found = call("search_agents", json!({"live": true, "limit": 100})).await.expect("search_agents");
+    let agents = found.structured_content.expect("structured")["agents"].clone();
+    assert!(agents.as_array().is_some_and(|a| a.iter().any(|x| x["handle"] == handle.as_str())), "{agents}");
+
+    let plain = call("get_agent", json!({"handle": handle}))
+        .await
+        .expect("get_agent")
+        .structured_content
+        .expect("structured");
+    assert!(plain.get("statement").is_none());
+    let with = call("get_agent", json!({"handle": handle, "with_statement": true})).await.expect("get_agent");
+    let body = with.structured_content.expect("structured");
+    assert_eq!(body["agent"]["endpoints"][0]["status"], "live");
+    let out = verify_saved(&s, &handle, Some(&body["statement"]));
+    assert!(out.starts_with("ok agt_"), "{out}");
+    client.cancel().await.expect("close");
+}
