@@ -105,7 +105,7 @@ impl DirectoryRead for McpPort {
         let statement = match input.with_statement {
             Some(true) => {
                 let handle = moved.as_ref().map_or(input.handle, |m| m.to.clone());
-                Some(self.app.run(move |d| d.statement(&handle)).await.map_err(tool_error)?)
+                Some(self.app.statement_anywhere(handle).await.map_err(tool_error)?)
             }
             _ => None,
         };

@@ -222,6 +222,24 @@ async fn keyed_routes_are_answered_by_the_primary_and_public_reads_by_the_replic
         assert_eq!(r.header("x-agentdir-served-by"), Some("primary"), "{path}");
     }
 
+    // MCP on the replica hands on the primary's statement too.
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "get_agent", "arguments": {"handle": carol.handle, "with_statement": true}}});
+    let mcp = replica
+        .send(
+            replica
+                .http
+                .post(replica.url("/mcp"))
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2025-06-18")
+                .json(&call),
+        )
+        .await;
+    mcp.expect(200);
+    let statement = &mcp.json["result"]["structuredContent"]["statement"];
+    assert!(statement["signature"].is_string(), "{}", mcp.text);
+    assert_eq!(mcp.json["result"]["isError"], false, "{}", mcp.text);
+
     // A public read stays on the replica whatever it carries.
     for auth in ["Bearer junk", &format!("Bearer {}", carol.key), &format!("Bearer {new_key}")] {
         let r = replica

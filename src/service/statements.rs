@@ -11,6 +11,48 @@ use crate::signing::Signer;
 use crate::time::{DAY, SECOND, now_ms};
 
 impl Directory {
+    /// The statement about `handle` for a read that may come to any node: signed here on the
+    /// primary, fetched from the primary on a replica (which holds no key). The REST route is
+    /// forwarded by the replica itself; MCP reads come here.
+    pub async fn statement_anywhere(self: &std::sync::Arc<Self>, handle: String) -> Result<SignedStatement> {
+        let Some(link) = self.replica.as_ref() else {
+            return self.run(move |d| d.statement(&handle)).await;
+        };
+        #[derive(serde::Deserialize)]
+        struct Jws {
+            payload: String,
+            protected: String,
+            signature: String,
+        }
+        let path = format!("/api/agents/{handle}/statement");
+        let url =
+            crate::replica::forward::primary_url(&link.primary, &path.parse().map_err(|_| Error::NotFound)?)
+                .map_err(|_| Error::NotFound)?;
+        let answer = link.client.get(url).send().await.map_err(|e| {
+            tracing::warn!(error = %e, "the primary did not answer for a statement");
+            Error::Overloaded
+        })?;
+        match answer.status().as_u16() {
+            200 => {}
+            404 => return Err(Error::NotFound),
+            status => {
+                tracing::warn!(status, "the primary refused a statement");
+                return Err(Error::Overloaded);
+            }
+        }
+        let body = answer.bytes().await.map_err(|_| Error::Overloaded)?;
+        let jws: Jws = serde_json::from_slice(&body).map_err(|e| {
+            tracing::warn!(error = %e, "the primary's statement did not parse");
+            Error::BadGateway
+        })?;
+        Ok(SignedStatement {
+            notice: NOTICE,
+            payload: jws.payload,
+            protected: jws.protected,
+            signature: jws.signature,
+        })
+    }
+
     /// What the card of `handle` shows now (`agent` and `evidence`), signed by the primary.
     pub fn statement(&self, handle: &str) -> Result<SignedStatement> {
         let signer = self.signer()?;
