@@ -49,7 +49,9 @@ fn main() {
             println!("cargo:rustc-env=AGENTDIR_MEANING_UNAVAILABLE=");
         }
         Err(why) => {
-            println!("cargo:warning=building without the meaning model ({why}); the server will search by words only");
+            println!(
+                "cargo:warning=building without the meaning model ({why}); the server will search by words only"
+            );
             println!("cargo:rustc-env=AGENTDIR_MEANING_WEIGHTS=");
             println!("cargo:rustc-env=AGENTDIR_MEANING_UNAVAILABLE={why}");
         }

@@ -10,8 +10,13 @@ unsafe extern "C" {
     fn e5_load(path: *const c_char) -> *mut c_void;
     fn e5_free(m: *mut c_void);
     fn e5_dim(m: *const c_void) -> c_int;
-    fn e5_embed_batch(m: *mut c_void, texts: *const *const c_char, n: c_int, is_query: c_int, out: *mut f32)
-    -> c_int;
+    fn e5_embed_batch(
+        m: *mut c_void,
+        texts: *const *const c_char,
+        n: c_int,
+        is_query: c_int,
+        out: *mut f32,
+    ) -> c_int;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -142,7 +147,9 @@ fn c_text(text: &str) -> CString {
 
 #[cfg(all(e5_avx2, target_arch = "x86_64"))]
 fn cpu_fits() -> bool {
-    std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") && std::is_x86_feature_detected!("f16c")
+    std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("fma")
+        && std::is_x86_feature_detected!("f16c")
 }
 
 #[cfg(not(all(e5_avx2, target_arch = "x86_64")))]

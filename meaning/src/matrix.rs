@@ -24,7 +24,13 @@ pub struct Matrix<A> {
 
 impl<A> Default for Matrix<A> {
     fn default() -> Self {
-        Matrix { values: Vec::new(), scales: Vec::new(), keys: Vec::new(), attrs: Vec::new(), slots: HashMap::new() }
+        Matrix {
+            values: Vec::new(),
+            scales: Vec::new(),
+            keys: Vec::new(),
+            attrs: Vec::new(),
+            slots: HashMap::new(),
+        }
     }
 }
 
