@@ -67,14 +67,28 @@ impl Model {
         load(path)
     }
 
-    /// The vector of a need (a search), unit length.
+    /// The vector of a need (a search), centred, unit length.
     pub fn embed_query(&self, text: &str) -> Result<Vec<f32>, ModelError> {
-        Ok(self.embed(&[text], true)?.pop().unwrap_or_default())
+        Ok(self.embed_centred(&[text], true)?.pop().unwrap_or_default())
     }
 
-    /// The vectors of profiles, unit length, in order. Texts are cut at [`MAX_PASSAGE_CHARS`].
+    /// The vectors of profiles, centred, unit length, in order. Texts are cut at
+    /// [`MAX_PASSAGE_CHARS`].
     pub fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
-        self.embed(texts, false)
+        self.embed_centred(texts, false)
+    }
+
+    /// The model's own vectors, as the model card describes them (for calibration).
+    pub fn embed_raw(&self, texts: &[&str], query: bool) -> Result<Vec<Vec<f32>>, ModelError> {
+        self.embed(texts, query)
+    }
+
+    fn embed_centred(&self, texts: &[&str], query: bool) -> Result<Vec<Vec<f32>>, ModelError> {
+        let mut vectors = self.embed(texts, query)?;
+        for (v, text) in vectors.iter_mut().zip(texts) {
+            crate::centre(v, text, query);
+        }
+        Ok(vectors)
     }
 
     #[cfg(e5_engine)]

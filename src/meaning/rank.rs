@@ -6,7 +6,7 @@
 //!   `1 - WORD_FLOOR` by its place among the first [`WORD_WINDOW`] word matches (BM25 order).
 //!   Matching every word is what counts; repeating them buys little (a stuffed profile is at most
 //!   `1 - WORD_FLOOR` ahead).
-//! - **Meaning**: cosine similarity mapped from [`MEANING_FLOOR`]..[`MEANING_FULL`] to 0..1.
+//! - **Meaning**: cosine similarity of the centred vectors (see `agentdir_meaning::MODEL_ID`) mapped from [`MEANING_FLOOR`]..[`MEANING_FULL`] to 0..1.
 //! - **Relevance** = `WORDS_WEIGHT × max(words, meaning) + MEANING_WEIGHT × meaning` (words
 //!   alone when the model is not used): holding the words adds to a meaning match, and missing
 //!   one of them ("my", a synonym) costs a strong meaning match nothing.
@@ -28,10 +28,10 @@ use crate::time::{DAY, now_ms};
 /// Word matches ranked together with meaning; later ones follow in word order.
 pub const WORD_WINDOW: usize = 100;
 /// Cosine similarity at or above which an agent matches `q` by meaning.
-pub const MEANING_THRESHOLD: f32 = 0.84;
+pub const MEANING_THRESHOLD: f32 = 0.18;
 /// Similarity mapped to 0 and to 1 of the meaning signal.
-pub const MEANING_FLOOR: f32 = 0.80;
-pub const MEANING_FULL: f32 = 0.92;
+pub const MEANING_FLOOR: f32 = 0.10;
+pub const MEANING_FULL: f32 = 0.45;
 pub const WORD_FLOOR: f32 = 0.8;
 pub const WORDS_WEIGHT: f32 = 0.4;
 pub const MEANING_WEIGHT: f32 = 0.6;
