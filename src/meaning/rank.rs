@@ -56,25 +56,25 @@ pub const PENALTY_PER_SUSPENSION: f32 = 0.15;
 pub struct Ranking {
     /// Evidence × fit, plus a little relevance; the page is in descending order of it (word matches past the
     /// first 100 follow in word order).
-    pub score: f32,
+    pub score: f64,
     pub signals: Signals,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
 pub struct Signals {
     /// 0..1: holds every word of `q` (0 when it does not), more for a better word rank.
-    pub words: f32,
+    pub words: f64,
     /// Cosine similarity of the need and the profile; null when meaning was not used or the
     /// agent has no vector yet.
-    pub similarity: Option<f32>,
+    pub similarity: Option<f64>,
     /// 0..1, from `similarity`.
-    pub meaning: f32,
+    pub meaning: f64,
     /// Words and meaning fused.
-    pub relevance: f32,
+    pub relevance: f64,
     /// 0..1: how fully the agent fits the need (relevance, saturated).
-    pub fit: f32,
+    pub fit: f64,
     /// The factor fit is multiplied by.
-    pub evidence: f32,
+    pub evidence: f64,
     pub trust_level: u8,
     pub live_link_proofs: u32,
     pub confirmed_collaborations: u32,
@@ -126,14 +126,14 @@ pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> 
     let evidence = (EVIDENCE_BASE + EVIDENCE_TRUST * trust + activity - penalty).max(0.1);
     let fit = (relevance / FIT_FULL).min(1.0);
     Ranking {
-        score: evidence * fit + TIE_BREAK * relevance,
+        score: shown(evidence * fit + TIE_BREAK * relevance),
         signals: Signals {
-            words,
-            similarity: c.similarity,
-            meaning,
-            relevance,
-            fit,
-            evidence,
+            words: shown(words),
+            similarity: c.similarity.map(shown),
+            meaning: shown(meaning),
+            relevance: shown(relevance),
+            fit: shown(fit),
+            evidence: shown(evidence),
             trust_level: level,
             live_link_proofs: e.live_proofs,
             confirmed_collaborations: e.collaborations,
@@ -143,4 +143,9 @@ pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> 
             matched_by,
         },
     }
+}
+
+/// Four decimals: what a reader needs, and the same digits whichever way the JSON is written.
+fn shown(x: f32) -> f64 {
+    (f64::from(x) * 1e4).round() / 1e4
 }
