@@ -27,6 +27,9 @@ use crate::time::{DAY, SECOND, now_ms};
 
 const MINUTE: i64 = 60 * SECOND;
 
+/// A page's total and its keys in order, each with its ranking (none when listed by recency).
+type RankedPage = (u64, Vec<(u64, Option<Ranking>)>);
+
 /// The need of a search as the model read it.
 pub enum Need {
     /// No `q`, no model, or the mode is words.
@@ -100,7 +103,7 @@ impl Directory {
                 let ranked = found.keys.iter().map(|k| (*k, None)).collect();
                 (found.total, ranked)
             }
-            Some(text) => self.rank_agents(&query, text, handle.as_deref(), need, explain)?,
+            Some(text) => self.rank_agents(&query, text, handle.as_deref(), need)?,
         };
         let ids: Vec<i64> = ordered.iter().map(|(k, _)| *k as i64).collect();
         let mut rankings: HashMap<String, Ranking> = HashMap::new();
@@ -142,8 +145,7 @@ impl Directory {
         text: &str,
         handle: Option<&str>,
         need: Need,
-        _explain: bool,
-    ) -> Result<(u64, Vec<(u64, Option<Ranking>)>)> {
+    ) -> Result<RankedPage> {
         let mode = self.meaning.mode;
         let (vector, matched_by) = match need {
             Need::Vector(v) => (Some(v), if mode == SearchMode::Meaning { "meaning" } else { "combined" }),
