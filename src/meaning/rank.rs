@@ -14,7 +14,8 @@
 //!   profile that repeats the need's words fits no better than one that describes the same
 //!   service in its own words.
 //! - **Score** = `evidence × fit + TIE_BREAK × relevance`: among agents that fit, evidence
-//!   decides; relevance orders the rest and breaks ties.
+//!   decides; relevance orders the rest and breaks ties. An agent whose whole handle is `q`
+//!   comes first (`EXACT_HANDLE_BONUS`): whoever typed a handle wants that agent.
 //! - **Evidence** multiplies fit: `EVIDENCE_BASE` for an agent nobody vouches for, up to
 //!   `EVIDENCE_BASE + EVIDENCE_TRUST` with trust (level, live link proofs, confirmed
 //!   collaborations), plus a little for recent activity, less for operator actions (hidden calls,
@@ -36,6 +37,7 @@ pub const WORD_FLOOR: f32 = 0.8;
 pub const WORDS_WEIGHT: f32 = 0.4;
 pub const MEANING_WEIGHT: f32 = 0.6;
 pub const FIT_FULL: f32 = 0.7;
+pub const EXACT_HANDLE_BONUS: f32 = 10.0;
 pub const TIE_BREAK: f32 = 0.05;
 pub const EVIDENCE_BASE: f32 = 0.6;
 pub const EVIDENCE_TRUST: f32 = 0.4;
@@ -82,6 +84,8 @@ pub struct Signals {
     pub suspensions: u32,
     /// Days since the agent was last active.
     pub days_since_active: i64,
+    /// `q` is this agent's whole handle.
+    pub exact_handle: bool,
     /// How `q` was matched: `combined`, `words` or `meaning`; `words_busy` when the server was
     /// at its budget for embedding needs and answered by words alone.
     pub matched_by: &'static str,
@@ -95,6 +99,8 @@ pub struct Candidate<'a> {
     pub window: usize,
     pub similarity: Option<f32>,
     pub facts: Option<&'a Facts>,
+    /// The handle `q` names, if it names one.
+    pub handle: Option<&'a str>,
 }
 
 pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> Ranking {
@@ -125,8 +131,10 @@ pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> 
         + PENALTY_PER_SUSPENSION * e.suspensions.min(2) as f32;
     let evidence = (EVIDENCE_BASE + EVIDENCE_TRUST * trust + activity - penalty).max(0.1);
     let fit = (relevance / FIT_FULL).min(1.0);
+    let exact_handle = f.is_some_and(|f| c.handle == Some(f.handle.as_str()));
+    let bonus = if exact_handle { EXACT_HANDLE_BONUS } else { 0.0 };
     Ranking {
-        score: shown(evidence * fit + TIE_BREAK * relevance),
+        score: shown(evidence * fit + TIE_BREAK * relevance + bonus),
         signals: Signals {
             words: shown(words),
             similarity: c.similarity.map(shown),
@@ -140,6 +148,7 @@ pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> 
             hidden_calls: e.hidden_calls,
             suspensions: e.suspensions,
             days_since_active: days,
+            exact_handle,
             matched_by,
         },
     }

@@ -117,6 +117,7 @@ impl Directory {
                             window: 1,
                             similarity: None,
                             facts: state.facts.get(&key),
+                            handle: None,
                         },
                         false,
                         "recency",
@@ -190,7 +191,13 @@ impl Directory {
             .enumerate()
             .map(|(i, k)| {
                 let similarity = vector.as_ref().and_then(|v| state.matrix.similarity(v, *k));
-                let c = Candidate { word_rank: Some(i), window: n, similarity, facts: state.facts.get(k) };
+                let c = Candidate {
+                    word_rank: Some(i),
+                    window: n,
+                    similarity,
+                    facts: state.facts.get(k),
+                    handle,
+                };
                 (*k, rank::rank(&c, vector.is_some(), matched_by))
             })
             .chain(meaning_only.iter().map(|h| {
@@ -199,6 +206,7 @@ impl Directory {
                     window: n,
                     similarity: Some(h.similarity),
                     facts: state.facts.get(&h.key),
+                    handle,
                 };
                 (h.key, rank::rank(&c, true, matched_by))
             }))
@@ -227,6 +235,7 @@ impl Directory {
                     window: WORD_WINDOW + start + j + 1,
                     similarity: vector.as_ref().and_then(|v| state.matrix.similarity(v, k)),
                     facts: state.facts.get(&k),
+                    handle,
                 };
                 page.push((k, Some(rank::rank(&c, vector.is_some(), matched_by))));
             }
