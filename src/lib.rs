@@ -15,6 +15,7 @@ pub mod inbound_mail;
 pub mod link_fetch;
 pub mod mcp_port;
 pub mod progress;
+pub mod meaning;
 pub mod replica;
 pub mod service;
 pub mod signing;

@@ -78,6 +78,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             changes_retention_ms: i64::try_from(args.changes_retention.as_millis()).unwrap_or(i64::MAX),
             reserved_handles: args.reserved_handles(),
             endpoint_check_interval: args.endpoint_check_interval,
+            meaning: args.meaning(),
         };
         if args.link_fetch_allow_private != agentdir::link_fetch::PrivateTargets::None {
             agentdir::domain::endpoint::lift_port_rule();
@@ -94,6 +95,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             None => Directory::open(settings),
         })
         .await??;
+        app.start_meaning_worker();
         tracing::info!(%bound, %base_url, role = ?args.replica.role, "agentdir listening");
         // Tests and scripts read this line to learn the port when binding port 0.
         println!("agentdir listening on http://{bound}");

@@ -15,11 +15,13 @@ pub mod deletion;
 pub mod endpoint_checks;
 pub mod endpoints;
 pub mod export;
+pub mod finding;
 pub mod follow;
 pub mod handles;
 pub mod health;
 pub mod inbound;
 pub mod keys;
+pub mod meaning;
 pub mod proofs;
 pub mod rate_limit;
 pub mod read_views;
@@ -64,6 +66,8 @@ pub struct Settings {
     pub reserved_handles: crate::domain::handles::ReservedHandles,
     /// How often listed endpoints are checked again (jittered).
     pub endpoint_check_interval: std::time::Duration,
+    /// Search by meaning: the mode and where the model is.
+    pub meaning: crate::meaning::MeaningSettings,
 }
 
 /// Who is calling: an authenticated, not suspended agent.
@@ -80,6 +84,8 @@ pub struct Directory {
     readers: Pool,
     writer: Writer,
     pub index: SearchIndex,
+    /// The meaning model and what each public agent means (see `crate::meaning`).
+    pub meaning: crate::meaning::Meaning,
     pub settings: Settings,
     pub keys: keys::KeyCache,
     pub limits: RateLimits,
@@ -97,6 +103,8 @@ pub struct Directory {
     search_permits: tokio::sync::Semaphore,
     /// New keys hashed at once: one per core (see `Directory::new_key`).
     hash_permits: tokio::sync::Semaphore,
+    /// Profiles embedded at once: one per core (see `Directory::embed_profile`).
+    embed_permits: tokio::sync::Semaphore,
     /// The write position after the newest write of this server (see `store::replica`).
     written: std::sync::atomic::AtomicU64,
     /// Set when this server is a read replica: its copy, its lag, its way to the primary.
@@ -139,6 +147,7 @@ impl Directory {
             .map_err(|e| anyhow::anyhow!("cannot open the search index: {e}"))?;
         let limits = RateLimits::new(&settings.rates);
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let meaning = crate::meaning::Meaning::open(&settings.meaning, cores);
         let written = store::replica::position(&*readers.get()?)?;
         // An empty cache has nothing to evict for changes older than now.
         let newest = store::changes::max_seq(&*readers.get()?)?;
@@ -170,6 +179,7 @@ impl Directory {
                 readers,
                 writer,
                 index,
+                meaning,
                 views: cache::ViewCache::new(settings.view_cache_bytes, newest),
                 settings,
                 keys: keys::KeyCache::default(),
@@ -180,6 +190,7 @@ impl Directory {
                 seen_by_views: std::sync::atomic::AtomicI64::new(i64::MIN),
                 search_permits: tokio::sync::Semaphore::new(SEARCHES_PER_CORE * cores),
                 hash_permits: tokio::sync::Semaphore::new(cores),
+                embed_permits: tokio::sync::Semaphore::new(cores),
                 written: std::sync::atomic::AtomicU64::new(written),
                 replica,
                 checks: endpoint_checks::Queue::default(),
@@ -188,6 +199,7 @@ impl Directory {
         });
         started?;
         dir.repair_index()?;
+        dir.load_meaning()?;
         Ok(dir)
     }
 

@@ -11,6 +11,7 @@ pub mod collabs;
 pub mod deletion;
 pub mod endpoints;
 pub mod holds;
+pub mod meaning;
 pub mod meta;
 pub mod offerings;
 pub mod proofs;
@@ -65,6 +66,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (5, "recoveries_of_their_own", include_str!("../../migrations/0005_recoveries_of_their_own.sql")),
     (6, "leaving", include_str!("../../migrations/0006_leaving.sql")),
     (7, "endpoints", include_str!("../../migrations/0007_endpoints.sql")),
+    (8, "meaning", include_str!("../../migrations/0008_meaning.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";

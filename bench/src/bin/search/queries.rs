@@ -117,6 +117,7 @@ impl Query {
             new: self.new,
             limit: Some(LIMIT),
             offset: Some(0),
+            explain: None,
         }
     }
 
