@@ -106,7 +106,7 @@ pub fn evidence_pairs(set: &JudgedSet, need: &Need, ranked: &[String]) -> (usize
 mod tests {
     use std::collections::HashMap;
 
-    use super::super::judged::NeedType;
+    use super::super::judged::{Agent, Evidence, NeedType};
     use super::*;
 
     fn need(grades: &[(&str, u8)]) -> Need {
@@ -145,5 +145,43 @@ mod tests {
         assert_eq!(reciprocal_rank(&n, &ranked(&["c"])), 0.0);
         let beyond: Vec<String> = (0..10).map(|i| format!("x{i}")).chain(["a".to_owned()]).collect();
         assert_eq!(recall(&n, &beyond), 0.0, "only the first ten count");
+    }
+
+    fn set(agents: &[(&str, u8, bool)]) -> JudgedSet {
+        let agents = agents
+            .iter()
+            .map(|(h, level, stuffed)| Agent {
+                handle: (*h).to_owned(),
+                profile: serde_json::Value::Null,
+                offerings: Vec::new(),
+                evidence: Evidence { level: *level, ..Evidence::default() },
+                stuffed: *stuffed,
+            })
+            .collect();
+        JudgedSet { agents, needs: Vec::new() }
+    }
+
+    #[test]
+    fn stuffed_agents_are_measured_against_the_best_verified_fit() {
+        let s = set(&[("spam", 0, true), ("fresh", 0, false), ("verified", 1, false), ("weak", 2, false)]);
+        let n = need(&[("fresh", 3), ("verified", 3), ("weak", 1)]);
+        assert_eq!(stuffed_on_top(&s, &ranked(&["spam", "fresh", "verified"])), 1);
+        assert!(stuffed_above_verified(&s, &n, &ranked(&["fresh", "spam", "verified"])));
+        assert!(!stuffed_above_verified(&s, &n, &ranked(&["verified", "spam"])));
+        assert!(stuffed_above_verified(&s, &n, &ranked(&["weak", "spam"])), "a weaker fit does not count");
+        assert!(!stuffed_above_verified(&s, &n, &ranked(&["fresh"])));
+    }
+
+    #[test]
+    fn equal_fits_are_compared_by_evidence() {
+        let s =
+            set(&[("claimed", 2, false), ("verified", 1, false), ("fresh", 0, false), ("other", 1, false)]);
+        let n = need(&[("claimed", 3), ("verified", 3), ("fresh", 3), ("other", 2)]);
+        // Three pairs among the grade-3 agents; "other" is alone at grade 2.
+        assert_eq!(evidence_pairs(&s, &n, &ranked(&["claimed", "verified", "fresh"])), (3, 3));
+        assert_eq!(evidence_pairs(&s, &n, &ranked(&["fresh", "verified", "claimed"])), (3, 0));
+        // An absent agent ranks below a present one; a pair with neither present is left out.
+        assert_eq!(evidence_pairs(&s, &n, &ranked(&["verified"])), (2, 1));
+        assert_eq!(evidence_pairs(&s, &n, &ranked(&["other"])), (0, 0));
     }
 }
