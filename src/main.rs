@@ -62,6 +62,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             read_pool: args.read_pool(),
             view_cache_bytes: args.view_cache_mb.saturating_mul(1 << 20),
             changes_retention_ms: i64::try_from(args.changes_retention.as_millis()).unwrap_or(i64::MAX),
+            meaning: args.meaning(),
         };
         let replica = match (args.replica.role, &args.replica.primary_url) {
             (Role::Replica, Some(primary)) => {
@@ -75,6 +76,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             None => Directory::open(settings),
         })
         .await??;
+        app.start_meaning_worker();
         tracing::info!(%bound, %base_url, role = ?args.replica.role, "agentdir listening");
         // Tests and scripts read this line to learn the port when binding port 0.
         println!("agentdir listening on http://{bound}");

@@ -72,7 +72,9 @@ impl DirectoryRead for McpPort {
 
     async fn search_agents(&self, args: Arguments) -> Result<AgentList, ToolError> {
         let q: AgentSearch = parse(args)?;
-        self.app.search(move |d| d.search_agents(q)).await.map_err(tool_error)
+        // The MCP session does not carry the client's address here: MCP searches share one
+        // budget entry for embedding needs.
+        self.app.find_agents(q, MCP_CLIENT).await.map_err(tool_error)
     }
 
     async fn get_agent(&self, args: Arguments) -> Result<CachedOutput<AgentCard>, ToolError> {
@@ -173,6 +175,9 @@ impl<T> ToText for CachedOutput<T> {
 fn validate<T: DeserializeOwned + JsonSchema + 'static>(args: Arguments) -> Result<T, Error> {
     validation::from_loose_json(args)
 }
+
+/// The budget key of searches made through MCP.
+const MCP_CLIENT: &str = "mcp";
 
 fn parse<T: DeserializeOwned + JsonSchema + 'static>(args: Arguments) -> Result<T, ToolError> {
     validate(args).map_err(tool_error)

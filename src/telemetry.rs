@@ -16,6 +16,8 @@ pub const HTTP_TIMEOUTS: &str = "agentdir_http_request_timeouts_total";
 pub const CONNECTIONS_OPEN: &str = "agentdir_http_connections_open";
 pub const CONNECTIONS_REFUSED: &str = "agentdir_http_connections_refused_total";
 pub const RATE_LIMITED: &str = "agentdir_rate_limited_total";
+/// Searches answered by words alone because the embedding budget was used up.
+pub const MEANING_BUSY: &str = "agentdir_search_meaning_busy_total";
 pub const INDEX_LAG: &str = "agentdir_search_index_lag";
 pub const INDEX_APPLIED: &str = "agentdir_search_index_applied_seq";
 pub const POOL_CONNECTIONS: &str = "agentdir_db_pool_connections";
@@ -54,6 +56,10 @@ pub fn install() -> &'static PrometheusHandle {
 fn describe() {
     use metrics::{describe_counter, describe_gauge, describe_histogram};
     describe_counter!(HTTP_REQUESTS, "HTTP requests answered, by route template, method and status.");
+    describe_counter!(
+        MEANING_BUSY,
+        "Agent searches answered by words alone: the budget for embedding needs was used up."
+    );
     describe_histogram!(
         HTTP_DURATION,
         "Time to answer an HTTP request, by route template, method and status."

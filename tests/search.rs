@@ -28,7 +28,9 @@ async fn agent_with(s: &Server, prefix: &str, profile: Value) -> Agent {
 
 #[tokio::test]
 async fn english_chinese_and_mixed_queries_find_agents() {
-    let s = Server::start().await;
+    // The word rule alone (by meaning, "translation" also finds the Chinese translator:
+    // tests/meaning.rs).
+    let s = Server::start_with(&[("AGENTDIR_SEARCH_MODE", "words")]).await;
     let zh = agent_with(
         &s,
         "zh",

@@ -33,6 +33,7 @@ mod rank;
 mod schema;
 mod store;
 mod warm;
+mod words;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -53,6 +54,7 @@ use crate::query::{EXACT_HANDLE_SCORE, exact_term};
 use crate::schema::{AgentFields, CallFields, exact_term_value};
 
 pub use crate::overlay::MAX_OVERLAY_DOCS;
+pub use crate::words::{AgentWords, WordCheck};
 
 /// Largest page the index hands out; larger limits are clamped.
 pub const MAX_LIMIT: usize = 100;

@@ -123,6 +123,28 @@ fn key() -> NumericOptions {
     NumericOptions::from(FAST | INDEXED)
 }
 
+/// The weight class of a text value.
+pub(crate) enum Class {
+    Title,
+    Summary,
+    Body,
+}
+
+/// Every text value of an agent that search reads, with its weight class: what its document
+/// holds, and what `words.rs` checks a query against.
+pub(crate) fn agent_texts(a: &AgentDoc) -> impl Iterator<Item = (Class, &str)> {
+    let titles = [&a.handle, &a.name].into_iter().map(|s| (Class::Title, s.as_str()));
+    let summaries = std::iter::once(&a.tagline)
+        .chain(a.capabilities.iter().chain(&a.offering_titles).chain(&a.offering_tags))
+        .map(|s| (Class::Summary, s.as_str()));
+    let bodies = [&a.description_en, &a.description_zh]
+        .into_iter()
+        .chain(&a.offering_deliverables)
+        .chain(std::iter::once(&a.model))
+        .map(|s| (Class::Body, s.as_str()));
+    titles.chain(summaries).chain(bodies)
+}
+
 #[derive(Clone)]
 pub(crate) struct AgentFields {
     pub key: Field,
@@ -175,18 +197,14 @@ impl AgentFields {
     pub(crate) fn document(&self, a: &AgentDoc, analyzer: &mut TextAnalyzer) -> TantivyDocument {
         let mut b =
             Builder { doc: TantivyDocument::default(), all: self.all, analyzer, words: String::new() };
-        b.text(self.title, &a.handle);
-        b.text(self.title, &a.name);
-        b.text(self.summary, &a.tagline);
-        for s in a.capabilities.iter().chain(&a.offering_titles).chain(&a.offering_tags) {
-            b.text(self.summary, s);
+        for (class, value) in agent_texts(a) {
+            let field = match class {
+                Class::Title => self.title,
+                Class::Summary => self.summary,
+                Class::Body => self.body,
+            };
+            b.text(field, value);
         }
-        b.text(self.body, &a.description_en);
-        b.text(self.body, &a.description_zh);
-        for s in &a.offering_deliverables {
-            b.text(self.body, s);
-        }
-        b.text(self.body, &a.model);
         let mut d = b.doc;
         d.add_u64(self.key, a.key);
         add_exact(&mut d, self.handle_exact, &a.handle);

@@ -126,12 +126,44 @@ pub struct ProfilePatch {
     pub contact_policy: Option<ContactPolicyPatch>,
 }
 
+impl ProfilePatch {
+    /// Whether the patch changes the text search by meaning reads (see `meaning::profile_text`).
+    pub fn changes_meaning(&self) -> bool {
+        self.name.is_some()
+            || self.tagline.is_some()
+            || self.description_en.is_some()
+            || self.description_zh.is_some()
+            || self.capabilities.is_some()
+    }
+
+    /// The patch's effect on an agent's search document.
+    pub fn apply_to_doc(&self, doc: &mut agentdir_search_index::AgentDoc) {
+        let set = |field: &mut String, value: &Option<String>| {
+            if let Some(v) = value {
+                field.clone_from(v);
+            }
+        };
+        set(&mut doc.name, &self.name);
+        set(&mut doc.description_en, &self.description_en);
+        set(&mut doc.description_zh, &self.description_zh);
+        if let Some(t) = &self.tagline {
+            doc.tagline = t.clone().unwrap_or_default();
+        }
+        if let Some(c) = &self.capabilities {
+            doc.capabilities.clone_from(c);
+        }
+    }
+}
+
 /// Query of `GET /api/agents`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[schemars(transform = super::reject_null)]
 pub struct AgentSearch {
-    /// Free text over handle, name, tagline, descriptions (English and Chinese), capabilities
-    /// and offerings. Without it, agents are listed most recently active first.
+    /// A need or keywords, in English or Chinese, in your own words ("someone who can turn my
+    /// podcast into Chinese subtitles", "合同审阅"). Matches by meaning as well as by words
+    /// (handle, name, tagline, descriptions, capabilities, offerings), in either language; the
+    /// best-fitting, best-evidenced agents come first. Without it, agents are listed most
+    /// recently active first.
     pub q: Option<String>,
     /// Exact capability (case-insensitive).
     pub capability: Option<String>,
@@ -153,6 +185,8 @@ pub struct AgentSearch {
     pub limit: Option<u32>,
     #[schemars(range(min = 0, max = super::list::MAX_OFFSET), description = super::list::OFFSET_DOC)]
     pub offset: Option<u32>,
+    /// true: each agent carries `ranking: {score, signals}`, why it ranks where it does.
+    pub explain: Option<bool>,
 }
 
 /// How to reach an agent: always through a contact request.
@@ -230,10 +264,27 @@ pub struct AgentCard {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct AgentList {
     pub notice: Notice,
-    pub agents: Vec<AgentView>,
+    pub agents: Vec<AgentHit>,
     pub total: u64,
     pub limit: u32,
     pub offset: u32,
+}
+
+/// One agent of a search's page.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct AgentHit {
+    #[serde(flatten)]
+    pub agent: AgentView,
+    /// With `explain=true`: the score the page is ordered by and the signals behind it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranking: Option<crate::meaning::rank::Ranking>,
+}
+
+impl std::ops::Deref for AgentHit {
+    type Target = AgentView;
+    fn deref(&self) -> &AgentView {
+        &self.agent
+    }
 }
 
 /// The owner's own view: the public profile plus what only the owner sees.

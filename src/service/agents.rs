@@ -4,16 +4,14 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use agentdir_search_index::AgentQuery;
+use agentdir_search_index::AgentDoc;
 
 use super::rate_limit::Persistent;
-use super::{Caller, Directory, keys, views};
+use super::{Caller, Directory, keys, meaning, views};
 use crate::domain::agent::{
-    self, AgentCard, AgentList, AgentSearch, Evidence, OwnProfile, ProfilePatch, Registered, Registration,
-    RotatedKey,
+    self, AgentCard, Evidence, OwnProfile, ProfilePatch, Registered, Registration, RotatedKey,
 };
 use crate::domain::contact_policy::ContactPolicy;
-use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
 use crate::domain::offering::{Offering, OfferingList, OfferingsReplacement};
 use crate::domain::trust::CodePurpose;
@@ -21,9 +19,7 @@ use crate::error::{Error, Result, Rule};
 use crate::ids;
 use crate::store::agents::{self as agents_store, AgentRow};
 use crate::store::{calls, codes, collabs, offerings, recoveries};
-use crate::time::{DAY, SECOND, Timestamp, now_ms};
-
-const MINUTE: i64 = 60 * SECOND;
+use crate::time::{Timestamp, now_ms};
 
 impl Directory {
     pub async fn register(self: &Arc<Self>, input: Registration, client_ip: String) -> Result<Registered> {
@@ -61,6 +57,7 @@ impl Directory {
             updated_at: now,
             last_active_at: now,
         };
+        let embedded = self.embed_profile(profile_doc(&row)).await?;
         let dir = self.clone();
         let agent = self
             .write(move |tx| {
@@ -69,6 +66,7 @@ impl Directory {
                 }
                 dir.limits.check(tx, Persistent::Registration, &client_ip, now)?;
                 let id = agents_store::insert(tx, &row)?;
+                meaning::store_vector(tx, id, embedded)?;
                 dir.limits.record(tx, Persistent::Registration, &client_ip, now)?;
                 let saved = agents_store::by_id(tx, id)?.ok_or(Error::Internal)?;
                 views::agent(tx, &saved, now)
@@ -99,34 +97,6 @@ impl Directory {
         Ok(Caller { id: row.id, handle: row.handle, key_id: row.key_id })
     }
 
-    pub fn search_agents(&self, q: AgentSearch) -> Result<AgentList> {
-        self.catch_up()?;
-        let page = Page::new(q.limit, q.offset);
-        let now = now_ms();
-        // Whole minutes: the same `new=true` search then has the same index cache key for a
-        // minute instead of a millisecond.
-        let joined_since = (now - agent::NEW_WINDOW_DAYS * DAY).div_euclid(MINUTE) * MINUTE;
-        let handle = q.q.as_deref().and_then(agent::as_handle);
-        let query = AgentQuery {
-            text: q.q.as_deref(),
-            handle: handle.as_deref(),
-            capability: q.capability.as_deref(),
-            language: q.language.as_deref(),
-            mailbox_verified: q.verified,
-            min_level: q.min_level.map(u64::from),
-            joined_since: (q.new == Some(true)).then_some(joined_since),
-            limit: page.limit as usize,
-            offset: page.offset as usize,
-        };
-        let found = self.index.search_agents(&query).map_err(|e| {
-            tracing::error!(error = %e, "agent search failed");
-            Error::Internal
-        })?;
-        let ids: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
-        let agents = self.agent_items(&ids)?;
-        Ok(AgentList { notice: NOTICE, agents, total: found.total, limit: page.limit, offset: page.offset })
-    }
-
     /// Up to `limit` handles of public agents starting with `prefix` (case-insensitive), for
     /// completing a handle as it is typed. A prefix no handle can start with finds nothing.
     pub fn complete_handles(&self, prefix: &str, limit: u32) -> Result<Vec<String>> {
@@ -144,6 +114,13 @@ impl Directory {
 
     pub async fn update_profile(self: &Arc<Self>, caller: Caller, patch: ProfilePatch) -> Result<OwnProfile> {
         let now = now_ms();
+        let embedded = match self.agent_doc(caller.id)? {
+            Some(mut doc) if patch.changes_meaning() => {
+                patch.apply_to_doc(&mut doc);
+                self.embed_profile(doc).await?
+            }
+            _ => None,
+        };
         self.write(move |tx| {
             let mut a = caller_row(tx, &caller)?;
             if let Some(mailbox) = patch.mailbox
@@ -197,6 +174,7 @@ impl Directory {
             a.updated_at = now;
             a.last_active_at = now;
             agents_store::update_profile(tx, &a)?;
+            meaning::store_vector(tx, a.id, embedded)?;
             own_profile(tx, &a, now)
         })
         .await
@@ -208,6 +186,16 @@ impl Directory {
         input: OfferingsReplacement,
     ) -> Result<OfferingList> {
         let now = now_ms();
+        let embedded = match self.agent_doc(caller.id)? {
+            Some(mut doc) => {
+                doc.offering_titles = input.offerings.iter().map(|o| o.title.clone()).collect();
+                doc.offering_deliverables = input.offerings.iter().map(|o| o.deliverable.clone()).collect();
+                doc.offering_tags =
+                    input.offerings.iter().flat_map(|o| o.tags.iter().flatten().cloned()).collect();
+                self.embed_profile(doc).await?
+            }
+            None => None,
+        };
         let saved = self
             .write(move |tx| {
                 let existing: HashSet<String> =
@@ -239,6 +227,7 @@ impl Directory {
                 }
                 offerings::replace(tx, caller.id, &list)?;
                 agents_store::touch(tx, caller.id, now, true)?;
+                meaning::store_vector(tx, caller.id, embedded)?;
                 Ok(list)
             })
             .await?;
@@ -307,4 +296,18 @@ fn own_profile(conn: &rusqlite::Connection, a: &AgentRow, now: i64) -> Result<Ow
         mailbox: a.mailbox.clone(),
         owner_email: a.owner_claimed_at.and(a.owner_email.clone()),
     })
+}
+
+/// A new agent's document as the meaning side reads it (it has no offerings yet).
+fn profile_doc(row: &AgentRow) -> AgentDoc {
+    AgentDoc {
+        handle: row.handle.clone(),
+        name: row.name.clone(),
+        tagline: row.tagline.clone(),
+        description_en: row.description_en.clone(),
+        description_zh: row.description_zh.clone(),
+        capabilities: row.capabilities.clone(),
+        languages: row.languages.clone(),
+        ..AgentDoc::default()
+    }
 }

@@ -11,13 +11,14 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use agentdir_search_index::SearchIndex;
+use agentdir_search_index::{Change as IndexChange, SearchIndex};
 use rusqlite::Connection;
 
 use super::Directory;
 use super::cache::{ViewCache, ViewKey};
 use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::{Error, Result};
+use crate::meaning::Meaning;
 use crate::store::changes::{self, Change, ChangeKind};
 use crate::store::{Pool, meta, proofs, search};
 use crate::time::DAY;
@@ -34,7 +35,15 @@ fn index_error(e: impl std::fmt::Display) -> Error {
 
 /// Applies the log after the index's seq to the index, and evicts the cached views it
 /// changed. Cheap when there is nothing new (one indexed read).
-pub fn follow(conn: &Connection, index: &SearchIndex, views: Option<&ViewCache>) -> Result<()> {
+pub fn follow(
+    conn: &Connection,
+    index: &SearchIndex,
+    views: Option<&ViewCache>,
+    meaning: Option<&Meaning>,
+) -> Result<()> {
+    if let Some(meaning) = meaning {
+        meaning.apply_vectors(conn)?;
+    }
     loop {
         let applied = index.applied_seq();
         let batch = changes::after(conn, applied, BATCH)?;
@@ -42,14 +51,30 @@ pub fn follow(conn: &Connection, index: &SearchIndex, views: Option<&ViewCache>)
             return Ok(());
         };
         let mut docs = Vec::with_capacity(batch.len());
+        let mut authors = Vec::new();
         for change in &batch {
             match change.kind {
                 ChangeKind::Agent => docs.push(search::agent_change(conn, change.key)?),
-                ChangeKind::Call => docs.push(search::call_change(conn, change.key)?),
+                ChangeKind::Call => {
+                    docs.push(search::call_change(conn, change.key)?);
+                    // A hidden call is an operator action its author's ranking weighs.
+                    authors.extend(search::call_author(conn, change.key)?);
+                }
                 ChangeKind::Collab => {}
             }
         }
+        let mut agents: Vec<_> = docs
+            .iter()
+            .filter(|d| matches!(d, IndexChange::UpsertAgent(_) | IndexChange::RemoveAgent(_)))
+            .cloned()
+            .collect();
+        for author in authors {
+            agents.push(search::agent_change(conn, author)?);
+        }
         index.apply(docs, last).map_err(index_error)?;
+        if let Some(meaning) = meaning {
+            meaning.apply_agents(conn, index, &agents)?;
+        }
         if let Some(views) = views {
             views.evict(batch.into_iter().flat_map(views_of), last);
         }
@@ -113,7 +138,7 @@ impl Directory {
         if self.replica.is_some() {
             conn.release_memory()?; // see `Directory::read`
         }
-        follow(&conn, &self.index, Some(&self.views))
+        follow(&conn, &self.index, Some(&self.views), Some(&self.meaning))
     }
 
     /// Before a search: brings the index (and the views) up to the newest commit, whoever made

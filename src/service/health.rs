@@ -26,6 +26,8 @@ pub struct Readiness {
     /// The write position: the newest write on a primary, what the copy holds on a replica
     /// (replicas poll it from the primary; see `replica`).
     pub seq: u64,
+    /// Search by meaning: on or off (and why), and how many agents have their vector.
+    pub meaning: crate::meaning::Status,
     /// On a replica: how far behind the primary it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica: Option<crate::replica::link::Lag>,
@@ -71,6 +73,7 @@ impl Directory {
             search_index: "ok",
             index_lag: position.lag(),
             seq,
+            meaning: self.meaning.status(),
             replica: lag,
         })
     }

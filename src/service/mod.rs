@@ -11,10 +11,12 @@ pub mod cache;
 pub mod calls;
 pub mod changes;
 pub mod collabs;
+pub mod finding;
 pub mod follow;
 pub mod health;
 pub mod inbound;
 pub mod keys;
+pub mod meaning;
 pub mod proofs;
 pub mod rate_limit;
 pub mod read_views;
@@ -54,6 +56,8 @@ pub struct Settings {
     pub changes_retention_ms: i64,
     /// Memory for rendered cards and calls, in bytes.
     pub view_cache_bytes: usize,
+    /// Search by meaning: the mode and where the model is.
+    pub meaning: crate::meaning::MeaningSettings,
 }
 
 /// Who is calling: an authenticated, not suspended agent.
@@ -70,6 +74,8 @@ pub struct Directory {
     readers: Pool,
     writer: Writer,
     pub index: SearchIndex,
+    /// The meaning model and what each public agent means (see `crate::meaning`).
+    pub meaning: crate::meaning::Meaning,
     pub settings: Settings,
     pub keys: keys::KeyCache,
     pub limits: RateLimits,
@@ -87,6 +93,8 @@ pub struct Directory {
     search_permits: tokio::sync::Semaphore,
     /// New keys hashed at once: one per core (see `Directory::new_key`).
     hash_permits: tokio::sync::Semaphore,
+    /// Profiles embedded at once: one per core (see `Directory::embed_profile`).
+    embed_permits: tokio::sync::Semaphore,
     /// The write position after the newest write of this server (see `store::replica`).
     written: std::sync::atomic::AtomicU64,
     /// Set when this server is a read replica: its copy, its lag, its way to the primary.
@@ -125,6 +133,7 @@ impl Directory {
             .map_err(|e| anyhow::anyhow!("cannot open the search index: {e}"))?;
         let limits = RateLimits::new(&settings.rates);
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let meaning = crate::meaning::Meaning::open(&settings.meaning, cores);
         let written = store::replica::position(&*readers.get()?)?;
         // An empty cache has nothing to evict for changes older than now.
         let newest = store::changes::max_seq(&*readers.get()?)?;
@@ -152,6 +161,7 @@ impl Directory {
                 readers,
                 writer,
                 index,
+                meaning,
                 views: cache::ViewCache::new(settings.view_cache_bytes, newest),
                 settings,
                 keys: keys::KeyCache::default(),
@@ -162,12 +172,14 @@ impl Directory {
                 seen_by_views: std::sync::atomic::AtomicI64::new(i64::MIN),
                 search_permits: tokio::sync::Semaphore::new(SEARCHES_PER_CORE * cores),
                 hash_permits: tokio::sync::Semaphore::new(cores),
+                embed_permits: tokio::sync::Semaphore::new(cores),
                 written: std::sync::atomic::AtomicU64::new(written),
                 replica,
             }
         });
         started?;
         dir.repair_index()?;
+        dir.load_meaning()?;
         Ok(dir)
     }
 

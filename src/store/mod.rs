@@ -8,6 +8,7 @@ pub mod calls;
 pub mod changes;
 pub mod codes;
 pub mod collabs;
+pub mod meaning;
 pub mod meta;
 pub mod offerings;
 pub mod proofs;
@@ -55,6 +56,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (2, "change_log", include_str!("../../migrations/0002_change_log.sql")),
     (3, "recovery", include_str!("../../migrations/0003_recovery.sql")),
     (4, "calls", include_str!("../../migrations/0004_calls.sql")),
+    (8, "meaning", include_str!("../../migrations/0008_meaning.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";

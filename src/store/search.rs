@@ -111,3 +111,18 @@ pub fn with_all_docs<R>(
         None => Ok(out),
     }
 }
+
+/// The author of a call (hidden or not).
+pub fn call_author(conn: &Connection, seq: i64) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT agent_id FROM calls WHERE seq = :seq")?
+        .query_row(named_params! {":seq": seq}, |r| r.get("agent_id"))
+        .optional()?)
+}
+
+/// Every public agent's document.
+pub fn agent_docs(conn: &Connection) -> Result<Vec<AgentDoc>> {
+    let mut stmt = conn.prepare(AGENT_DOC)?;
+    let docs = stmt.query_map([], agent_doc)?.collect::<rusqlite::Result<_>>()?;
+    Ok(docs)
+}

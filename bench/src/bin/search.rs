@@ -315,6 +315,7 @@ fn settings(dir: &Path, view_cache_bytes: usize) -> Settings {
         read_pool: serve.read_pool(),
         changes_retention_ms: 30 * 86_400_000,
         view_cache_bytes,
+        meaning: serve.meaning(),
     }
 }
 

@@ -23,8 +23,12 @@ pub async fn register(
     Ok(created(app.register(input, ip).await?))
 }
 
-pub async fn search(State(app): State<App>, QueryParams(q): QueryParams<AgentSearch>) -> Reply<AgentList> {
-    Ok(Json(app.search(move |d| d.search_agents(q)).await?))
+pub async fn search(
+    State(app): State<App>,
+    ClientIp(ip): ClientIp,
+    QueryParams(q): QueryParams<AgentSearch>,
+) -> Reply<AgentList> {
+    Ok(Json(app.find_agents(q, &ip).await?))
 }
 
 pub async fn card(

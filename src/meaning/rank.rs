@@ -1,0 +1,146 @@
+//! How a search with `q` orders agents: relevance (words and meaning fused), weighed by the
+//! evidence the directory holds about each agent. Every weight is declared here, once; the
+//! docs (docs/search.md) state them.
+//!
+//! - **Words**: an agent that holds every word of `q` scores `WORD_FLOOR`, plus up to
+//!   `1 - WORD_FLOOR` by its place among the first [`WORD_WINDOW`] word matches (BM25 order).
+//!   Matching every word is what counts; repeating them buys little (a stuffed profile is at most
+//!   `1 - WORD_FLOOR` ahead).
+//! - **Meaning**: cosine similarity of the centred vectors (see `agentdir_meaning::MODEL_ID`) mapped from [`MEANING_FLOOR`]..[`MEANING_FULL`] to 0..1.
+//! - **Relevance** = `WORDS_WEIGHT × max(words, meaning) + MEANING_WEIGHT × meaning` (words
+//!   alone when the model is not used): holding the words adds to a meaning match, and missing
+//!   one of them ("my", a synonym) costs a strong meaning match nothing.
+//! - **Fit** = `min(1, relevance / FIT_FULL)`: past `FIT_FULL` an agent fits the need, and a
+//!   profile that repeats the need's words fits no better than one that describes the same
+//!   service in its own words.
+//! - **Score** = `evidence × fit + TIE_BREAK × relevance`: among agents that fit, evidence
+//!   decides; relevance orders the rest and breaks ties.
+//! - **Evidence** multiplies fit: `EVIDENCE_BASE` for an agent nobody vouches for, up to
+//!   `EVIDENCE_BASE + EVIDENCE_TRUST` with trust (level, live link proofs, confirmed
+//!   collaborations), plus a little for recent activity, less for operator actions (hidden calls,
+//!   suspensions). Reports are never read: anyone can file one.
+
+use serde::Serialize;
+
+use super::Facts;
+use crate::time::{DAY, now_ms};
+
+/// Word matches ranked together with meaning; later ones follow in word order.
+pub const WORD_WINDOW: usize = 100;
+/// Cosine similarity at or above which an agent matches `q` by meaning.
+pub const MEANING_THRESHOLD: f32 = 0.18;
+/// Similarity mapped to 0 and to 1 of the meaning signal.
+pub const MEANING_FLOOR: f32 = 0.10;
+pub const MEANING_FULL: f32 = 0.45;
+pub const WORD_FLOOR: f32 = 0.8;
+pub const WORDS_WEIGHT: f32 = 0.4;
+pub const MEANING_WEIGHT: f32 = 0.6;
+pub const FIT_FULL: f32 = 0.7;
+pub const TIE_BREAK: f32 = 0.05;
+pub const EVIDENCE_BASE: f32 = 0.6;
+pub const EVIDENCE_TRUST: f32 = 0.4;
+/// Trust from the level (0, 1, 2), then from each live link proof and confirmed collaboration.
+pub const TRUST_BY_LEVEL: [f32; 3] = [0.0, 0.5, 0.75];
+pub const TRUST_PER_PROOF: f32 = 0.1;
+pub const TRUST_PER_COLLABORATION: f32 = 0.1;
+/// Activity within this many days adds up to `ACTIVITY_BONUS`, fading to 0 at `ACTIVITY_FADE_DAYS`.
+pub const ACTIVITY_RECENT_DAYS: i64 = 30;
+pub const ACTIVITY_FADE_DAYS: i64 = 180;
+pub const ACTIVITY_BONUS: f32 = 0.05;
+/// Taken off per call an operator hid (at most three count) and per suspension (at most two).
+pub const PENALTY_PER_HIDDEN_CALL: f32 = 0.05;
+pub const PENALTY_PER_SUSPENSION: f32 = 0.15;
+
+/// Why an agent ranks where it does (`explain=true`).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
+pub struct Ranking {
+    /// Evidence × fit, plus a little relevance; the page is in descending order of it (word matches past the
+    /// first 100 follow in word order).
+    pub score: f32,
+    pub signals: Signals,
+}
+
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
+pub struct Signals {
+    /// 0..1: holds every word of `q` (0 when it does not), more for a better word rank.
+    pub words: f32,
+    /// Cosine similarity of the need and the profile; null when meaning was not used or the
+    /// agent has no vector yet.
+    pub similarity: Option<f32>,
+    /// 0..1, from `similarity`.
+    pub meaning: f32,
+    /// Words and meaning fused.
+    pub relevance: f32,
+    /// 0..1: how fully the agent fits the need (relevance, saturated).
+    pub fit: f32,
+    /// The factor fit is multiplied by.
+    pub evidence: f32,
+    pub trust_level: u8,
+    pub live_link_proofs: u32,
+    pub confirmed_collaborations: u32,
+    pub hidden_calls: u32,
+    pub suspensions: u32,
+    /// Days since the agent was last active.
+    pub days_since_active: i64,
+    /// How `q` was matched: `combined`, `words` or `meaning`; `words_busy` when the server was
+    /// at its budget for embedding needs and answered by words alone.
+    pub matched_by: &'static str,
+}
+
+/// What the search knew about one candidate.
+pub struct Candidate<'a> {
+    /// Its place among the word matches (0 = best), if it holds every word.
+    pub word_rank: Option<usize>,
+    /// Word matches in the window.
+    pub window: usize,
+    pub similarity: Option<f32>,
+    pub facts: Option<&'a Facts>,
+}
+
+pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> Ranking {
+    let words = c
+        .word_rank
+        .map_or(0.0, |r| WORD_FLOOR + (1.0 - WORD_FLOOR) * (1.0 - r as f32 / c.window.max(1) as f32));
+    let meaning =
+        c.similarity.map_or(0.0, |s| ((s - MEANING_FLOOR) / (MEANING_FULL - MEANING_FLOOR)).clamp(0.0, 1.0));
+    let relevance =
+        if meaning_used { WORDS_WEIGHT * words.max(meaning) + MEANING_WEIGHT * meaning } else { words };
+    let f = c.facts;
+    let level = f.map_or(0, |f| f.level);
+    let e = f.map(|f| f.evidence).unwrap_or_default();
+    let trust = (TRUST_BY_LEVEL[usize::from(level.min(2))]
+        + TRUST_PER_PROOF * e.live_proofs.min(2) as f32
+        + TRUST_PER_COLLABORATION * e.collaborations.min(3) as f32)
+        .min(1.0);
+    let days = f.map_or(i64::MAX / DAY, |f| (now_ms() - f.last_active_at).max(0) / DAY);
+    let activity = if days <= ACTIVITY_RECENT_DAYS {
+        ACTIVITY_BONUS
+    } else if days < ACTIVITY_FADE_DAYS {
+        ACTIVITY_BONUS * (ACTIVITY_FADE_DAYS - days) as f32
+            / (ACTIVITY_FADE_DAYS - ACTIVITY_RECENT_DAYS) as f32
+    } else {
+        0.0
+    };
+    let penalty = PENALTY_PER_HIDDEN_CALL * e.hidden_calls.min(3) as f32
+        + PENALTY_PER_SUSPENSION * e.suspensions.min(2) as f32;
+    let evidence = (EVIDENCE_BASE + EVIDENCE_TRUST * trust + activity - penalty).max(0.1);
+    let fit = (relevance / FIT_FULL).min(1.0);
+    Ranking {
+        score: evidence * fit + TIE_BREAK * relevance,
+        signals: Signals {
+            words,
+            similarity: c.similarity,
+            meaning,
+            relevance,
+            fit,
+            evidence,
+            trust_level: level,
+            live_link_proofs: e.live_proofs,
+            confirmed_collaborations: e.collaborations,
+            hidden_calls: e.hidden_calls,
+            suspensions: e.suspensions,
+            days_since_active: days,
+            matched_by,
+        },
+    }
+}

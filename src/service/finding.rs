@@ -1,0 +1,247 @@
+//! Finding agents with `q`: word matches (the search index) and meaning matches (the vector
+//! matrix) fused, weighed by evidence, paged with an exact total. The rule, stated in
+//! docs/search.md:
+//!
+//! - An agent matches when it holds every word of `q` (the index's rule) or its profile's
+//!   similarity to `q` is at least [`MEANING_THRESHOLD`]; every filter applies to both.
+//!   `total` counts the agents matching either way, each once.
+//! - The first [`WORD_WINDOW`] word matches and every meaning-only match are ordered by
+//!   `rank::rank`; the remaining word matches follow in word order.
+//! - `--search-mode words` never uses meaning; `meaning` uses meaning alone (no word matching).
+//!   A combined search that the embedding budget does not admit is answered by words alone.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use agentdir_meaning::Quantized;
+use agentdir_search_index::{AgentQuery, Page as IndexPage};
+
+use super::Directory;
+use crate::domain::agent::{self, AgentHit, AgentList, AgentSearch};
+use crate::domain::list::Page;
+use crate::domain::notice::NOTICE;
+use crate::error::{Error, Result};
+use crate::meaning::rank::{self, Candidate, MEANING_THRESHOLD, Ranking, WORD_WINDOW};
+use crate::meaning::{Facts, SearchMode};
+use crate::time::{DAY, SECOND, now_ms};
+
+const MINUTE: i64 = 60 * SECOND;
+
+/// The need of a search as the model read it.
+pub enum Need {
+    /// No `q`, no model, or the mode is words.
+    Words,
+    /// The budget for embeddings was used up: words alone this time.
+    Busy,
+    Vector(Quantized),
+}
+
+fn index_failed(e: impl std::fmt::Display) -> Error {
+    tracing::error!(error = %e, "agent search failed");
+    Error::Internal
+}
+
+impl Directory {
+    /// `GET /api/agents` and MCP `search_agents`: reads the need with the model when the budget
+    /// admits it (on the blocking pool, outside the search permits), then searches.
+    pub async fn find_agents(self: &Arc<Self>, q: AgentSearch, client: &str) -> Result<AgentList> {
+        let text = q.q.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
+        let need = match text {
+            Some(text) if self.meaning.enabled() && self.meaning.mode != SearchMode::Words => {
+                match self.meaning.budget.admit(client) {
+                    Some(admitted) => {
+                        let vector = self
+                            .run(move |d| {
+                                let _admitted = admitted;
+                                Ok(d.meaning.embed_query(&text))
+                            })
+                            .await?;
+                        vector.map_or(Need::Words, Need::Vector)
+                    }
+                    None => {
+                        metrics::counter!(crate::telemetry::MEANING_BUSY).increment(1);
+                        Need::Busy
+                    }
+                }
+            }
+            _ => Need::Words,
+        };
+        self.search(move |d| d.search_agents_for(q, need)).await
+    }
+
+    /// A search by words alone (or recency without `q`), weighed by evidence.
+    pub fn search_agents(&self, q: AgentSearch) -> Result<AgentList> {
+        self.search_agents_for(q, Need::Words)
+    }
+
+    pub fn search_agents_for(&self, q: AgentSearch, need: Need) -> Result<AgentList> {
+        self.catch_up()?;
+        let page = Page::new(q.limit, q.offset);
+        let explain = q.explain == Some(true);
+        // Whole minutes: the same `new=true` search then has the same index cache key for a
+        // minute instead of a millisecond.
+        let joined_since = (now_ms() - agent::NEW_WINDOW_DAYS * DAY).div_euclid(MINUTE) * MINUTE;
+        let handle = q.q.as_deref().and_then(agent::as_handle);
+        let query = AgentQuery {
+            text: q.q.as_deref(),
+            handle: handle.as_deref(),
+            capability: q.capability.as_deref(),
+            language: q.language.as_deref(),
+            mailbox_verified: q.verified,
+            min_level: q.min_level.map(u64::from),
+            joined_since: (q.new == Some(true)).then_some(joined_since),
+            limit: page.limit as usize,
+            offset: page.offset as usize,
+        };
+        let text = q.q.as_deref().map(str::trim).filter(|t| !t.is_empty());
+        let (total, ordered) = match text {
+            None => {
+                let found = self.index.search_agents(&query).map_err(index_failed)?;
+                let ranked = found.keys.iter().map(|k| (*k, None)).collect();
+                (found.total, ranked)
+            }
+            Some(text) => self.rank_agents(&query, text, handle.as_deref(), need, explain)?,
+        };
+        let ids: Vec<i64> = ordered.iter().map(|(k, _)| *k as i64).collect();
+        let mut rankings: HashMap<String, Ranking> = HashMap::new();
+        if explain {
+            let state = self.meaning.read();
+            for (key, ranking) in ordered {
+                let ranking = ranking.unwrap_or_else(|| {
+                    rank::rank(
+                        &Candidate {
+                            word_rank: None,
+                            window: 1,
+                            similarity: None,
+                            facts: state.facts.get(&key),
+                        },
+                        false,
+                        "recency",
+                    )
+                });
+                if let Some(f) = state.facts.get(&key) {
+                    rankings.insert(f.handle.clone(), ranking);
+                }
+            }
+        }
+        let agents = self
+            .agent_items(&ids)?
+            .into_iter()
+            .map(|agent| {
+                let ranking = rankings.remove(&agent.handle);
+                AgentHit { agent, ranking }
+            })
+            .collect();
+        Ok(AgentList { notice: NOTICE, agents, total, limit: page.limit, offset: page.offset })
+    }
+
+    /// The page of a search with text: its total and its keys in order, each with its ranking.
+    fn rank_agents(
+        &self,
+        query: &AgentQuery,
+        text: &str,
+        handle: Option<&str>,
+        need: Need,
+        _explain: bool,
+    ) -> Result<(u64, Vec<(u64, Option<Ranking>)>)> {
+        let mode = self.meaning.mode;
+        let (vector, matched_by) = match need {
+            Need::Vector(v) => (Some(v), if mode == SearchMode::Meaning { "meaning" } else { "combined" }),
+            Need::Busy => (None, "words_busy"),
+            Need::Words => (None, "words"),
+        };
+        // Meaning mode without a vector (no model, or over budget) falls back to words.
+        let use_words = mode != SearchMode::Meaning || vector.is_none();
+        let window = if use_words {
+            self.index
+                .search_agents(&AgentQuery { limit: WORD_WINDOW, offset: 0, ..*query })
+                .map_err(index_failed)?
+        } else {
+            IndexPage::default()
+        };
+        let word_rank: HashMap<u64, usize> = window.keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
+        let state = self.meaning.read();
+        let mut meaning_only = Vec::new();
+        if let Some(v) = &vector {
+            let keep = |f: &Facts| passes(query, f);
+            let check = (window.total as usize > window.keys.len()).then(|| self.index.word_check(text));
+            for hit in state.matrix.search(v, MEANING_THRESHOLD, |_| true) {
+                let Some(f) = state.facts.get(&hit.key) else { continue };
+                if !keep(f) || word_rank.contains_key(&hit.key) {
+                    continue;
+                }
+                let word_match = use_words
+                    && check
+                        .as_ref()
+                        .is_some_and(|c| c.matches(&f.words) || handle == Some(f.handle.as_str()));
+                if !word_match {
+                    meaning_only.push(hit);
+                }
+            }
+        }
+        let words_total = if use_words { window.total } else { 0 };
+        let total = words_total + meaning_only.len() as u64;
+        let n = window.keys.len();
+        let mut fused: Vec<(u64, Ranking)> = window
+            .keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                let similarity = vector.as_ref().and_then(|v| state.matrix.similarity(v, *k));
+                let c = Candidate { word_rank: Some(i), window: n, similarity, facts: state.facts.get(k) };
+                (*k, rank::rank(&c, vector.is_some(), matched_by))
+            })
+            .chain(meaning_only.iter().map(|h| {
+                let c = Candidate {
+                    word_rank: None,
+                    window: n,
+                    similarity: Some(h.similarity),
+                    facts: state.facts.get(&h.key),
+                };
+                (h.key, rank::rank(&c, true, matched_by))
+            }))
+            .collect();
+        fused.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
+        let (offset, limit) = (query.offset, query.limit);
+        let mut page: Vec<(u64, Option<Ranking>)> =
+            fused.into_iter().skip(offset).take(limit).map(|(k, r)| (k, Some(r))).collect();
+        // Past the fused part: the word matches after the window, in word order.
+        let fused_len = n + meaning_only.len();
+        if page.len() < limit && use_words && window.total as usize > n {
+            let start = offset.max(fused_len) - fused_len;
+            drop(state);
+            let tail = self
+                .index
+                .search_agents(&AgentQuery {
+                    offset: WORD_WINDOW + start,
+                    limit: limit - page.len(),
+                    ..*query
+                })
+                .map_err(index_failed)?;
+            let state = self.meaning.read();
+            for (j, k) in tail.keys.into_iter().enumerate() {
+                let c = Candidate {
+                    word_rank: Some(WORD_WINDOW + start + j),
+                    window: WORD_WINDOW + start + j + 1,
+                    similarity: vector.as_ref().and_then(|v| state.matrix.similarity(v, k)),
+                    facts: state.facts.get(&k),
+                };
+                page.push((k, Some(rank::rank(&c, vector.is_some(), matched_by))));
+            }
+        }
+        Ok((total, page))
+    }
+}
+
+/// Whether an agent passes the filters of a search (the index's exact filters, restated over
+/// the facts the meaning side holds).
+fn passes(q: &AgentQuery, f: &Facts) -> bool {
+    let exact = |want: Option<&str>, have: &[String]| {
+        want.map(|w| w.trim().to_lowercase()).filter(|w| !w.is_empty()).is_none_or(|w| have.contains(&w))
+    };
+    exact(q.capability, &f.capabilities)
+        && exact(q.language, &f.languages)
+        && q.mailbox_verified.is_none_or(|v| v == f.verified)
+        && q.min_level.is_none_or(|l| u64::from(f.level) >= l)
+        && q.joined_since.is_none_or(|t| f.joined_at >= t)
+}

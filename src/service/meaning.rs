@@ -1,0 +1,164 @@
+//! Keeping what each agent means up to date: a profile's vector is computed before its write is
+//! queued (so the writer never waits for the model and a search right after the write finds it
+//! by meaning), and a background worker computes the vectors that are missing or stale (after
+//! an upgrade, a model change, or a write that did not go through the profile operations).
+
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use agentdir_meaning::{MODEL_ID, Quantized};
+use agentdir_search_index::{AgentDoc, Change};
+use rusqlite::Connection;
+
+use super::Directory;
+use crate::error::Result;
+use crate::meaning::{profile_text, text_hash};
+use crate::store::{meaning as store, search};
+
+/// Agents whose vectors the background worker computes per round (one batch of the model).
+pub const FILL_BATCH: usize = 16;
+/// How long the worker rests when every public agent has its vector.
+const FILL_IDLE: Duration = Duration::from_secs(1);
+/// Agents read per step when loading the matrix at start.
+const LOAD_CHUNK: usize = 2_000;
+
+/// A profile's vector, computed before the write that stores it.
+pub struct Embedded {
+    text_hash: Vec<u8>,
+    vector: Quantized,
+}
+
+impl Directory {
+    /// At start: what every public agent means, from SQLite.
+    pub(crate) fn load_meaning(&self) -> Result<()> {
+        let started = Instant::now();
+        let conn = self.read()?;
+        let docs = search::agent_docs(&conn)?;
+        for chunk in docs.chunks(LOAD_CHUNK) {
+            let changes: Vec<Change> = chunk.iter().cloned().map(Change::UpsertAgent).collect();
+            self.meaning.apply_agents(&conn, &self.index, &changes)?;
+        }
+        self.meaning.apply_vectors(&conn)?;
+        let status = self.meaning.status();
+        tracing::info!(
+            agents = status.agents,
+            with_vectors = status.agents_with_vectors,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "meaning loaded"
+        );
+        Ok(())
+    }
+
+    /// The vector of the profile `doc` will have, on the blocking pool, one per core at a
+    /// time; `None` without a model.
+    pub async fn embed_profile(self: &Arc<Self>, doc: AgentDoc) -> Result<Option<Embedded>> {
+        if !self.meaning.enabled() {
+            return Ok(None);
+        }
+        let _permit = self.embed_permits.acquire().await.map_err(|_| crate::error::Error::Overloaded)?;
+        self.run(move |d| {
+            let text = profile_text(&doc);
+            let text_hash = text_hash(&text);
+            if let Some(vector) = store::by_text(&*d.read()?, MODEL_ID, &text_hash)? {
+                return Ok(Some(Embedded { text_hash, vector }));
+            }
+            Ok(d.meaning
+                .embed_profiles(&[&text])
+                .and_then(|mut v| v.pop())
+                .map(|vector| Embedded { text_hash, vector }))
+        })
+        .await
+    }
+
+    /// The agent's document as it is now, for predicting the text a write will leave.
+    pub fn agent_doc(&self, id: i64) -> Result<Option<AgentDoc>> {
+        Ok(match search::agent_change(&*self.read()?, id)? {
+            Change::UpsertAgent(doc) => Some(doc),
+            _ => None,
+        })
+    }
+
+    /// Starts the worker that computes missing vectors (on a primary with a model).
+    pub fn start_meaning_worker(self: &Arc<Self>) {
+        if !self.meaning.enabled() || self.replica.is_some() {
+            return;
+        }
+        let me = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new().name("meaning".into()).spawn(move || fill_loop(me));
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start the meaning worker");
+        }
+    }
+
+    /// One round of the worker: computes up to [`FILL_BATCH`] missing vectors. The number done.
+    pub fn fill_vectors(&self) -> Result<usize> {
+        let keys = self.meaning.missing(FILL_BATCH);
+        if keys.is_empty() {
+            return Ok(0);
+        }
+        let mut texts = Vec::new();
+        {
+            let conn = self.read()?;
+            for key in &keys {
+                if let Some(Change::UpsertAgent(doc)) = Some(search::agent_change(&conn, *key as i64)?) {
+                    texts.push((doc.key as i64, profile_text(&doc)));
+                }
+            }
+        }
+        let mut done = Vec::new();
+        let mut to_embed = Vec::new();
+        {
+            let conn = self.read()?;
+            for (id, text) in texts {
+                let hash = text_hash(&text);
+                match store::by_text(&conn, MODEL_ID, &hash)? {
+                    Some(vector) => done.push((id, Embedded { text_hash: hash, vector })),
+                    None => to_embed.push((id, text, hash)),
+                }
+            }
+        }
+        if !to_embed.is_empty() {
+            let refs: Vec<&str> = to_embed.iter().map(|(_, t, _)| t.as_str()).collect();
+            let Some(vectors) = self.meaning.embed_profiles(&refs) else {
+                return Ok(0);
+            };
+            for ((id, _, text_hash), vector) in to_embed.into_iter().zip(vectors) {
+                done.push((id, Embedded { text_hash, vector }));
+            }
+        }
+        let n = done.len();
+        self.write_blocking(move |tx| {
+            for (id, embedded) in done {
+                store_vector(tx, id, Some(embedded))?;
+            }
+            Ok(())
+        })?;
+        self.follow()?;
+        Ok(n)
+    }
+}
+
+fn fill_loop(dir: Weak<Directory>) {
+    loop {
+        let Some(d) = dir.upgrade() else { return };
+        let done = d.fill_vectors().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "computing missing vectors failed; will retry");
+            0
+        });
+        drop(d);
+        if done == 0 {
+            std::thread::sleep(FILL_IDLE);
+        }
+    }
+}
+
+/// Inside a write, after the profile changed: stores the vector computed beforehand when the
+/// profile's text is still the one embedded (a concurrent change leaves it to the worker).
+pub fn store_vector(tx: &Connection, agent_id: i64, embedded: Option<Embedded>) -> Result<()> {
+    let Some(e) = embedded else { return Ok(()) };
+    let Change::UpsertAgent(doc) = search::agent_change(tx, agent_id)? else { return Ok(()) };
+    if text_hash(&profile_text(&doc)) == e.text_hash {
+        store::upsert(tx, agent_id, MODEL_ID, &e.text_hash, &e.vector)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! The `agent_vectors` table (see `migrations/0008_meaning.sql`) and the evidence ranking reads
+//! about each agent.
+
+use agentdir_meaning::Quantized;
+use rusqlite::{Connection, OptionalExtension, named_params};
+
+use crate::error::Result;
+
+/// One stored vector.
+#[derive(Debug, Clone)]
+pub struct StoredVector {
+    pub stamp: i64,
+    pub agent_id: i64,
+    pub model: String,
+    pub text_hash: Vec<u8>,
+    pub vector: Option<Quantized>,
+}
+
+fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredVector> {
+    Ok(StoredVector {
+        stamp: r.get("stamp")?,
+        agent_id: r.get("agent_id")?,
+        model: r.get("model")?,
+        text_hash: r.get("text_hash")?,
+        vector: Quantized::from_bytes(&r.get::<_, Vec<u8>>("vector")?),
+    })
+}
+
+/// Stores (replaces) the vector of an agent; it gets a new stamp.
+pub fn upsert(
+    tx: &Connection,
+    agent_id: i64,
+    model: &str,
+    text_hash: &[u8],
+    vector: &Quantized,
+) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO agent_vectors (agent_id, model, text_hash, vector)
+         VALUES (:agent, :model, :hash, :vector)",
+    )?
+    .execute(
+        named_params! {":agent": agent_id, ":model": model, ":hash": text_hash, ":vector": vector.to_bytes()},
+    )?;
+    Ok(())
+}
+
+/// Vectors written after `stamp`, oldest first, at most `limit`.
+pub fn after(conn: &Connection, stamp: i64, limit: u32) -> Result<Vec<StoredVector>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT stamp, agent_id, model, text_hash, vector FROM agent_vectors
+         WHERE stamp > :after ORDER BY stamp LIMIT :limit",
+    )?;
+    let rows = stmt.query_map(named_params! {":after": stamp, ":limit": limit}, from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// A vector already computed for this text by this model (equal texts share a computation).
+pub fn by_text(conn: &Connection, model: &str, text_hash: &[u8]) -> Result<Option<Quantized>> {
+    let bytes: Option<Vec<u8>> = conn
+        .prepare_cached(
+            "SELECT vector FROM agent_vectors WHERE text_hash = :hash AND model = :model LIMIT 1",
+        )?
+        .query_row(named_params! {":hash": text_hash, ":model": model}, |r| r.get("vector"))
+        .optional()?;
+    Ok(bytes.as_deref().and_then(Quantized::from_bytes))
+}
+
+/// What the directory knows of an agent beyond its words, for ranking.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EvidenceCounts {
+    /// Link proofs verified within their lifetime.
+    pub live_proofs: u32,
+    /// Confirmed collaborations between distinct claimed owners (the card's rule).
+    pub collaborations: u32,
+    /// Calls an operator hid.
+    pub hidden_calls: u32,
+    /// Suspensions an operator imposed, past or present (from the audit log).
+    pub suspensions: u32,
+}
+
+/// The evidence of agent `id` (handle `handle`); proofs verified before `live_after` have expired.
+pub fn evidence(conn: &Connection, id: i64, handle: &str, live_after: i64) -> Result<EvidenceCounts> {
+    let count = |sql: &str, params: &[(&str, &dyn rusqlite::ToSql)]| -> Result<u32> {
+        let n: i64 = conn.prepare_cached(sql)?.query_row(params, |r| r.get(0))?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    };
+    Ok(EvidenceCounts {
+        live_proofs: count(
+            "SELECT COUNT(*) FROM link_proofs WHERE agent_id = :id AND verified_at >= :after",
+            named_params! {":id": id, ":after": live_after},
+        )?,
+        collaborations: u32::try_from(super::collabs::evidence_count(conn, id)?).unwrap_or(u32::MAX),
+        hidden_calls: count(
+            "SELECT COUNT(*) FROM calls WHERE agent_id = :id AND status = 'hidden'",
+            named_params! {":id": id},
+        )?,
+        suspensions: count(
+            "SELECT COUNT(*) FROM audit_log WHERE action = 'suspend' AND target = :handle",
+            named_params! {":handle": handle},
+        )?,
+    })
+}
+
+/// The stored vector of one agent.
+pub fn for_agent(conn: &Connection, agent_id: i64) -> Result<Option<StoredVector>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT stamp, agent_id, model, text_hash, vector FROM agent_vectors WHERE agent_id = :agent",
+        )?
+        .query_row(named_params! {":agent": agent_id}, from_row)
+        .optional()?)
+}

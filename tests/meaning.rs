@@ -1,0 +1,276 @@
+//! Search by meaning through a real server: needs stated in other words than the profiles',
+//! English ↔ Chinese both ways, problem-shaped needs, read-your-writes for meaning, exact totals,
+//! evidence in the ranking (stuffed spam does not take the top), `explain`, and the fallback to
+//! words when the model is off or missing (said in /readyz).
+
+mod common;
+
+use std::collections::HashSet;
+
+use common::{Agent, Server};
+use serde_json::{Value, json};
+
+fn handles(r: &common::Resp) -> Vec<String> {
+    r.json["agents"].as_array().unwrap().iter().map(|a| a["handle"].as_str().unwrap().to_owned()).collect()
+}
+
+fn q(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+async fn agent_with(s: &Server, prefix: &str, profile: Value) -> Agent {
+    let a = s.register(prefix).await;
+    s.patch("/api/me", Some(&a.key), profile).await.expect(200);
+    a
+}
+
+async fn search(s: &Server, need: &str) -> common::Resp {
+    let r = s.get(&format!("/api/agents?q={}", q(need)), None).await;
+    r.expect(200);
+    r
+}
+
+/// Five agents of distinct trades, each described in one language only.
+struct Trades {
+    subtitles: Agent,
+    invoices: Agent,
+    code_review_zh: Agent,
+    contracts_zh: Agent,
+    tax: Agent,
+}
+
+async fn trades(s: &Server) -> Trades {
+    Trades {
+        subtitles: agent_with(s, "subs", json!({
+            "name": "Caption Studio",
+            "tagline": "Audio transcription and translation",
+            "description_en": "We transcribe audio and video, translate it into Chinese and deliver subtitle files (SRT) for podcasts and videos.",
+            "capabilities": ["transcription", "subtitles"],
+        }))
+        .await,
+        invoices: agent_with(s, "ocr", json!({
+            "name": "Ledger Reader",
+            "tagline": "Document OCR and data entry",
+            "description_en": "OCR for scanned receipts and invoices, with the line items exported to Excel or CSV.",
+            "capabilities": ["ocr", "data-entry"],
+        }))
+        .await,
+        code_review_zh: agent_with(s, "cr", json!({
+            "name": "评审助手",
+            "tagline": "代码评审",
+            "description_en": "-",
+            "description_zh": "代码评审：审查 Rust 和 Go 代码中的安全问题与性能问题，给出修改建议。",
+            "capabilities": ["代码评审"],
+        }))
+        .await,
+        contracts_zh: agent_with(s, "law", json!({
+            "name": "合同顾问",
+            "tagline": "合同审阅",
+            "description_en": "-",
+            "description_zh": "为中小企业审阅合同，标注法律风险并提出修改意见。",
+            "capabilities": ["合同审阅"],
+        }))
+        .await,
+        tax: agent_with(s, "tax", json!({
+            "name": "Steuer Helper",
+            "tagline": "Tax filing",
+            "description_en": "Prepares annual tax returns for freelancers and small businesses in Germany.",
+            "capabilities": ["tax"],
+        }))
+        .await,
+    }
+}
+
+#[tokio::test]
+async fn needs_in_other_words_and_the_other_language_find_the_agent_that_meets_them() {
+    let s = Server::start().await;
+    let t = trades(&s).await;
+    let cases: [(&str, &Agent); 8] = [
+        // Paraphrase: no word of the profile.
+        ("someone who can turn my podcast into Chinese subtitles", &t.subtitles),
+        // Problem-shaped.
+        ("I have a pile of scanned invoices and want them in a spreadsheet", &t.invoices),
+        // English need, agent described only in Chinese.
+        ("review my Go code for security bugs", &t.code_review_zh),
+        ("someone to check my contract for legal risks", &t.contracts_zh),
+        // Chinese need, agent described only in English.
+        ("报税", &t.tax),
+        ("播客音频转写并翻译成中文字幕", &t.subtitles),
+        // Near words: 审查 for an agent that writes 评审.
+        ("代码审查", &t.code_review_zh),
+        ("找人帮我审一下合同", &t.contracts_zh),
+    ];
+    for (need, agent) in cases {
+        let r = search(&s, need).await;
+        let found = handles(&r);
+        assert_eq!(found.first(), Some(&agent.handle), "{need}: {found:?}");
+        // The total counts what the pages list, each agent once.
+        assert_eq!(r.json["total"].as_u64().unwrap() as usize, found.len(), "{need}");
+        assert_eq!(found.iter().collect::<HashSet<_>>().len(), found.len());
+    }
+    // A need nobody meets finds nobody it should not.
+    let r = search(&s, "repair my bicycle's gearbox").await;
+    assert!(!handles(&r).contains(&t.tax.handle), "{:?}", handles(&r));
+}
+
+#[tokio::test]
+async fn a_profile_is_found_by_meaning_as_soon_as_its_write_returns() {
+    let s = Server::start().await;
+    let a = s.register("ryw").await;
+    let need = "someone to walk my dog while I am at work";
+    assert!(!handles(&search(&s, need).await).contains(&a.handle));
+    s.patch(
+        "/api/me",
+        Some(&a.key),
+        json!({"description_en": "Pet care: daily dog walking and pet sitting in Berlin."}),
+    )
+    .await
+    .expect(200);
+    assert_eq!(handles(&search(&s, need).await).first(), Some(&a.handle));
+    // Offerings count too.
+    let b = s.register("ryw").await;
+    let need = "who can bake a wedding cake";
+    s.put("/api/me/offerings", Some(&b.key), json!({"offerings": [{"title": "Custom wedding cakes", "deliverable": "A three-tier cake baked to order", "mode": "quote", "tags": ["baking"]}]}))
+        .await
+        .expect(200);
+    assert_eq!(handles(&search(&s, need).await).first(), Some(&b.handle));
+}
+
+#[tokio::test]
+async fn filters_keep_their_meaning_and_pages_add_up_to_the_total() {
+    let s = Server::start().await;
+    let t = trades(&s).await;
+    s.admin_ok(&["verify-mailbox", &t.invoices.handle]);
+    let need = q("I have a pile of scanned invoices and want them in a spreadsheet");
+    let r = s.get(&format!("/api/agents?q={need}&verified=true"), None).await;
+    assert_eq!(handles(&r), vec![t.invoices.handle.clone()]);
+    let r = s.get(&format!("/api/agents?q={need}&capability=subtitles"), None).await;
+    assert!(!handles(&r).contains(&t.invoices.handle));
+    let all = handles(&s.get(&format!("/api/agents?q={}&limit=100", q("translation")), None).await);
+    let total =
+        s.get(&format!("/api/agents?q={}", q("translation")), None).await.json["total"].as_u64().unwrap();
+    assert_eq!(all.len() as u64, total);
+    let mut paged = Vec::new();
+    for offset in 0..all.len() {
+        paged.extend(handles(
+            &s.get(&format!("/api/agents?q={}&limit=1&offset={offset}", q("translation")), None).await,
+        ));
+    }
+    assert_eq!(paged, all);
+}
+
+#[tokio::test]
+async fn stuffed_unverified_agents_do_not_take_the_top_from_verified_ones() {
+    let s = Server::start().await;
+    let need = "translate my contract from German to English";
+    let mut verified = HashSet::new();
+    for i in 0..5 {
+        let a = s.verified("pro").await;
+        s.patch("/api/me", Some(&a.key), json!({
+            "name": format!("Legal Translations {i}"),
+            "description_en": "Certified translation of contracts and legal documents from German into English.",
+            "capabilities": ["translation", "legal"],
+        }))
+        .await
+        .expect(200);
+        verified.insert(a.handle);
+    }
+    for i in 0..30 {
+        agent_with(&s, "spam", json!({
+            "name": format!("translate contract German English {i}"),
+            "tagline": "translate contract German English translate contract",
+            "description_en": "translate my contract from German to English translate contract German English translate translate contract contract German German English English",
+            "capabilities": ["translate", "contract", "german", "english"],
+        }))
+        .await;
+    }
+    for text in [need, "contract translation"] {
+        let r = s.get(&format!("/api/agents?q={}&explain=true&limit=100", q(text)), None).await;
+        let top: HashSet<String> = handles(&r).into_iter().take(5).collect();
+        let shown: Vec<String> = r.json["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["handle"].as_str().unwrap().starts_with("pro"))
+            .map(|a| format!("{} {}", a["handle"], a["ranking"]))
+            .collect();
+        assert_eq!(top, verified, "{text}: {}", shown.join("\n"));
+    }
+}
+
+#[tokio::test]
+async fn explain_shows_the_score_and_its_signals() {
+    let s = Server::start().await;
+    let t = trades(&s).await;
+    let r = s.get(&format!("/api/agents?q={}&explain=true", q("subtitles for my podcast")), None).await;
+    r.expect(200);
+    let hits = r.json["agents"].as_array().unwrap();
+    assert_eq!(hits[0]["handle"], t.subtitles.handle.as_str());
+    let mut last = f64::INFINITY;
+    for hit in hits {
+        let score = hit["ranking"]["score"].as_f64().unwrap();
+        assert!(score <= last, "ordered by score");
+        last = score;
+        let signals = &hit["ranking"]["signals"];
+        for name in [
+            "words",
+            "meaning",
+            "relevance",
+            "evidence",
+            "trust_level",
+            "live_link_proofs",
+            "confirmed_collaborations",
+            "hidden_calls",
+            "suspensions",
+            "days_since_active",
+        ] {
+            assert!(signals[name].is_number(), "{name} in {signals}");
+        }
+        assert_eq!(signals["matched_by"], "combined");
+    }
+    assert!(
+        hits[0]["ranking"]["signals"]["similarity"].as_f64().unwrap()
+            >= f64::from(agentdir::meaning::rank::MEANING_THRESHOLD)
+    );
+    // Without explain, no ranking.
+    let r = search(&s, "subtitles for my podcast").await;
+    assert!(r.json["agents"][0].get("ranking").is_none());
+}
+
+#[tokio::test]
+async fn a_server_without_the_model_says_so_and_searches_by_words() {
+    for env in
+        [[("AGENTDIR_SEARCH_MODE", "words")], [("AGENTDIR_MODEL_PATH", "/nonexistent/e5-small-q4.bin")]]
+    {
+        let s = Server::start_with(&env).await;
+        let ready = s.get("/readyz", None).await;
+        ready.expect(200);
+        assert_eq!(ready.json["meaning"]["model_loaded"], false, "{env:?}: {}", ready.json);
+        let detail = ready.json["meaning"]["detail"].as_str().unwrap();
+        assert!(detail.contains("words") || detail.contains("/nonexistent"), "{detail}");
+        let t = trades(&s).await;
+        // Words still match; meaning does not.
+        assert_eq!(handles(&search(&s, "subtitle").await), vec![t.subtitles.handle.clone()]);
+        assert!(
+            handles(&search(&s, "someone who can turn my podcast into Chinese subtitles").await).is_empty()
+        );
+        let r = s.get(&format!("/api/agents?q={}&explain=true", q("subtitle")), None).await;
+        assert_eq!(r.json["agents"][0]["ranking"]["signals"]["matched_by"], "words");
+    }
+    let s = Server::start().await;
+    let ready = s.get("/readyz", None).await;
+    assert_eq!(ready.json["meaning"]["model_loaded"], true, "{}", ready.json);
+    assert_eq!(ready.json["meaning"]["mode"], "combined");
+}
+
+#[tokio::test]
+async fn meaning_mode_matches_by_similarity_alone() {
+    let s = Server::start_with(&[("AGENTDIR_SEARCH_MODE", "meaning")]).await;
+    let t = trades(&s).await;
+    let r = s.get(&format!("/api/agents?q={}&explain=true", q("podcast subtitles in Chinese")), None).await;
+    assert_eq!(handles(&r).first(), Some(&t.subtitles.handle));
+    for hit in r.json["agents"].as_array().unwrap() {
+        assert_eq!(hit["ranking"]["signals"]["words"], 0.0);
+        assert_eq!(hit["ranking"]["signals"]["matched_by"], "meaning");
+    }
+}
