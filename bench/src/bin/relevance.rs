@@ -16,6 +16,8 @@
 //!   --per-need       print each need's nDCG@10 per mode
 //!   --pool           print the unjudged agents each mode puts in a need's first ten, to
 //!                    read and judge (how the set's judgements are kept complete)
+//!   --show IDS       print the first page of these needs (comma-separated ids) per mode,
+//!                    each agent with its grade
 //! ```
 
 // A binary's root looks for modules beside it; these live in a folder named after the binary.
@@ -67,6 +69,7 @@ struct Options {
     modes: Vec<Mode>,
     per_need: bool,
     pool: bool,
+    show: Vec<String>,
 }
 
 fn options() -> Result<Options, Error> {
@@ -75,6 +78,7 @@ fn options() -> Result<Options, Error> {
         modes: Mode::ALL.to_vec(),
         per_need: false,
         pool: false,
+        show: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -94,6 +98,7 @@ fn options() -> Result<Options, Error> {
             }
             "--per-need" => o.per_need = true,
             "--pool" => o.pool = true,
+            "--show" => o.show = value()?.split(',').map(|id| id.trim().to_owned()).collect(),
             "-h" | "--help" => {
                 println!("see the header of bench/src/bin/relevance.rs for the options");
                 std::process::exit(0);
@@ -132,6 +137,9 @@ async fn main() {
 async fn run() -> Result<(), Error> {
     let o = options()?;
     let set = judged::load(&o.set)?;
+    if let Some(unknown) = o.show.iter().find(|id| !set.needs.iter().any(|n| &n.id == *id)) {
+        return Err(format!("--show: no need {unknown} in the set").into());
+    }
     let bin = server_binary()?;
     let has_modes = supports_search_modes(&bin)?;
     let site = seed::proof_site()?;
@@ -166,6 +174,7 @@ async fn run() -> Result<(), Error> {
     if o.pool {
         report::pool(&set, &runs);
     }
+    report::pages(&set, &runs, &o.show);
     Ok(())
 }
 

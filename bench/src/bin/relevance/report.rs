@@ -191,6 +191,27 @@ pub fn pool(set: &JudgedSet, runs: &[ModeRun]) {
     }
 }
 
+/// The first page of each need in `ids`, per mode: rank, handle, grade, and the agent's
+/// trust level, `stuffed` marked.
+pub fn pages(set: &JudgedSet, runs: &[ModeRun], ids: &[String]) {
+    for (i, n) in set.needs.iter().enumerate().filter(|(_, n)| ids.contains(&n.id)) {
+        println!();
+        println!("{} `{}` ({}):", n.id, n.q, n.kind.name());
+        for r in runs {
+            let page: Vec<String> = r.ranked[i]
+                .iter()
+                .map(|h| {
+                    let a = set.agent(h);
+                    let trust = a.map_or(0, |a| a.evidence.level);
+                    let stuffed = if a.is_some_and(|a| a.stuffed) { " stuffed" } else { "" };
+                    format!("{h} [{} L{trust}{stuffed}]", n.grade(h))
+                })
+                .collect();
+            println!("- {}: {}", r.mode.name(), page.join(", "));
+        }
+    }
+}
+
 /// The commit the benchmark was built from, `+changes` when the work tree differs from it.
 fn commit() -> String {
     let git = |args: &[&str]| {
