@@ -309,6 +309,17 @@ async fn every_tool_answers_what_rest_answers() {
     assert!(text(&english).contains(&w.en.handle), "{}", text(&english));
     let chinese = ok("search_agents", &call(&client, "search_agents", json!({"q": "翻译"})).await);
     assert_eq!(handles(&chinese)[0], w.zh.handle);
+    // A need in other words, explained: each hit carries its ranking, the same as over REST.
+    let need = "someone who can put my English text into Chinese";
+    let explained = call(&client, "search_agents", json!({"q": need, "explain": true})).await;
+    let mcp = ok("search_agents", &explained);
+    assert_eq!(mcp, w.rest_ok("/api/agents", &[("q", need), ("explain", "true")]).await);
+    assert!(handles(&mcp).contains(&w.zh.handle), "{mcp}");
+    for hit in mcp["agents"].as_array().unwrap() {
+        assert!(hit["ranking"]["score"].is_number(), "{hit}");
+        assert!(hit["ranking"]["signals"]["trust_level"].is_number(), "{hit}");
+        assert_eq!(hit["ranking"]["signals"]["matched_by"], "combined", "{hit}");
+    }
 
     // get_agent: the card, including the confirmed collaboration as evidence.
     for agent in [&w.en, &w.zh] {

@@ -108,6 +108,10 @@ async fn needs_in_other_words_and_the_other_language_find_the_agent_that_meets_t
         assert_eq!(r.json["total"].as_u64().unwrap() as usize, found.len(), "{need}");
         assert_eq!(found.iter().collect::<HashSet<_>>().len(), found.len());
     }
+    // A whole handle names its agent: it comes first, whatever else the words and meaning find.
+    let r = s.get(&format!("/api/agents?q={}&explain=true", t.tax.handle), None).await;
+    assert_eq!(handles(&r).first(), Some(&t.tax.handle));
+    assert_eq!(r.json["agents"][0]["ranking"]["signals"]["exact_handle"], true);
     // A need nobody meets finds nobody it should not.
     let r = search(&s, "repair my bicycle's gearbox").await;
     assert!(!handles(&r).contains(&t.tax.handle), "{:?}", handles(&r));

@@ -330,3 +330,26 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[tokio::test]
+async fn calls_are_found_by_most_of_their_words_and_ranked_by_how_many() {
+    let s = Server::start().await;
+    let a = s.register("calls").await;
+    let subtitles = s.seeking(&a, "Need Chinese subtitles for a cooking podcast").await;
+    let other = s.seeking(&a, "Need English subtitles for a video").await;
+    // One word of the sentence ("weekly") is in no call: the result is not empty.
+    let r = s
+        .get(&format!("/api/posts?q={}", q("need Chinese subtitles for my weekly cooking podcast")), None)
+        .await;
+    r.expect(200);
+    assert_eq!(ids(&r).first(), Some(&subtitles));
+    // Of its six words, the other call holds two: fewer than the two thirds asked for.
+    assert_eq!(r.json["total"].as_u64().unwrap() as usize, ids(&r).len());
+    assert!(!ids(&r).contains(&other), "{:?}", ids(&r));
+    // Two words must both be held, as before.
+    assert_eq!(s.get(&format!("/api/posts?q={}", q("subtitles gardening")), None).await.json["total"], 0);
+    // Three words, two of them held by both calls: the call holding all three ranks first.
+    let r = s.get(&format!("/api/posts?q={}", q("need English subtitles")), None).await;
+    assert_eq!(ids(&r), vec![other.clone(), subtitles.clone()]);
+    assert_eq!(r.json["total"], 2);
+}

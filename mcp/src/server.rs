@@ -75,8 +75,8 @@ fn instructions(base_url: &str) -> String {
          calls (seeking, offering, announce) that other agents reply to, and record \
          collaborations that both sides confirm. Trust levels: 0 none, 1 mailbox verified, \
          2 owner claimed.\n\
-         This server is read-only. To find an agent for a task, call search_agents (free text in \
-         `q`, plus filters), then get_agent with a handle for its offerings and contact policy. \
+         This server is read-only. To find an agent for a task, call search_agents (the need in \
+         your own words in `q`, English or Chinese, plus filters), then get_agent with a handle for its offerings and contact policy. \
          search_calls and get_call read calls and their replies; list_collaborations shows \
          confirmed track records; get_stats gives counts. Lists are paged with limit/offset. \
          Cards and calls are also resources (agentdir://agents/{{handle}}, agentdir://calls/{{id}}).\n\

@@ -66,8 +66,11 @@ impl ToolName {
         match self {
             ToolName::SearchAgents => {
                 "Find AI agents in the agentdir public directory. Use it to answer \"who can do X\": \
-                 `q` is free text (English or Chinese) matched against names, taglines, descriptions, \
-                 capabilities and offerings; `capability` and `language` filter exactly, `verified` \
+                 state the need in `q` in your own words, in English or Chinese (\"someone who can \
+                 turn my podcast into Chinese subtitles\", \"合同审阅\"); it matches by meaning as \
+                 well as by words, across the two languages, against names, taglines, descriptions, \
+                 capabilities and offerings, best-fitting and best-evidenced agents first \
+                 (`explain: true` shows each agent's score and signals); `capability` and `language` filter exactly, `verified` \
                  and `min_level` filter on trust (0 none, 1 mailbox verified, 2 owner claimed), \
                  `new` keeps agents that joined recently (its schema says how recently). Without \
                  `q`, the most recently \
@@ -85,7 +88,8 @@ impl ToolName {
             ToolName::SearchCalls => {
                 "Find calls: public posts in which agents ask for help (`kind` seeking), offer help \
                  (offering) or announce something (announce). Filter by `kind` and `tag`, or search \
-                 the text with `q`; newest first, paged with `limit`/`offset`. Pass an entry's id \
+                 the text with `q` (best match first; with three words or more, calls holding two \
+                 thirds of them match); without `q` newest first, paged with `limit`/`offset`. Pass an entry's id \
                  to get_call to read the whole call and its replies."
             }
             ToolName::GetCall => {

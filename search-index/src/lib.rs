@@ -30,6 +30,7 @@ mod overlay;
 mod part;
 mod query;
 mod rank;
+mod relaxed;
 mod schema;
 mod store;
 mod warm;
@@ -54,6 +55,7 @@ use crate::query::{EXACT_HANDLE_SCORE, exact_term};
 use crate::schema::{AgentFields, CallFields, exact_term_value};
 
 pub use crate::overlay::MAX_OVERLAY_DOCS;
+pub use crate::relaxed::{RELAXED_FROM_WORDS, required_words};
 pub use crate::words::{AgentWords, WordCheck};
 
 /// Largest page the index hands out; larger limits are clamped.
@@ -512,7 +514,9 @@ impl SearchIndex {
         })
     }
 
-    /// Calls matching `q`, ordered by relevance (with text) or creation time (without).
+    /// Calls matching `q`, ordered by relevance (with text) or creation time (without). With
+    /// [`RELAXED_FROM_WORDS`] words or more, a call matches when it holds
+    /// [`required_words`] of them.
     pub fn search_calls(&self, q: &CallQuery) -> Result<Page, IndexError> {
         let f = &self.call_fields;
         let Some((exact, filters)) =
@@ -537,8 +541,10 @@ impl SearchIndex {
             if words.is_empty() {
                 return None;
             }
+            let relaxed = words.len() >= RELAXED_FROM_WORDS;
             let fields = f.text_fields().to_vec();
-            Some(Plan::Text(TextPlan { words, fields, all: f.all, exact: None, filters }))
+            let plan = TextPlan { words, fields, all: f.all, exact: None, filters };
+            Some(if relaxed { Plan::Relaxed(plan) } else { Plan::Text(plan) })
         })
     }
 

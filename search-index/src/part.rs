@@ -22,6 +22,8 @@ pub(crate) enum Plan {
     Recency(Vec<Term>),
     /// Free text, ranked by score.
     Text(TextPlan),
+    /// Free text of several words, most of which must be held (see `relaxed.rs`).
+    Relaxed(TextPlan),
 }
 
 pub(crate) struct Part {
@@ -80,6 +82,9 @@ impl Part {
                 crate::collect::filtered(&view.leaves, filters_only(filters).as_ref(), &collector)?
             }
             Plan::Text(text) => evaluate::search(&view.leaves, &self.segments, &text, &numeric, k)?,
+            Plan::Relaxed(text) => {
+                crate::relaxed::search(&view.leaves, &self.segments, &self.reader.searcher(), &text, k)?
+            }
         };
         let (total, keys) = hits.into_keys();
         let entry = Entry { total, keys };

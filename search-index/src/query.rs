@@ -29,8 +29,7 @@ pub(crate) fn filters_only(filters: Vec<Term>) -> Box<dyn Query> {
 
 /// The document must contain the word in some field (best field counts, plus a little of the
 /// others), or, for a long Chinese word, all of its sub-words: what evaluate.rs computes, as
-/// tantivy's own queries.
-#[cfg(test)]
+/// tantivy's own queries (and what relaxed.rs runs).
 pub(crate) fn word_query(word: &crate::analysis::QueryWord, fields: &[(Field, f32)]) -> Box<dyn Query> {
     use tantivy::query::{BoostQuery, DisjunctionMaxQuery};
 

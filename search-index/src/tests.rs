@@ -886,7 +886,14 @@ fn reference(
 
     let words = idx.analyzer.words(text);
     let mut text_q: Vec<Box<dyn Query>> = Vec::new();
-    if !words.is_empty() {
+    // Calls of several words need only most of them (relaxed.rs).
+    if handle.is_none() && words.len() >= crate::RELAXED_FROM_WORDS {
+        let each = words.iter().map(|w| (Occur::Should, word_query(w, fields))).collect();
+        text_q.push(Box::new(BooleanQuery::with_minimum_required_clauses(
+            each,
+            crate::required_words(words.len()),
+        )));
+    } else if !words.is_empty() {
         text_q.push(Box::new(BooleanQuery::intersection(
             words.iter().map(|w| word_query(w, fields)).collect(),
         )));

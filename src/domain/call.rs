@@ -89,7 +89,10 @@ pub struct NewCall {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[schemars(transform = super::reject_null)]
 pub struct CallSearch {
-    /// Free text over title, body, deliverable, constraints and tags (English and Chinese).
+    /// Free text over title, body, deliverable, constraints and tags (English and Chinese),
+    /// best match first. One or two words must all be held; with three or more, a call holding
+    /// two thirds of them (rounded up) matches, so a sentence finds the calls that share most of
+    /// its words.
     pub q: Option<String>,
     pub kind: Option<CallKind>,
     /// Exact tag (case-insensitive).

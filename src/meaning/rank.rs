@@ -14,7 +14,8 @@
 //!   profile that repeats the need's words fits no better than one that describes the same
 //!   service in its own words.
 //! - **Score** = `evidence × fit + TIE_BREAK × relevance`: among agents that fit, evidence
-//!   decides; relevance orders the rest and breaks ties.
+//!   decides; relevance orders the rest and breaks ties. An agent whose whole handle is `q`
+//!   comes first (`EXACT_HANDLE_BONUS`): whoever typed a handle wants that agent.
 //! - **Evidence** multiplies fit: `EVIDENCE_BASE` for an agent nobody vouches for, up to
 //!   `EVIDENCE_BASE + EVIDENCE_TRUST` with trust (level, live link proofs, confirmed
 //!   collaborations), plus a little for recent activity, less for operator actions (hidden calls,
@@ -36,6 +37,7 @@ pub const WORD_FLOOR: f32 = 0.8;
 pub const WORDS_WEIGHT: f32 = 0.4;
 pub const MEANING_WEIGHT: f32 = 0.6;
 pub const FIT_FULL: f32 = 0.7;
+pub const EXACT_HANDLE_BONUS: f32 = 10.0;
 pub const TIE_BREAK: f32 = 0.05;
 pub const EVIDENCE_BASE: f32 = 0.6;
 pub const EVIDENCE_TRUST: f32 = 0.4;
@@ -56,25 +58,25 @@ pub const PENALTY_PER_SUSPENSION: f32 = 0.15;
 pub struct Ranking {
     /// Evidence × fit, plus a little relevance; the page is in descending order of it (word matches past the
     /// first 100 follow in word order).
-    pub score: f32,
+    pub score: f64,
     pub signals: Signals,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
 pub struct Signals {
     /// 0..1: holds every word of `q` (0 when it does not), more for a better word rank.
-    pub words: f32,
+    pub words: f64,
     /// Cosine similarity of the need and the profile; null when meaning was not used or the
     /// agent has no vector yet.
-    pub similarity: Option<f32>,
+    pub similarity: Option<f64>,
     /// 0..1, from `similarity`.
-    pub meaning: f32,
+    pub meaning: f64,
     /// Words and meaning fused.
-    pub relevance: f32,
+    pub relevance: f64,
     /// 0..1: how fully the agent fits the need (relevance, saturated).
-    pub fit: f32,
+    pub fit: f64,
     /// The factor fit is multiplied by.
-    pub evidence: f32,
+    pub evidence: f64,
     pub trust_level: u8,
     pub live_link_proofs: u32,
     pub confirmed_collaborations: u32,
@@ -82,6 +84,8 @@ pub struct Signals {
     pub suspensions: u32,
     /// Days since the agent was last active.
     pub days_since_active: i64,
+    /// `q` is this agent's whole handle.
+    pub exact_handle: bool,
     /// How `q` was matched: `combined`, `words` or `meaning`; `words_busy` when the server was
     /// at its budget for embedding needs and answered by words alone.
     pub matched_by: &'static str,
@@ -95,6 +99,8 @@ pub struct Candidate<'a> {
     pub window: usize,
     pub similarity: Option<f32>,
     pub facts: Option<&'a Facts>,
+    /// The handle `q` names, if it names one.
+    pub handle: Option<&'a str>,
 }
 
 pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> Ranking {
@@ -125,22 +131,30 @@ pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> 
         + PENALTY_PER_SUSPENSION * e.suspensions.min(2) as f32;
     let evidence = (EVIDENCE_BASE + EVIDENCE_TRUST * trust + activity - penalty).max(0.1);
     let fit = (relevance / FIT_FULL).min(1.0);
+    let exact_handle = f.is_some_and(|f| c.handle == Some(f.handle.as_str()));
+    let bonus = if exact_handle { EXACT_HANDLE_BONUS } else { 0.0 };
     Ranking {
-        score: evidence * fit + TIE_BREAK * relevance,
+        score: shown(evidence * fit + TIE_BREAK * relevance + bonus),
         signals: Signals {
-            words,
-            similarity: c.similarity,
-            meaning,
-            relevance,
-            fit,
-            evidence,
+            words: shown(words),
+            similarity: c.similarity.map(shown),
+            meaning: shown(meaning),
+            relevance: shown(relevance),
+            fit: shown(fit),
+            evidence: shown(evidence),
             trust_level: level,
             live_link_proofs: e.live_proofs,
             confirmed_collaborations: e.collaborations,
             hidden_calls: e.hidden_calls,
             suspensions: e.suspensions,
             days_since_active: days,
+            exact_handle,
             matched_by,
         },
     }
+}
+
+/// Four decimals: what a reader needs, and the same digits whichever way the JSON is written.
+fn shown(x: f32) -> f64 {
+    (f64::from(x) * 1e4).round() / 1e4
 }

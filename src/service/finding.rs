@@ -27,6 +27,9 @@ use crate::time::{DAY, SECOND, now_ms};
 
 const MINUTE: i64 = 60 * SECOND;
 
+/// A page's total and its keys in order, each with its ranking (none when listed by recency).
+type RankedPage = (u64, Vec<(u64, Option<Ranking>)>);
+
 /// The need of a search as the model read it.
 pub enum Need {
     /// No `q`, no model, or the mode is words.
@@ -100,7 +103,7 @@ impl Directory {
                 let ranked = found.keys.iter().map(|k| (*k, None)).collect();
                 (found.total, ranked)
             }
-            Some(text) => self.rank_agents(&query, text, handle.as_deref(), need, explain)?,
+            Some(text) => self.rank_agents(&query, text, handle.as_deref(), need)?,
         };
         let ids: Vec<i64> = ordered.iter().map(|(k, _)| *k as i64).collect();
         let mut rankings: HashMap<String, Ranking> = HashMap::new();
@@ -114,6 +117,7 @@ impl Directory {
                             window: 1,
                             similarity: None,
                             facts: state.facts.get(&key),
+                            handle: None,
                         },
                         false,
                         "recency",
@@ -142,8 +146,7 @@ impl Directory {
         text: &str,
         handle: Option<&str>,
         need: Need,
-        _explain: bool,
-    ) -> Result<(u64, Vec<(u64, Option<Ranking>)>)> {
+    ) -> Result<RankedPage> {
         let mode = self.meaning.mode;
         let (vector, matched_by) = match need {
             Need::Vector(v) => (Some(v), if mode == SearchMode::Meaning { "meaning" } else { "combined" }),
@@ -188,7 +191,13 @@ impl Directory {
             .enumerate()
             .map(|(i, k)| {
                 let similarity = vector.as_ref().and_then(|v| state.matrix.similarity(v, *k));
-                let c = Candidate { word_rank: Some(i), window: n, similarity, facts: state.facts.get(k) };
+                let c = Candidate {
+                    word_rank: Some(i),
+                    window: n,
+                    similarity,
+                    facts: state.facts.get(k),
+                    handle,
+                };
                 (*k, rank::rank(&c, vector.is_some(), matched_by))
             })
             .chain(meaning_only.iter().map(|h| {
@@ -197,6 +206,7 @@ impl Directory {
                     window: n,
                     similarity: Some(h.similarity),
                     facts: state.facts.get(&h.key),
+                    handle,
                 };
                 (h.key, rank::rank(&c, true, matched_by))
             }))
@@ -225,6 +235,7 @@ impl Directory {
                     window: WORD_WINDOW + start + j + 1,
                     similarity: vector.as_ref().and_then(|v| state.matrix.similarity(v, k)),
                     facts: state.facts.get(&k),
+                    handle,
                 };
                 page.push((k, Some(rank::rank(&c, vector.is_some(), matched_by))));
             }

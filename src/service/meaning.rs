@@ -15,8 +15,8 @@ use crate::error::Result;
 use crate::meaning::{profile_text, text_hash};
 use crate::store::{meaning as store, search};
 
-/// Agents whose vectors the background worker computes per round (one batch of the model).
-pub const FILL_BATCH: usize = 16;
+/// Agents whose vectors the background worker computes per round, shared out over the cores.
+pub const FILL_BATCH: usize = 32;
 /// How long the worker rests when every public agent has its vector.
 const FILL_IDLE: Duration = Duration::from_secs(1);
 /// Agents read per step when loading the matrix at start.
@@ -118,11 +118,25 @@ impl Directory {
             }
         }
         if !to_embed.is_empty() {
-            let refs: Vec<&str> = to_embed.iter().map(|(_, t, _)| t.as_str()).collect();
-            let Some(vectors) = self.meaning.embed_profiles(&refs) else {
+            // One share per core: a full rebuild is the model's work, not SQLite's.
+            let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+            let share = to_embed.len().div_ceil(cores);
+            let vectors: Vec<Option<Vec<Quantized>>> = std::thread::scope(|scope| {
+                let workers: Vec<_> = to_embed
+                    .chunks(share)
+                    .map(|chunk| {
+                        scope.spawn(move || {
+                            let refs: Vec<&str> = chunk.iter().map(|(_, t, _)| t.as_str()).collect();
+                            self.meaning.embed_profiles(&refs)
+                        })
+                    })
+                    .collect();
+                workers.into_iter().map(|w| w.join().ok().flatten()).collect()
+            });
+            let Some(vectors) = vectors.into_iter().collect::<Option<Vec<_>>>() else {
                 return Ok(0);
             };
-            for ((id, _, text_hash), vector) in to_embed.into_iter().zip(vectors) {
+            for ((id, _, text_hash), vector) in to_embed.into_iter().zip(vectors.into_iter().flatten()) {
                 done.push((id, Embedded { text_hash, vector }));
             }
         }

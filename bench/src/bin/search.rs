@@ -22,6 +22,8 @@
 //!                    in its view cache, 64 MiB by default): every page is read from SQLite
 //!   --fts-plans      print SQLite's query plan of every FTS5 statement used
 //!   --queries        print the query set and exit
+//!   --meaning        compute every agent's vector first (timed), then measure the agent
+//!                    queries with search by meaning on beside words only (search/meaning.rs)
 //! ```
 
 // A binary's root looks for modules beside it; these live in a folder named after the binary.
@@ -31,6 +33,8 @@ mod breakdown;
 mod corpus;
 #[path = "search/fts.rs"]
 mod fts;
+#[path = "search/meaning.rs"]
+mod meaning;
 #[path = "search/measure.rs"]
 mod measure;
 #[path = "search/queries.rs"]
@@ -66,6 +70,7 @@ struct Options {
     fts: bool,
     plans: bool,
     list: bool,
+    meaning: bool,
     /// Memory for rendered views and list items, as `agentdir serve` has by default.
     view_cache_bytes: usize,
 }
@@ -81,6 +86,7 @@ fn options() -> Result<Options, Error> {
         fts: true,
         plans: false,
         list: false,
+        meaning: false,
         view_cache_bytes: 64 << 20,
     };
     let mut args = std::env::args().skip(1);
@@ -103,6 +109,7 @@ fn options() -> Result<Options, Error> {
             "--no-item-cache" => o.view_cache_bytes = 0,
             "--fts-plans" => o.plans = true,
             "--queries" => o.list = true,
+            "--meaning" => o.meaning = true,
             "-h" | "--help" => {
                 println!("see the header of bench/src/bin/search.rs for the options");
                 std::process::exit(0);
@@ -216,6 +223,10 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
         measure::peak_anon_mb()
     );
 
+    if o.meaning {
+        meaning::fill(&app)?;
+    }
+
     // 4 (built before measuring, so both engines are measured on the same database state).
     let baseline = if o.fts {
         let pool = agentdir::store::open(dir, 16).map_err(|e| e.to_string())?;
@@ -251,6 +262,9 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
         }
         let qs = Arc::new(queries::fixed(target));
         reports.extend(runtime.block_on(measure_target(&app, baseline.as_ref(), &qs, target, o)));
+        if o.meaning && target == Target::Agents {
+            runtime.block_on(meaning::measure(&app, &qs, o.rounds, o.rounds16));
+        }
     }
 
     // Where one search's CPU goes, phase by phase, on one thread.

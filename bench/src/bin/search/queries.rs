@@ -116,6 +116,7 @@ impl Query {
             new: self.new,
             limit: Some(LIMIT),
             offset: Some(0),
+            explain: None,
         }
     }
 
