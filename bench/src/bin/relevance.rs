@@ -18,6 +18,7 @@
 //!                    read and judge (how the set's judgements are kept complete)
 //!   --show IDS       print the first page of these needs (comma-separated ids) per mode,
 //!                    each agent with its grade
+//!   --stuffed N      a spam wave: register each keyword-stuffed agent N times (default 1)
 //! ```
 
 // A binary's root looks for modules beside it; these live in a folder named after the binary.
@@ -70,6 +71,7 @@ struct Options {
     per_need: bool,
     pool: bool,
     show: Vec<String>,
+    stuffed: usize,
 }
 
 fn options() -> Result<Options, Error> {
@@ -79,6 +81,7 @@ fn options() -> Result<Options, Error> {
         per_need: false,
         pool: false,
         show: Vec::new(),
+        stuffed: 1,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -98,6 +101,7 @@ fn options() -> Result<Options, Error> {
             }
             "--per-need" => o.per_need = true,
             "--pool" => o.pool = true,
+            "--stuffed" => o.stuffed = value()?.parse::<usize>()?.max(1),
             "--show" => o.show = value()?.split(',').map(|id| id.trim().to_owned()).collect(),
             "-h" | "--help" => {
                 println!("see the header of bench/src/bin/relevance.rs for the options");
@@ -136,7 +140,8 @@ async fn main() {
 
 async fn run() -> Result<(), Error> {
     let o = options()?;
-    let set = judged::load(&o.set)?;
+    let mut set = judged::load(&o.set)?;
+    set.multiply_stuffed(o.stuffed);
     if let Some(unknown) = o.show.iter().find(|id| !set.needs.iter().any(|n| &n.id == *id)) {
         return Err(format!("--show: no need {unknown} in the set").into());
     }

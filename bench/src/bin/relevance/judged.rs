@@ -120,6 +120,31 @@ impl JudgedSet {
     pub fn agent(&self, handle: &str) -> Option<&Agent> {
         self.agents.iter().find(|a| a.handle == handle)
     }
+
+    /// A spam wave: each stuffed agent registered `copies` times in all, the copies named
+    /// `{handle}-2`, `{handle}-3`, … with the same profile, as a spammer pastes one sign-up.
+    pub fn multiply_stuffed(&mut self, copies: usize) {
+        let clones: Vec<Agent> = self
+            .agents
+            .iter()
+            .filter(|a| a.stuffed)
+            .flat_map(|a| {
+                (2..=copies).map(move |k| {
+                    let handle = format!("{}-{k}", a.handle);
+                    let mut profile = a.profile.clone();
+                    profile["handle"] = Value::from(handle.clone());
+                    Agent {
+                        handle,
+                        profile,
+                        offerings: a.offerings.clone(),
+                        evidence: Evidence::default(),
+                        stuffed: true,
+                    }
+                })
+            })
+            .collect();
+        self.agents.extend(clones);
+    }
 }
 
 /// Profile fields passed through to registration as written.
@@ -304,4 +329,32 @@ pub fn description_languages(set: &JudgedSet) -> BTreeMap<&'static str, usize> {
         *out.entry(key).or_insert(0) += 1;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(handle: &str, level: u8, stuffed: bool) -> Agent {
+        Agent {
+            handle: handle.into(),
+            profile: serde_json::json!({"handle": handle}),
+            offerings: Vec::new(),
+            evidence: Evidence { level, ..Evidence::default() },
+            stuffed,
+        }
+    }
+
+    #[test]
+    fn a_spam_wave_copies_only_the_stuffed_agents_under_new_handles() {
+        let mut set =
+            JudgedSet { agents: vec![agent("spam", 0, true), agent("real", 1, false)], needs: Vec::new() };
+        set.multiply_stuffed(3);
+        let handles: Vec<&str> = set.agents.iter().map(|a| a.handle.as_str()).collect();
+        assert_eq!(handles, ["spam", "real", "spam-2", "spam-3"]);
+        let copy = set.agent("spam-3").unwrap();
+        assert!(copy.stuffed);
+        assert_eq!(copy.profile["handle"], "spam-3", "the copy registers under its own handle");
+        check(&set).unwrap();
+    }
 }
