@@ -112,6 +112,23 @@ async fn needs_in_other_words_and_the_other_language_find_the_agent_that_meets_t
     let r = s.get(&format!("/api/agents?q={}&explain=true", t.tax.handle), None).await;
     assert_eq!(handles(&r).first(), Some(&t.tax.handle));
     assert_eq!(r.json["agents"][0]["ranking"]["signals"]["exact_handle"], true);
+    // A rare term one agent holds ranks it above profiles that are merely similar.
+    let mut twins = Vec::new();
+    for i in 0..3 {
+        twins.push(
+            agent_with(
+                &s,
+                "twin",
+                json!({"description_en": format!("Subtitle studio number {i}: zx81quartz transcripts")}),
+            )
+            .await,
+        );
+    }
+    let r = search(&s, "zx81quartz").await;
+    assert_eq!(handles(&r).len(), 3, "{}", r.json);
+    let rare =
+        agent_with(&s, "rare", json!({"description_en": "Subtitle studio: qq47flint transcripts"})).await;
+    assert_eq!(handles(&search(&s, "qq47flint").await).first(), Some(&rare.handle));
     // A need nobody meets finds nobody it should not.
     let r = search(&s, "repair my bicycle's gearbox").await;
     assert!(!handles(&r).contains(&t.tax.handle), "{:?}", handles(&r));

@@ -13,8 +13,9 @@
 //! - **Fit** = `min(1, relevance / FIT_FULL)`: past `FIT_FULL` an agent fits the need, and a
 //!   profile that repeats the need's words fits no better than one that describes the same
 //!   service in its own words.
-//! - **Score** = `evidence × fit + TIE_BREAK × relevance`: among agents that fit, evidence
-//!   decides; relevance orders the rest and breaks ties. An agent whose whole handle is `q`
+//! - **Score** = `evidence × fit + TIE_BREAK × (relevance + words)`: among agents that fit,
+//!   evidence decides; relevance orders the rest and breaks ties, holding the words first (a
+//!   rare term or a name the agent holds beats a vaguely similar profile of equal evidence). An agent whose whole handle is `q`
 //!   comes first (`EXACT_HANDLE_BONUS`): whoever typed a handle wants that agent.
 //! - **Evidence** multiplies fit: `EVIDENCE_BASE` for an agent nobody vouches for, up to
 //!   `EVIDENCE_BASE + EVIDENCE_TRUST` with trust (level, live link proofs, confirmed
@@ -56,7 +57,7 @@ pub const PENALTY_PER_SUSPENSION: f32 = 0.15;
 /// Why an agent ranks where it does (`explain=true`).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema, PartialEq)]
 pub struct Ranking {
-    /// Evidence × fit, plus a little relevance; the page is in descending order of it (word matches past the
+    /// Evidence × fit, plus a little relevance and words; the page is in descending order of it (word matches past the
     /// first 100 follow in word order).
     pub score: f64,
     pub signals: Signals,
@@ -134,7 +135,7 @@ pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> 
     let exact_handle = f.is_some_and(|f| c.handle == Some(f.handle.as_str()));
     let bonus = if exact_handle { EXACT_HANDLE_BONUS } else { 0.0 };
     Ranking {
-        score: shown(evidence * fit + TIE_BREAK * relevance + bonus),
+        score: shown(evidence * fit + TIE_BREAK * (relevance + words) + bonus),
         signals: Signals {
             words: shown(words),
             similarity: c.similarity.map(shown),
