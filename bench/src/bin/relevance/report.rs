@@ -1,0 +1,237 @@
+//! The printed report: one Markdown table of nDCG@10, Recall@10 and MRR per kind of need with
+//! the modes side by side, then the trust measures and what each run cost.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::judged::{JudgedSet, Need, NeedType};
+use super::metrics::{self, DEPTH, SPAM_DEPTH};
+use super::{Mode, ModeRun, Skipped};
+
+/// A row of the table: a label and the needs (by index) it averages over.
+struct Group {
+    label: String,
+    needs: Vec<usize>,
+}
+
+fn groups(set: &JudgedSet) -> Vec<Group> {
+    let pick = |f: &dyn Fn(&Need) -> bool| -> Vec<usize> {
+        set.needs.iter().enumerate().filter(|(_, n)| f(n)).map(|(i, _)| i).collect()
+    };
+    let mut out = Vec::new();
+    for kind in NeedType::ALL {
+        out.push(Group { label: kind.label().into(), needs: pick(&|n| n.kind == kind) });
+        if kind == NeedType::Cross {
+            out.push(Group {
+                label: "↳ English need, Chinese-only agents".into(),
+                needs: pick(&|n| n.kind == kind && !n.in_chinese()),
+            });
+            out.push(Group {
+                label: "↳ Chinese need, English-only agents".into(),
+                needs: pick(&|n| n.kind == kind && n.in_chinese()),
+            });
+        }
+    }
+    out.push(Group { label: "**all**".into(), needs: (0..set.needs.len()).collect() });
+    out.retain(|g| !g.needs.is_empty());
+    out
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    if n == 0 { f64::NAN } else { sum / n as f64 }
+}
+
+type Measure = fn(&Need, &[String]) -> f64;
+
+/// The cells of one measure for one group, a mode per column ("—" for a mode that did not run).
+fn cells(set: &JudgedSet, runs: &[ModeRun], g: &Group, measure: Measure) -> Vec<String> {
+    Mode::ALL
+        .iter()
+        .map(|m| match runs.iter().find(|r| r.mode == *m) {
+            Some(r) => format!("{:.2}", mean(g.needs.iter().map(|&i| measure(&set.needs[i], &r.ranked[i])))),
+            None => "—".into(),
+        })
+        .collect()
+}
+
+/// One cell per mode from a function of the run.
+fn per_mode(runs: &[ModeRun], f: impl Fn(&ModeRun) -> String) -> String {
+    Mode::ALL
+        .iter()
+        .map(|m| runs.iter().find(|r| r.mode == *m).map_or_else(|| "—".into(), &f))
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+pub fn print(set: &JudgedSet, runs: &[ModeRun], skipped: &[Skipped], set_dir: &Path) {
+    let langs: Vec<String> =
+        super::judged::description_languages(set).iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let stuffed = set.agents.iter().filter(|a| a.stuffed).count();
+    println!(
+        "Relevance of `GET /api/agents?q=…&limit={DEPTH}` on the judged set {} ({} agents described in: {}; {stuffed} of them keyword-stuffed fresh sign-ups; {} needs)",
+        set_dir.display(),
+        set.agents.len(),
+        langs.join(", "),
+        set.needs.len()
+    );
+    println!("{}, commit {}, load average {} at the end", today(), commit(), agentdir_bench::load_average());
+    println!();
+    println!(
+        "| need (count) | nDCG@10 words | meaning | combined | Recall@10 words | meaning | combined | MRR words | meaning | combined |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for g in groups(set) {
+        let mut row = vec![format!("{} ({})", g.label, g.needs.len())];
+        for measure in [metrics::ndcg as Measure, metrics::recall, metrics::reciprocal_rank] {
+            row.extend(cells(set, runs, &g, measure));
+        }
+        println!("| {} |", row.join(" | "));
+    }
+    println!();
+    print_trust(set, runs);
+    for s in skipped {
+        println!("- {} mode did not run: {}", s.mode.name(), s.why);
+    }
+    for r in runs {
+        println!("- {} mode: /readyz says {}", r.mode.name(), r.readiness);
+    }
+}
+
+fn print_trust(set: &JudgedSet, runs: &[ModeRun]) {
+    let targets: Vec<usize> = (0..set.needs.len()).filter(|&i| set.needs[i].spam_target).collect();
+    println!("| | words | meaning | combined |");
+    println!("|---|---:|---:|---:|");
+    println!(
+        "| needs answered with no agent at all (of {}) | {} |",
+        set.needs.len(),
+        per_mode(runs, |r| r.ranked.iter().filter(|h| h.is_empty()).count().to_string())
+    );
+    println!(
+        "| stuffed sign-ups in the first {SPAM_DEPTH}, mean over the {} needs they were written against | {} |",
+        targets.len(),
+        per_mode(runs, |r| format!(
+            "{:.2}",
+            mean(targets.iter().map(|&i| metrics::stuffed_on_top(set, &r.ranked[i]) as f64))
+        ))
+    );
+    println!(
+        "| of those needs, a stuffed sign-up above the best verified fit | {} |",
+        per_mode(runs, |r| format!(
+            "{} of {}",
+            targets
+                .iter()
+                .filter(|&&i| metrics::stuffed_above_verified(set, &set.needs[i], &r.ranked[i]))
+                .count(),
+            targets.len()
+        ))
+    );
+    println!(
+        "| equal fits with different evidence, ranked in evidence order | {} |",
+        per_mode(runs, |r| {
+            let (pairs, ordered) = (0..set.needs.len())
+                .map(|i| metrics::evidence_pairs(set, &set.needs[i], &r.ranked[i]))
+                .fold((0, 0), |(p, o), (dp, d_o)| (p + dp, o + d_o));
+            format!("{ordered} of {pairs}")
+        })
+    );
+    println!(
+        "| mean time per query (one client) | {} |",
+        per_mode(runs, |r| format!("{:.1} ms", r.query_ms))
+    );
+    println!(
+        "| seeding (register, offerings, evidence) | {} |",
+        per_mode(runs, |r| format!("{:.1} s", r.seed_seconds))
+    );
+    println!();
+}
+
+/// Each need's nDCG@10 per mode, worst combined first.
+pub fn per_need(set: &JudgedSet, runs: &[ModeRun]) {
+    println!();
+    println!("| need | kind | {} |", runs.iter().map(|r| r.mode.name()).collect::<Vec<_>>().join(" | "));
+    println!("|---|---|{}", "---:|".repeat(runs.len()));
+    let last = runs.len() - 1;
+    let mut order: Vec<usize> = (0..set.needs.len()).collect();
+    order.sort_by(|&a, &b| {
+        let score = |i: usize| metrics::ndcg(&set.needs[i], &runs[last].ranked[i]);
+        score(a).total_cmp(&score(b))
+    });
+    for i in order {
+        let n = &set.needs[i];
+        let scores: Vec<String> =
+            runs.iter().map(|r| format!("{:.2}", metrics::ndcg(n, &r.ranked[i]))).collect();
+        println!("| {} `{}` | {} | {} |", n.id, n.q, n.kind.name(), scores.join(" | "));
+    }
+}
+
+/// The agents no one judged for a need that some mode put in its first ten (stuffed ones
+/// aside: they are judged 0 by construction). Reading these and judging them is how the set
+/// stays complete as search changes.
+pub fn pool(set: &JudgedSet, runs: &[ModeRun]) {
+    println!();
+    println!("Unjudged agents in a first page (read them, then judge them in needs.json):");
+    for (i, n) in set.needs.iter().enumerate() {
+        let mut seen: Vec<(&str, Vec<&str>)> = Vec::new();
+        for r in runs {
+            for h in &r.ranked[i] {
+                if n.judged.contains_key(h) || set.agent(h).is_none_or(|a| a.stuffed) {
+                    continue;
+                }
+                match seen.iter_mut().find(|(x, _)| x == h) {
+                    Some((_, modes)) => modes.push(r.mode.name()),
+                    None => seen.push((h, vec![r.mode.name()])),
+                }
+            }
+        }
+        if !seen.is_empty() {
+            let list: Vec<String> = seen.iter().map(|(h, m)| format!("{h} ({})", m.join("+"))).collect();
+            println!("- {} `{}`: {}", n.id, n.q, list.join(", "));
+        }
+    }
+}
+
+/// The first page of each need in `ids`, per mode: rank, handle, grade, and the agent's
+/// trust level, `stuffed` marked.
+pub fn pages(set: &JudgedSet, runs: &[ModeRun], ids: &[String]) {
+    for (i, n) in set.needs.iter().enumerate().filter(|(_, n)| ids.contains(&n.id)) {
+        println!();
+        println!("{} `{}` ({}):", n.id, n.q, n.kind.name());
+        for r in runs {
+            let page: Vec<String> = r.ranked[i]
+                .iter()
+                .map(|h| {
+                    let a = set.agent(h);
+                    let trust = a.map_or(0, |a| a.evidence.level);
+                    let stuffed = if a.is_some_and(|a| a.stuffed) { " stuffed" } else { "" };
+                    format!("{h} [{} L{trust}{stuffed}]", n.grade(h))
+                })
+                .collect();
+            println!("- {}: {}", r.mode.name(), page.join(", "));
+        }
+    }
+}
+
+/// The commit the benchmark was built from, `+changes` when the work tree differs from it.
+fn commit() -> String {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(["-C", env!("CARGO_MANIFEST_DIR")])
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    match git(&["rev-parse", "--short", "HEAD"]) {
+        Some(c) if git(&["status", "--porcelain"]).is_some_and(|s| !s.is_empty()) => format!("{c}+changes"),
+        Some(c) => c,
+        None => "unknown".into(),
+    }
+}
+
+/// Today's date (UTC) as YYYY-MM-DD.
+fn today() -> String {
+    let now = agentdir::time::Timestamp(agentdir::time::now_ms()).rfc3339();
+    now[..10].to_owned()
+}
