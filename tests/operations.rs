@@ -590,8 +590,8 @@ async fn metrics_can_be_served_on_a_listener_of_their_own() {
     let text = own.text().await.expect("metrics text");
     assert!(text.contains("agentdir_http_requests_total{route=\"/api/stats\""), "{text}");
     // The metrics listener serves nothing else.
-    let other = s.http.get(format!("http://{bind}/api/stats")).send().await.expect("request");
-    assert_eq!(other.status(), 404);
+    let other = s.send(s.http.get(format!("http://{bind}/api/stats"))).await;
+    other.expect_error(404, "not_found");
 }
 
 #[tokio::test]

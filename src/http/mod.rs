@@ -65,7 +65,11 @@ pub async fn serve(
     let service = self::app(app.clone(), &limits, metrics_on)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     let scrapes = metrics_listener.map(|l| {
-        let service = ops::metrics_only().with_state(app.clone());
+        // Anything else there gets the same envelope as on the main port.
+        let service = ops::metrics_only()
+            .fallback(error::not_found)
+            .method_not_allowed_fallback(error::method_not_allowed)
+            .with_state(app.clone());
         let limits = limits.clone();
         tokio::spawn(async move { server::run(l, service, &limits, std::future::pending()).await })
     });
