@@ -96,16 +96,16 @@ pub async fn await_position(State(app): State<App>, mut req: Request, next: Next
 }
 
 pub async fn route(State(app): State<App>, req: Request, next: Next) -> Response {
-    let node = node_of(&req);
     let Some(link) = app.replica.as_ref() else {
-        let writes = node == Node::Primary && is_write(req.method());
+        // Reads, the bulk of the traffic, skip the route lookup.
+        let writes = is_write(req.method()) && node_of(&req) == Node::Primary;
         let mut res = next.run(req).await;
         if writes {
             res.headers_mut().insert(SEQ_HEADER, HeaderValue::from(app.written()));
         }
         return res;
     };
-    if node == Node::Primary {
+    if node_of(&req) == Node::Primary {
         return if is_write(req.method()) {
             forward_write(&app, link, req).await
         } else {
