@@ -1,6 +1,6 @@
-//! The one error type of the directory. Each variant carries its status, its code and its English
-//! and Chinese messages in the same match arm, so the two languages cannot drift apart. The HTTP
-//! and MCP adapters only turn it into their envelopes.
+//! The one error type of the directory. Each variant's facts (status, code, field, wait, English
+//! and Chinese messages) are declared together in one match arm of [`Error::facts`], so they
+//! cannot drift apart. The HTTP and MCP adapters and the documents only read them.
 
 use std::fmt;
 
@@ -8,7 +8,7 @@ use crate::domain::agent::{HANDLE_MAX, HANDLE_MIN};
 use crate::domain::contact_request::COOLDOWN_AFTER_DECLINE;
 use crate::domain::offering::MAX_OFFERINGS;
 use crate::domain::trust::PROOF_PREFIX;
-use crate::link_fetch::{LinkFetchError, MAX_REDIRECTS, PROOF_SCAN_BYTES};
+use crate::link_fetch::{LinkFetchError, PROOF_SCAN_BYTES};
 use crate::time::DAY;
 use crate::validation::MAX_BODY_BYTES;
 
@@ -121,161 +121,318 @@ pub struct Messages {
     pub zh: String,
 }
 
+/// Everything a client learns from one error, declared together in [`Error::facts`]: the HTTP
+/// status, the stable code, the field at fault, how long to wait, and the message in both
+/// languages. The REST envelope, the MCP tool error and the documents all read it from there.
+pub struct Facts<'a> {
+    pub status: u16,
+    pub code: &'static str,
+    /// The input field the error is about, as a dotted path (`offerings.0.title`).
+    pub field: Option<&'a str>,
+    /// Seconds a client should wait (`Retry-After`).
+    pub retry_after: Option<u64>,
+    pub messages: Messages,
+}
+
+impl<'a> Facts<'a> {
+    fn new(status: u16, code: &'static str, en: impl Into<String>, zh: impl Into<String>) -> Self {
+        Facts {
+            status,
+            code,
+            field: None,
+            retry_after: None,
+            messages: Messages { en: en.into(), zh: zh.into() },
+        }
+    }
+
+    fn about(mut self, field: &'a str) -> Self {
+        self.field = Some(field);
+        self
+    }
+
+    /// At least one second: `Retry-After: 0` would invite an immediate retry.
+    fn wait(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds.max(1));
+        self
+    }
+}
+
 impl Error {
     pub fn validation(field: impl Into<String>, rule: Rule) -> Self {
         Error::Validation { field: field.into(), rule }
     }
 
-    pub fn status(&self) -> u16 {
+    /// The one declaration of each variant's status, code, field, wait and messages.
+    pub fn facts(&self) -> Facts<'_> {
         use Error::*;
         match self {
-            InvalidJson | Validation { .. } => 400,
-            Unauthorized => 401,
-            Forbidden | TrustTooLow { .. } | NotAccepting | Suspended => 403,
-            NotFound => 404,
-            MethodNotAllowed => 405,
-            CursorExpired => 410,
-            HandleTaken
-            | HandleReserved
-            | InvalidState { .. }
-            | AlreadyPending
-            | AlreadyClaimed
-            | MailboxNotVerified
-            | RecoveryNotConfirmed => 409,
-            PayloadTooLarge => 413,
-            UnsupportedMediaType => 415,
-            TooManyOfferings
-            | OfferingRequired
-            | UnknownOffering { .. }
-            | SelfTarget
-            | RequestNotAccepted
-            | ProofNotFound
-            | LinkFetchFailed { .. } => 422,
-            RateLimited { .. } | WeeklyCapReached { .. } | CooldownAfterDecline { .. } => 429,
-            BodyTimeout => 408,
-            Internal => 500,
-            BadGateway => 502,
-            Overloaded => 503,
-            Timeout => 504,
+            InvalidJson => Facts::new(
+                400,
+                "invalid_json",
+                "The request body must be a JSON object.",
+                "请求体必须是一个 JSON 对象。",
+            ),
+            Validation { field, rule } => {
+                let Messages { en, zh } = rule_messages(field, rule);
+                Facts::new(400, "validation_failed", en, zh).about(field)
+            }
+            Unauthorized => Facts::new(
+                401,
+                "unauthorized",
+                "A valid API key is required: send the header Authorization: Bearer cq_….",
+                "需要有效的 API 密钥：请发送请求头 Authorization: Bearer cq_…。",
+            ),
+            Forbidden => Facts::new(
+                403,
+                "forbidden",
+                "Your role in this contact request does not allow this action.",
+                "你在这条联系请求中的身份不能执行此操作。",
+            ),
+            TrustTooLow { required } if *required >= 2 => Facts::new(
+                403,
+                "trust_too_low",
+                "Your trust level is too low: this recipient accepts requests only from level 2 (mailbox verified and owner claimed). Have your owner claim the agent (POST /api/me/owner-claim).",
+                "你的信任等级不足：对方只接受等级 2（邮箱已验证且所有者已认领）的请求。请让所有者认领该智能体（POST /api/me/owner-claim）。",
+            ),
+            TrustTooLow { required } => Facts::new(
+                403,
+                "trust_too_low",
+                format!(
+                    "Your trust level is too low: this recipient accepts requests from level {required} or higher. Verify your mailbox first (POST /api/me/verify)."
+                ),
+                format!(
+                    "你的信任等级不足：对方只接受等级 {required} 及以上的请求。请先验证邮箱（POST /api/me/verify）。"
+                ),
+            ),
+            NotAccepting => Facts::new(
+                403,
+                "not_accepting",
+                "This agent is not accepting contact requests right now.",
+                "该智能体目前不接受联系请求。",
+            ),
+            Suspended => Facts::new(
+                403,
+                "suspended",
+                "Your agent has been suspended by the operators of the directory; its key is refused for now.",
+                "你的智能体已被目录运营方暂停，其密钥暂时无法使用。",
+            ),
+            NotFound => Facts::new(
+                404,
+                "not_found",
+                "Nothing was found here: no such handle or id, or it is not visible to you.",
+                "未找到：没有这个代号或编号，或者你无权查看。",
+            ),
+            MethodNotAllowed => Facts::new(
+                405,
+                "method_not_allowed",
+                "This method is not allowed on this path; see GET /api for the endpoints.",
+                "此路径不支持该请求方法；接口列表见 GET /api。",
+            ),
+            CursorExpired => Facts::new(
+                410,
+                "cursor_expired",
+                "This cursor is older than the deletions the feed still remembers: read the feed again from the beginning (leave out after).",
+                "该游标早于变更流仍保留的删除记录：请从头重新读取变更流（去掉游标参数）。",
+            ),
+            HandleTaken => Facts::new(
+                409,
+                "handle_taken",
+                "This handle is already taken (or held after a rename or a deletion); choose another one.",
+                "该代号已被占用（或在改名、删除后仍被保留），请换一个。",
+            ),
+            HandleReserved => Facts::new(
+                409,
+                "handle_reserved",
+                "This handle is reserved for the directory itself; choose another one.",
+                "该代号为目录自身保留，请换一个。",
+            ),
+            InvalidState { status } => Facts::new(
+                409,
+                "invalid_state",
+                format!("This move is not possible: the record's status is {status}."),
+                format!("无法执行此操作：该记录当前的状态是 {status}。"),
+            ),
+            AlreadyPending => Facts::new(
+                409,
+                "already_pending",
+                "You already have a pending contact request to this agent.",
+                "你已向该智能体发出一条待处理的联系请求。",
+            ),
+            AlreadyClaimed => Facts::new(
+                409,
+                "already_claimed",
+                "This agent has already been claimed by its owner.",
+                "该智能体已被其所有者认领。",
+            ),
+            MailboxNotVerified => Facts::new(
+                409,
+                "mailbox_not_verified",
+                "Verify the mailbox first (POST /api/me/verify); an owner claim needs a verified mailbox.",
+                "请先验证邮箱（POST /api/me/verify）；所有者认领需要已验证的邮箱。",
+            ),
+            RecoveryNotConfirmed => Facts::new(
+                409,
+                "recovery_not_confirmed",
+                "The recovery is not confirmed yet: send the email from the agent's registered mailbox with the exact subject you were given, then try again.",
+                "该恢复尚未确认：请先用该智能体登记的邮箱发送主题完全一致的邮件，然后重试。",
+            ),
+            PayloadTooLarge => Facts::new(
+                413,
+                "payload_too_large",
+                format!("The request body is larger than {} KiB.", kib(MAX_BODY_BYTES)),
+                format!("请求体超过 {} KiB 上限。", kib(MAX_BODY_BYTES)),
+            ),
+            UnsupportedMediaType => Facts::new(
+                415,
+                "unsupported_media_type",
+                "Send the body as JSON with the header Content-Type: application/json.",
+                "请以 JSON 格式发送请求体，并带上请求头 Content-Type: application/json。",
+            ),
+            TooManyOfferings => Facts::new(
+                422,
+                "too_many_offerings",
+                format!("An agent can publish at most {MAX_OFFERINGS} offerings."),
+                format!("每个智能体最多只能发布 {MAX_OFFERINGS} 项服务。"),
+            )
+            .about("offerings"),
+            OfferingRequired => Facts::new(
+                422,
+                "offering_required",
+                "This agent only accepts requests for one of its offerings: include offering_id.",
+                "该智能体只接受针对其服务项目的请求：请提供 offering_id。",
+            )
+            .about("offering_id"),
+            UnknownOffering { field } if field != "offering_id" => Facts::new(
+                422,
+                "unknown_offering",
+                "This offering id is not one of your offerings: keep an id you already have, or leave id out for a new offering.",
+                "该服务编号不是你现有的服务：请沿用已有的编号，或省略 id 以新增一项服务。",
+            )
+            .about(field),
+            UnknownOffering { field } => Facts::new(
+                422,
+                "unknown_offering",
+                "This offering id does not belong to this agent; its card lists its offerings.",
+                "该服务编号不属于这个智能体；请在其名片中查看它提供的服务。",
+            )
+            .about(field),
+            SelfTarget => Facts::new(
+                422,
+                "self_target",
+                "An agent cannot send a contact request or propose a collaboration to itself.",
+                "智能体不能向自己发送联系请求，也不能与自己登记合作。",
+            ),
+            RequestNotAccepted => Facts::new(
+                422,
+                "request_not_accepted",
+                "request_id must name an accepted contact request between you and the partner.",
+                "request_id 必须是你与合作方之间一条已接受的联系请求。",
+            ),
+            ProofNotFound => Facts::new(
+                422,
+                "proof_not_found",
+                format!(
+                    "The page was fetched, but its first {} KiB do not contain the proof text {PROOF_PREFIX}<handle>.",
+                    kib(PROOF_SCAN_BYTES)
+                ),
+                format!("页面已成功获取，但其前 {} KiB 中没有证明文本 {PROOF_PREFIX}<handle>。", kib(PROOF_SCAN_BYTES)),
+            ),
+            LinkFetchFailed { reason } => {
+                let (en, zh) = link_reason(reason);
+                Facts::new(
+                    422,
+                    "link_fetch_failed",
+                    format!("The link could not be fetched: {en}."),
+                    format!("无法获取该链接：{zh}。"),
+                )
+            }
+            RateLimited { retry_after } => Facts::new(
+                429,
+                "rate_limited",
+                format!("Too many requests; try again in {retry_after} seconds."),
+                format!("请求过于频繁，请在 {retry_after} 秒后重试。"),
+            )
+            .wait(*retry_after),
+            WeeklyCapReached { retry_after } => Facts::new(
+                429,
+                "weekly_cap_reached",
+                format!(
+                    "This agent has reached its weekly limit of contact requests; try again in {retry_after} seconds."
+                ),
+                format!("该智能体本周收到的联系请求已达上限，请在 {retry_after} 秒后重试。"),
+            )
+            .wait(*retry_after),
+            CooldownAfterDecline { retry_after } => Facts::new(
+                429,
+                "cooldown_after_decline",
+                format!(
+                    "This agent declined your last request; you may ask again {COOLDOWN_DAYS} days after the decline (in {retry_after} seconds)."
+                ),
+                format!("对方已拒绝你上一次的请求；拒绝后 {COOLDOWN_DAYS} 天才能再次发送（还需 {retry_after} 秒）。"),
+            )
+            .wait(*retry_after),
+            Overloaded => Facts::new(
+                503,
+                "overloaded",
+                "The directory is busy; try again in a moment.",
+                "目录服务繁忙，请稍后重试。",
+            )
+            .wait(1),
+            Timeout => Facts::new(
+                504,
+                "timeout",
+                "The request took too long and was stopped; try again.",
+                "请求处理时间过长，已被中止，请重试。",
+            ),
+            BodyTimeout => Facts::new(
+                408,
+                "request_timeout",
+                "The request body did not arrive in time; the connection is closed.",
+                "请求体未在规定时间内送达，连接已关闭。",
+            ),
+            BadGateway => Facts::new(
+                502,
+                "bad_gateway",
+                "The primary node's answer could not be passed on; try again.",
+                "无法转交主节点的响应，请重试。",
+            ),
+            Internal => Facts::new(
+                500,
+                "internal",
+                "Something went wrong on our side; the error has been logged.",
+                "服务器内部出错，错误已记录。",
+            ),
         }
     }
 
+    pub fn status(&self) -> u16 {
+        self.facts().status
+    }
+
     pub fn code(&self) -> &'static str {
-        use Error::*;
-        match self {
-            InvalidJson => "invalid_json",
-            Validation { .. } => "validation_failed",
-            Unauthorized => "unauthorized",
-            Forbidden => "forbidden",
-            TrustTooLow { .. } => "trust_too_low",
-            NotAccepting => "not_accepting",
-            Suspended => "suspended",
-            NotFound => "not_found",
-            MethodNotAllowed => "method_not_allowed",
-            CursorExpired => "cursor_expired",
-            HandleTaken => "handle_taken",
-            HandleReserved => "handle_reserved",
-            InvalidState { .. } => "invalid_state",
-            AlreadyPending => "already_pending",
-            AlreadyClaimed => "already_claimed",
-            MailboxNotVerified => "mailbox_not_verified",
-            RecoveryNotConfirmed => "recovery_not_confirmed",
-            PayloadTooLarge => "payload_too_large",
-            UnsupportedMediaType => "unsupported_media_type",
-            TooManyOfferings => "too_many_offerings",
-            OfferingRequired => "offering_required",
-            UnknownOffering { .. } => "unknown_offering",
-            SelfTarget => "self_target",
-            RequestNotAccepted => "request_not_accepted",
-            ProofNotFound => "proof_not_found",
-            LinkFetchFailed { .. } => "link_fetch_failed",
-            RateLimited { .. } => "rate_limited",
-            WeeklyCapReached { .. } => "weekly_cap_reached",
-            CooldownAfterDecline { .. } => "cooldown_after_decline",
-            Overloaded => "overloaded",
-            Timeout => "timeout",
-            BodyTimeout => "request_timeout",
-            BadGateway => "bad_gateway",
-            Internal => "internal",
-        }
+        self.facts().code
     }
 
     /// The field an error is about, as a dotted path (`offerings.0.title`).
     pub fn field(&self) -> Option<&str> {
-        match self {
-            Error::Validation { field, .. } | Error::UnknownOffering { field } => Some(field),
-            Error::OfferingRequired => Some("offering_id"),
-            Error::TooManyOfferings => Some("offerings"),
-            _ => None,
-        }
+        self.facts().field
     }
 
     /// Seconds a client should wait, for the errors that carry `Retry-After`.
     pub fn retry_after(&self) -> Option<u64> {
-        match self {
-            Error::RateLimited { retry_after }
-            | Error::WeeklyCapReached { retry_after }
-            | Error::CooldownAfterDecline { retry_after } => Some((*retry_after).max(1)),
-            Error::Overloaded => Some(1),
-            _ => None,
-        }
+        self.facts().retry_after
     }
 
-    /// What this error's code tells a client, in one line (for the API documents).
-    pub fn meaning(&self) -> String {
-        use Error::*;
-        match self {
-            InvalidJson => "the body is not JSON, or not a JSON object".into(),
-            Validation { .. } => {
-                "a field is missing, of the wrong type, too long, out of range or breaks its pattern; `field` names it"
-                    .into()
-            }
-            Unauthorized => "the API key is missing, malformed, unknown or rotated away".into(),
-            Forbidden => "your role in this contact request does not allow the move".into(),
-            TrustTooLow { .. } => "your trust level is below the recipient's min_trust_level".into(),
-            NotAccepting => "the recipient is not accepting contact requests".into(),
-            Suspended => "your agent is suspended by the operators".into(),
-            NotFound => "no such handle or id, or it is not yours to see".into(),
-            MethodNotAllowed => "the path does not take this method".into(),
-            CursorExpired => {
-                "the change-feed cursor is older than the deletions still remembered; read from the beginning".into()
-            }
-            HandleTaken => "the handle is taken, or held after a rename or a deletion".into(),
-            HandleReserved => "the handle is reserved for the directory itself".into(),
-            InvalidState { .. } => "the request or collaboration is not in the state this move needs".into(),
-            AlreadyPending => "you already have a pending request to this agent".into(),
-            AlreadyClaimed => "the owner has already claimed this agent".into(),
-            MailboxNotVerified => "an owner claim needs a verified mailbox first".into(),
-            RecoveryNotConfirmed => "the recovery token was sent before the mail that confirms it arrived".into(),
-            PayloadTooLarge => format!("the body is over {} KiB", kib(MAX_BODY_BYTES)),
-            UnsupportedMediaType => "the body is not sent as application/json".into(),
-            TooManyOfferings => format!("more than {MAX_OFFERINGS} offerings"),
-            OfferingRequired => "the recipient requires offering_id".into(),
-            UnknownOffering { .. } => "the offering id does not belong to that agent".into(),
-            SelfTarget => "a request or collaboration addressed to yourself".into(),
-            RequestNotAccepted => "request_id is not an accepted contact request between the two agents".into(),
-            ProofNotFound => {
-                format!("the page holds no {PROOF_PREFIX}<handle> in its first {} KiB", kib(PROOF_SCAN_BYTES))
-            }
-            LinkFetchFailed { .. } => format!(
-                "the link could not be fetched (refused address, connection failure, timeout, more than {MAX_REDIRECTS} redirects, non-2xx)"
-            ),
-            RateLimited { .. } => "a rate limit; wait Retry-After seconds".into(),
-            WeeklyCapReached { .. } => "the recipient's weekly_cap is reached; wait Retry-After seconds".into(),
-            CooldownAfterDecline { .. } => format!("asking again within {COOLDOWN_DAYS} days of a decline"),
-            Overloaded => "the server is busy; try again shortly".into(),
-            Timeout => "the request took too long".into(),
-            BodyTimeout => "the request body did not arrive in time after its headers; the connection is closed".into(),
-            BadGateway => "a read node could not pass on the primary's answer".into(),
-            Internal => "an error on the server's side".into(),
-        }
+    pub fn messages(&self) -> Messages {
+        self.facts().messages
     }
 
-    /// One error of each variant, for the documents that list every code.
+    /// One error of each variant, for the documents that list every code with its English
+    /// message. Their values are chosen to read as examples there.
     pub fn samples() -> Vec<Error> {
         vec![
             Error::InvalidJson,
-            Error::validation("field", Rule::Required),
+            Error::validation("name", Rule::Required),
             Error::Unauthorized,
             Error::Forbidden,
             Error::TrustTooLow { required: 1 },
@@ -300,9 +457,9 @@ impl Error {
             Error::RequestNotAccepted,
             Error::ProofNotFound,
             Error::LinkFetchFailed { reason: LinkFetchError::Timeout },
-            Error::RateLimited { retry_after: 1 },
-            Error::WeeklyCapReached { retry_after: 1 },
-            Error::CooldownAfterDecline { retry_after: 1 },
+            Error::RateLimited { retry_after: 30 },
+            Error::WeeklyCapReached { retry_after: 3_600 },
+            Error::CooldownAfterDecline { retry_after: 86_400 },
             Error::Overloaded,
             Error::Timeout,
             Error::BodyTimeout,
@@ -310,167 +467,9 @@ impl Error {
             Error::Internal,
         ]
     }
-
-    pub fn messages(&self) -> Messages {
-        use Error::*;
-        let (en, zh): (String, String) = match self {
-            InvalidJson => (
-                "The request body must be a JSON object.".into(),
-                "请求体必须是一个 JSON 对象。".into(),
-            ),
-            Validation { field, rule } => return rule_messages(field, rule),
-            Unauthorized => (
-                "A valid API key is required: send the header Authorization: Bearer cq_….".into(),
-                "需要有效的 API 密钥：请发送请求头 Authorization: Bearer cq_…。".into(),
-            ),
-            Forbidden => (
-                "Your role in this contact request does not allow this action.".into(),
-                "你在这条联系请求中的身份不能执行此操作。".into(),
-            ),
-            TrustTooLow { required } if *required >= 2 => (
-                "Your trust level is too low: this recipient accepts requests only from level 2 (mailbox verified and owner claimed). Have your owner claim the agent (POST /api/me/owner-claim).".into(),
-                "你的信任等级不足：对方只接受等级 2（邮箱已验证且所有者已认领）的请求。请让所有者认领该智能体（POST /api/me/owner-claim）。".into(),
-            ),
-            TrustTooLow { required } => (
-                format!(
-                    "Your trust level is too low: this recipient accepts requests from level {required} or higher. Verify your mailbox first (POST /api/me/verify)."
-                ),
-                format!(
-                    "你的信任等级不足：对方只接受等级 {required} 及以上的请求。请先验证邮箱（POST /api/me/verify）。"
-                ),
-            ),
-            NotAccepting => (
-                "This agent is not accepting contact requests right now.".into(),
-                "该智能体目前不接受联系请求。".into(),
-            ),
-            Suspended => (
-                "Your agent has been suspended by the operators of the directory; its key is refused for now.".into(),
-                "你的智能体已被目录运营方暂停，其密钥暂时无法使用。".into(),
-            ),
-            NotFound => (
-                "Nothing was found here: no such handle or id, or it is not visible to you.".into(),
-                "未找到：没有这个代号或编号，或者你无权查看。".into(),
-            ),
-            MethodNotAllowed => (
-                "This method is not allowed on this path; see GET /api for the endpoints.".into(),
-                "此路径不支持该请求方法；接口列表见 GET /api。".into(),
-            ),
-            CursorExpired => (
-                "This cursor is older than the deletions the feed still remembers: read the feed again from the beginning (leave out after).".into(),
-                "该游标早于变更流仍保留的删除记录：请从头重新读取变更流（去掉游标参数）。".into(),
-            ),
-            HandleTaken => (
-                "This handle is already taken (or held after a rename or a deletion); choose another one.".into(),
-                "该代号已被占用（或在改名、删除后仍被保留），请换一个。".into(),
-            ),
-            HandleReserved => (
-                "This handle is reserved for the directory itself; choose another one.".into(),
-                "该代号为目录自身保留，请换一个。".into(),
-            ),
-            InvalidState { status } => (
-                format!("This move is not possible: the record's status is {status}."),
-                format!("无法执行此操作：该记录当前的状态是 {status}。"),
-            ),
-            AlreadyPending => (
-                "You already have a pending contact request to this agent.".into(),
-                "你已向该智能体发出一条待处理的联系请求。".into(),
-            ),
-            AlreadyClaimed => (
-                "This agent has already been claimed by its owner.".into(),
-                "该智能体已被其所有者认领。".into(),
-            ),
-            MailboxNotVerified => (
-                "Verify the mailbox first (POST /api/me/verify); an owner claim needs a verified mailbox.".into(),
-                "请先验证邮箱（POST /api/me/verify）；所有者认领需要已验证的邮箱。".into(),
-            ),
-            RecoveryNotConfirmed => (
-                "The recovery is not confirmed yet: send the email from the agent's registered mailbox with the exact subject you were given, then try again.".into(),
-                "该恢复尚未确认：请先用该智能体登记的邮箱发送主题完全一致的邮件，然后重试。".into(),
-            ),
-            PayloadTooLarge => (
-                format!("The request body is larger than {} KiB.", kib(MAX_BODY_BYTES)),
-                format!("请求体超过 {} KiB 上限。", kib(MAX_BODY_BYTES)),
-            ),
-            UnsupportedMediaType => (
-                "Send the body as JSON with the header Content-Type: application/json.".into(),
-                "请以 JSON 格式发送请求体，并带上请求头 Content-Type: application/json。".into(),
-            ),
-            TooManyOfferings => (
-                format!("An agent can publish at most {MAX_OFFERINGS} offerings."),
-                format!("每个智能体最多只能发布 {MAX_OFFERINGS} 项服务。"),
-            ),
-            OfferingRequired => (
-                "This agent only accepts requests for one of its offerings: include offering_id.".into(),
-                "该智能体只接受针对其服务项目的请求：请提供 offering_id。".into(),
-            ),
-            UnknownOffering { field } if field != "offering_id" => (
-                "This offering id is not one of your offerings: keep an id you already have, or leave id out for a new offering.".into(),
-                "该服务编号不是你现有的服务：请沿用已有的编号，或省略 id 以新增一项服务。".into(),
-            ),
-            UnknownOffering { .. } => (
-                "This offering id does not belong to this agent; its card lists its offerings.".into(),
-                "该服务编号不属于这个智能体；请在其名片中查看它提供的服务。".into(),
-            ),
-            SelfTarget => (
-                "An agent cannot send a contact request or propose a collaboration to itself.".into(),
-                "智能体不能向自己发送联系请求，也不能与自己登记合作。".into(),
-            ),
-            RequestNotAccepted => (
-                "request_id must name an accepted contact request between you and the partner.".into(),
-                "request_id 必须是你与合作方之间一条已接受的联系请求。".into(),
-            ),
-            ProofNotFound => (
-                format!(
-                    "The page was fetched, but its first {} KiB do not contain the proof text {PROOF_PREFIX}<handle>.",
-                    kib(PROOF_SCAN_BYTES)
-                ),
-                format!("页面已成功获取，但其前 {} KiB 中没有证明文本 {PROOF_PREFIX}<handle>。", kib(PROOF_SCAN_BYTES)),
-            ),
-            LinkFetchFailed { reason } => {
-                let (en, zh) = link_reason(reason);
-                (format!("The link could not be fetched: {en}."), format!("无法获取该链接：{zh}。"))
-            }
-            RateLimited { retry_after } => (
-                format!("Too many requests; try again in {retry_after} seconds."),
-                format!("请求过于频繁，请在 {retry_after} 秒后重试。"),
-            ),
-            WeeklyCapReached { retry_after } => (
-                format!(
-                    "This agent has reached its weekly limit of contact requests; try again in {retry_after} seconds."
-                ),
-                format!("该智能体本周收到的联系请求已达上限，请在 {retry_after} 秒后重试。"),
-            ),
-            CooldownAfterDecline { retry_after } => (
-                format!(
-                    "This agent declined your last request; you may ask again {COOLDOWN_DAYS} days after the decline (in {retry_after} seconds)."
-                ),
-                format!("对方已拒绝你上一次的请求；拒绝后 {COOLDOWN_DAYS} 天才能再次发送（还需 {retry_after} 秒）。"),
-            ),
-            Overloaded => (
-                "The directory is busy; try again in a moment.".into(),
-                "目录服务繁忙，请稍后重试。".into(),
-            ),
-            Timeout => (
-                "The request took too long and was stopped; try again.".into(),
-                "请求处理时间过长，已被中止，请重试。".into(),
-            ),
-            BodyTimeout => (
-                "The request body did not arrive in time; the connection is closed.".into(),
-                "请求体未在规定时间内送达，连接已关闭。".into(),
-            ),
-            BadGateway => (
-                "The primary node's answer could not be passed on; try again.".into(),
-                "无法转交主节点的响应，请重试。".into(),
-            ),
-            Internal => (
-                "Something went wrong on our side; the error has been logged.".into(),
-                "服务器内部出错，错误已记录。".into(),
-            ),
-        };
-        Messages { en, zh }
-    }
 }
 
+/// The messages of a `validation_failed`, by the rule the field broke.
 fn rule_messages(field: &str, rule: &Rule) -> Messages {
     use Rule::*;
     let (en, zh) = match rule {

@@ -14,48 +14,44 @@ pub fn now_ms() -> i64 {
     Utc::now().timestamp_millis() + test_clock::offset_ms()
 }
 
-/// A clock tests can move forward, so rules of days (a deletion's grace period, the rename
-/// interval, held handles) are tested without waiting. Only a build with the cargo feature
-/// `test-clock` has it (`.ci/run` builds the tests so); a release build's clock is the system's.
+/// A clock tests can move forward, so rules of time (a link proof's 180 days, a deletion's grace
+/// period, the change feed's retention) are tested without waiting. Only a build with the cargo
+/// feature `test-clock` has it (`.ci/run` builds the tests so); a release build's clock is the
+/// system's, and a release build with the feature does not compile.
 ///
-/// Each process (`serve`, `admin`, `inbound-mail`) reads the offset once at start from the file
-/// [`test_clock::OFFSET_FILE`] in its data dir: milliseconds added to the system time. A test
-/// writes the file and restarts the server. SQLite's own `'now'` (the change log's `at`) is not
-/// moved.
+/// The offset is the number in the file [`test_clock::OFFSET_FILE`] of the data dir: milliseconds
+/// added to the system time. Every process on that data dir (`serve`, `admin`, `inbound-mail`)
+/// reads it at every `now_ms()`, so a test moves a running server's clock by writing the file:
+/// what the server keeps in memory (its caches, their expiry) stays as it was. SQLite's own
+/// `'now'` (the change log's `at`) is not moved.
 #[cfg(feature = "test-clock")]
 pub mod test_clock {
-    use std::sync::atomic::{AtomicI64, Ordering};
+    use std::path::PathBuf;
+    use std::sync::OnceLock;
+
+    #[cfg(not(debug_assertions))]
+    compile_error!("the test clock is for test builds only: build a release without `test-clock`");
 
     pub const OFFSET_FILE: &str = "test-clock-offset-ms";
 
-    static OFFSET_MS: AtomicI64 = AtomicI64::new(0);
+    static FILE: OnceLock<PathBuf> = OnceLock::new();
 
+    /// Read at every call: a test build trades a file read for a clock it can move at any time.
     pub fn offset_ms() -> i64 {
-        OFFSET_MS.load(Ordering::Relaxed)
+        FILE.get()
+            .and_then(|file| std::fs::read_to_string(file).ok())
+            .and_then(|s| s.trim().parse::<i64>().ok())
+            .unwrap_or(0)
     }
 
-    /// Reads the offset of the data dir (none: 0).
+    /// Points the clock at the offset file of the data dir.
     pub fn load(data_dir: &std::path::Path) {
-        let offset = std::fs::read_to_string(data_dir.join(OFFSET_FILE))
-            .ok()
-            .and_then(|s| s.trim().parse::<i64>().ok())
-            .unwrap_or(0);
+        let _ = FILE.set(data_dir.join(OFFSET_FILE));
+        let offset = offset_ms();
         if offset != 0 {
             tracing::warn!(offset_ms = offset, "test clock: the clock runs ahead of the system's");
         }
-        OFFSET_MS.store(offset, Ordering::Relaxed);
     }
-}
-
-#[cfg(not(feature = "test-clock"))]
-pub mod test_clock {
-    #[inline(always)]
-    pub fn offset_ms() -> i64 {
-        0
-    }
-
-    /// Without the `test-clock` feature there is nothing to read.
-    pub fn load(_data_dir: &std::path::Path) {}
 }
 
 /// A point in time, serialised as RFC 3339 (`2026-11-21T05:48:00.123Z`).

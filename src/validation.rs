@@ -4,7 +4,9 @@
 //! generated schema is published in openapi.json and in the MCP tool schemas, and it is what this
 //! module enforces: a body or query is checked against it before it is deserialised, so the
 //! server accepts exactly what the documents promise. Schema errors become `validation_failed`
-//! with the field path and a bilingual message.
+//! with the field path and a bilingual message. Where a failed keyword alone does not tell the
+//! client what it got wrong, the type names the rule next to the keyword ([`declared`]); the
+//! validator never looks at a field's name.
 
 use std::any::TypeId;
 use std::collections::HashMap;
@@ -44,6 +46,30 @@ pub mod patterns {
     pub const LANGUAGE: &str = "^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$";
     pub const HTTP_URL: &str = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+([/?#][^\\s]*)?$";
     pub const DATE: &str = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$";
+}
+
+/// The rules a type names for one keyword of a field's schema, as
+/// `"x-rules": {"<keyword>": "<rule>"}` beside the keyword: a `const` that means "accept the
+/// rules", a URL pattern that restricts ports, a count of offerings with its own error code.
+/// Only the validator reads them; the published documents leave them out.
+pub mod declared {
+    pub const KEYWORD: &str = "x-rules";
+    pub const MUST_ACCEPT_RULES: &str = "must_accept_rules";
+    pub const DESCRIPTION_NEEDED: &str = "description_needed";
+    pub const ENDPOINT_PORT: &str = "endpoint_port";
+    pub const TOO_MANY_OFFERINGS: &str = "too_many_offerings";
+
+    /// A schema as published: without the validator's rule names.
+    pub fn strip(schema: &mut serde_json::Value) {
+        match schema {
+            serde_json::Value::Object(map) => {
+                map.remove(KEYWORD);
+                map.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
 }
 
 struct Compiled {
@@ -209,58 +235,58 @@ fn meant_branch<'e>(
     }
 }
 
+/// The rule the type names for the failed keyword at `schema_path`, if it names one.
+fn declared_rule<'s>(schema: &'s Value, schema_path: &str) -> Option<&'s str> {
+    let keyword = schema_path.rsplit('/').next()?;
+    keyword_parent(schema, schema_path)?.get(declared::KEYWORD)?.get(keyword)?.as_str()
+}
+
 fn to_error(schema: &Value, err: &ValidationError<'_>) -> Error {
     let path = dotted(&err.instance_path().to_string());
     let field = |p: &str| if p.is_empty() { "body".to_string() } else { p.to_string() };
-    let rule = match err.kind() {
-        ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context } => {
+    let rule = match (declared_rule(schema, &err.schema_path().to_string()), err.kind()) {
+        (Some(declared::TOO_MANY_OFFERINGS), _) => return Error::TooManyOfferings,
+        (Some(declared::MUST_ACCEPT_RULES), _) => Rule::MustAcceptRules,
+        (Some(declared::ENDPOINT_PORT), _) => Rule::EndpointPort,
+        // "One of the two descriptions": the field named is the one the rule asks for.
+        (Some(declared::DESCRIPTION_NEEDED), ValidationErrorKind::Required { property }) => {
+            return Error::validation(property.as_str().unwrap_or_default(), Rule::DescriptionNeeded);
+        }
+        (_, ValidationErrorKind::AnyOf { context } | ValidationErrorKind::OneOfNotValid { context }) => {
             match meant_branch(&path, context) {
                 Some(inner) => return to_error(schema, inner),
                 None => Rule::Pattern,
             }
         }
-        // The registration's "one of the two descriptions" rule (an if/else at the root): the
-        // field named is the one the `else` asks for.
-        ValidationErrorKind::Required { property }
-            if path.is_empty() && err.schema_path().to_string().starts_with("/else") =>
-        {
-            return Error::validation(property.as_str().unwrap_or_default(), Rule::DescriptionNeeded);
-        }
-        ValidationErrorKind::Required { property } => {
+        (_, ValidationErrorKind::Required { property }) => {
             let name = property.as_str().unwrap_or_default();
             let full = if path.is_empty() { name.to_string() } else { format!("{path}.{name}") };
             return Error::validation(full, Rule::Required);
         }
-        ValidationErrorKind::Type { kind } => Rule::Type(expected_type(kind)),
-        ValidationErrorKind::MaxLength { limit } => Rule::MaxLength(*limit),
-        ValidationErrorKind::MinLength { limit } => Rule::MinLength(*limit),
-        ValidationErrorKind::MaxItems { limit } => {
-            if path == "offerings" {
-                return Error::TooManyOfferings;
-            }
-            Rule::MaxItems(*limit)
-        }
-        ValidationErrorKind::Minimum { .. } | ValidationErrorKind::Maximum { .. } => {
+        (_, ValidationErrorKind::Type { kind }) => Rule::Type(expected_type(kind)),
+        (_, ValidationErrorKind::MaxLength { limit }) => Rule::MaxLength(*limit),
+        (_, ValidationErrorKind::MinLength { limit }) => Rule::MinLength(*limit),
+        (_, ValidationErrorKind::MaxItems { limit }) => Rule::MaxItems(*limit),
+        (_, ValidationErrorKind::Minimum { .. } | ValidationErrorKind::Maximum { .. }) => {
             let node = keyword_parent(schema, &err.schema_path().to_string());
             let bound = |k: &str| node.and_then(|n| n.get(k)).and_then(Value::as_i64);
             Rule::Range { min: bound("minimum"), max: bound("maximum") }
         }
-        ValidationErrorKind::Enum { options } => Rule::OneOf(
+        (_, ValidationErrorKind::Enum { options }) => Rule::OneOf(
             options
                 .as_array()
                 .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
                 .unwrap_or_default(),
         ),
-        ValidationErrorKind::Constant { .. } => Rule::MustAcceptRules,
-        ValidationErrorKind::Pattern { pattern } => pattern_rule(pattern, err.instance()),
-        ValidationErrorKind::Format { format } => match format.as_str() {
+        (_, ValidationErrorKind::Pattern { pattern }) => pattern_rule(pattern, err.instance()),
+        (_, ValidationErrorKind::Format { format }) => match format.as_str() {
             "email" => Rule::Email,
             "uri" => Rule::HttpUrl,
             "date" => Rule::Date,
             _ => Rule::Pattern,
         },
         // Named by the first item that repeats an earlier one (`endpoints.1`), as a duplicate id is.
-        ValidationErrorKind::UniqueItems => {
+        (_, ValidationErrorKind::UniqueItems) => {
             let items = err.instance().as_array().map(Vec::as_slice).unwrap_or_default();
             let repeated = (1..items.len()).find(|&i| items[..i].contains(&items[i]));
             let at = repeated.map_or_else(|| path.clone(), |i| format!("{path}.{i}"));
@@ -281,7 +307,6 @@ fn pattern_rule(pattern: &str, instance: &Value) -> Rule {
         }
         patterns::LANGUAGE => Rule::LanguageCode,
         patterns::HTTP_URL => Rule::HttpUrl,
-        p if p == crate::domain::endpoint::URL_PATTERN.as_str() => Rule::EndpointPort,
         patterns::DATE => Rule::Date,
         _ => Rule::Pattern,
     }

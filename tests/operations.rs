@@ -425,22 +425,30 @@ async fn backup_under_writes_restores_into_a_working_server() {
     first.expect(201);
     let first_id = first.json["id"].as_str().expect("id").to_owned();
 
-    // Keep writing while the backup runs.
+    // Keep writing before, while and after the backup runs: the writer never pauses, so the
+    // backup overlaps its writes.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (acks, acked) = tokio::sync::watch::channel(0u64);
     let writer = {
         let (http, url, key, stop) = (s.http.clone(), s.url("/api/posts"), author.key.clone(), stop.clone());
         tokio::spawn(async move {
-            let mut written = 0u32;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) && written < 2_000 {
-                let body = json!({"kind": "offering", "title": format!("Filler {written}"), "body": "Written during the backup."});
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let n = *acks.borrow();
+                let body = json!({"kind": "offering", "title": format!("Filler {n}"), "body": "Written during the backup."});
                 let r = http.post(&url).bearer_auth(&key).json(&body).send().await.expect("write");
-                assert_eq!(r.status().as_u16(), 201);
-                written += 1;
+                assert_eq!(r.status().as_u16(), 201, "a write failed while the backup ran");
+                acks.send_modify(|n| *n += 1);
             }
-            written
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let acked_at_least = |n: u64, what: &'static str| {
+        let mut acked = acked.clone();
+        async move {
+            let reached = tokio::time::timeout(Duration::from_secs(30), acked.wait_for(|&a| a >= n)).await;
+            assert!(matches!(reached, Ok(Ok(_))), "{what}");
+        }
+    };
+    acked_at_least(20, "the writes did not start").await;
     let before = s.get("/api/stats", None).await.json["posts"].as_u64().expect("posts");
     let backup_dir = tempfile::tempdir().expect("temp");
     let dest = backup_dir.path().join("agentdir.sqlite3");
@@ -462,10 +470,13 @@ async fn backup_under_writes_restores_into_a_working_server() {
     // Not on a terminal: plain progress lines, from the start to the whole copy.
     let progress = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_progress_lines(&progress, "agentdir backup: ");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let at_end = s.get("/api/stats", None).await.json["posts"].as_u64().expect("posts");
+    // Writes acknowledged after the backup ended are not in it: it is a copy of one moment.
+    let acked_at_end = *acked.borrow();
+    acked_at_least(acked_at_end + 20, "the writes stopped after the backup").await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let written = writer.await.expect("writer");
-    assert!(written > 0);
+    writer.await.expect("writer");
+    let after = s.get("/api/stats", None).await.json["posts"].as_u64().expect("posts");
 
     let mut names: Vec<String> = std::fs::read_dir(backup_dir.path())
         .expect("list")
@@ -498,6 +509,8 @@ async fn backup_under_writes_restores_into_a_working_server() {
     assert_eq!(found.json["total"], 1, "{}", found.text);
     let posts = restored.get("/api/stats", None).await.json["posts"].as_u64().expect("posts");
     assert!(posts >= before, "the backup holds {posts} calls, {before} were acknowledged before it began");
+    assert!(posts <= at_end, "the backup holds {posts} calls, {at_end} were acknowledged when it ended");
+    assert!(posts < after, "the backup holds {posts} calls: writes made after it ended ({after}) leaked in");
     assert_eq!(restored.get("/api/posts?limit=1", None).await.json["total"].as_u64(), Some(posts));
     // The key still works against the restored directory.
     restored.get("/api/me", Some(&author.key)).await.expect(200);

@@ -206,6 +206,8 @@ async fn weekly_cap_counts_every_request_received_in_seven_days() {
     send(&s, &c, &to, ask(Some(&offering))).await.expect(201);
 }
 
+/// On the moved clock of the `test-clock` feature: the fourteen days pass without waiting.
+#[cfg(feature = "test-clock")]
 #[tokio::test]
 async fn pending_requests_expire_after_fourteen_days() {
     let s = Server::start().await;
@@ -213,9 +215,13 @@ async fn pending_requests_expire_after_fourteen_days() {
     let to = s.verified("to").await;
     let offering = s.offering(&to).await;
     let id = s.request(&from, &to, &offering).await;
-    age_request(&s, &id, 15);
-    let r = s.get(&format!("/api/requests/{id}"), Some(&to.key)).await;
-    assert_eq!(r.json["request"]["status"], "expired");
+    let status =
+        async || s.get(&format!("/api/requests/{id}"), Some(&to.key)).await.json["request"]["status"].clone();
+    let day = std::time::Duration::from_secs(86_400);
+    s.clock_ahead(day * 14 - std::time::Duration::from_secs(60));
+    assert_eq!(status().await, "pending", "a request expired before its fourteen days");
+    s.clock_ahead(day * 14 + std::time::Duration::from_secs(60));
+    assert_eq!(status().await, "expired");
     s.post_empty(&format!("/api/requests/{id}/accept"), Some(&to.key))
         .await
         .expect_error(409, "invalid_state");

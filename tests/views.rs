@@ -164,19 +164,21 @@ async fn a_call_with_its_replies_is_never_stale() {
     s.get(&path, None).await.expect_error(404, "not_found");
 }
 
+/// On the moved clock of the `test-clock` feature: the proof's 180 days pass without waiting.
+#[cfg(feature = "test-clock")]
 #[tokio::test]
 async fn a_link_proof_passing_its_180_days_changes_the_card_by_itself() {
     let s = Server::start().await;
     let a = s.register("expiring").await;
     let path = format!("/api/agents/{}", a.handle);
-    // A proof established 180 days ago less six seconds, written as another process would.
+    // A proof established 180 days ago less an hour, written as another process would.
     let db = rusqlite::Connection::open(s.data_dir.join("agentdir.sqlite3")).unwrap();
     let now: i64 = db
         .query_row("SELECT CAST(round((julianday('now') - 2440587.5) * 86400000) AS INTEGER)", [], |r| {
             r.get(0)
         })
         .unwrap();
-    let verified_at = now - 180 * 86_400_000 + 6_000;
+    let verified_at = now - 180 * 86_400_000 + 3_600_000;
     db.execute(
         "INSERT INTO link_proofs (agent_id, url, host, verified_at) SELECT id, 'https://example.org/me', 'example.org', ?1 FROM agents WHERE handle = ?2",
         rusqlite::params![verified_at, a.handle],
@@ -190,7 +192,7 @@ async fn a_link_proof_passing_its_180_days_changes_the_card_by_itself() {
     let tag = tag_of(&s, &path).await;
     let feed = s.get("/api/changes?limit=1000", None).await;
     let cursor = feed.json["next"].as_str().unwrap().to_owned();
-    tokio::time::sleep(Duration::from_millis(6_500)).await;
+    s.clock_ahead(Duration::from_secs(2 * 3_600));
     // Nobody wrote anything: the cached card knew when it stops being true, and so did the
     // agent as an item of the list.
     let after = card(&s, &a).await;

@@ -13,7 +13,6 @@ use agentdir::domain::offering::{MAX_OFFERINGS, OfferingsReplacement};
 use agentdir::domain::recovery::RecoveryExchange;
 use agentdir::domain::trust::{LinkProofInput, OwnerClaimInput};
 use agentdir::error::Error;
-use agentdir::http::extract::BODY_LIMIT;
 use agentdir::mcp_port::{AgentHandle, CallId};
 use agentdir::validation;
 use libfuzzer_sys::fuzz_target;
@@ -25,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     // Larger bodies are refused before they are read.
-    if body.len() > BODY_LIMIT {
+    if body.len() > validation::MAX_BODY_BYTES {
         return;
     }
     match selector % 17 {

@@ -8,12 +8,13 @@ use serde::{Deserialize, Serialize};
 
 use super::call::CallSummary;
 use super::contact_policy::{ContactPolicy, ContactPolicyPatch};
-use super::endpoint::{EndpointInput, EndpointView, MAX_ENDPOINTS};
+use super::endpoint::{EndpointInput, EndpointView};
+use super::fields;
 use super::notice::Notice;
 use super::offering::Offering;
 use super::trust::{ProofStatus, TrustView};
 use crate::time::Timestamp;
-use crate::validation::{double_option, patterns};
+use crate::validation::{declared, double_option, patterns};
 
 pub const HANDLE_MIN: u32 = 3;
 pub const HANDLE_MAX: u32 = 32;
@@ -58,43 +59,46 @@ pub fn could_begin_handle(s: &str) -> bool {
 // "description_en or description_zh" as if/else rather than a top-level anyOf: the same rule,
 // and code generators still see one plain object (a top-level anyOf makes them give up on it).
 // Without description_zh, description_en is required: an error then names description_en.
-#[schemars(extend("if" = {"required": ["description_zh"]}, "else" = {"required": ["description_en"]}))]
+#[schemars(extend(
+    "if" = {"required": ["description_zh"]},
+    "else" = {"required": ["description_en"], "x-rules": {"required": declared::DESCRIPTION_NEEDED}}
+))]
 pub struct Registration {
     /// The callsign: a-z, 0-9 and hyphen, starting with a letter or digit (the pattern gives its length).
     #[schemars(pattern(patterns::HANDLE))]
     pub handle: String,
-    #[schemars(length(min = 1, max = NAME_MAX), pattern(patterns::NON_BLANK))]
+    #[schemars(with = "fields::Name")]
     pub name: String,
     /// The accountable human owner.
-    #[schemars(length(min = 1, max = OWNER_MAX), pattern(patterns::NON_BLANK))]
+    #[schemars(with = "fields::Owner")]
     pub owner: String,
     /// Private unless `contact_public` is true.
-    #[schemars(email, length(max = EMAIL_MAX))]
+    #[schemars(with = "fields::Email")]
     pub mailbox: String,
     /// Must be true: confirms the rules in /skill.md.
-    #[schemars(extend("const" = true))]
+    #[schemars(extend("const" = true, "x-rules" = {"const": declared::MUST_ACCEPT_RULES}))]
     pub accept_rules: bool,
     /// One line on what is delivered.
-    #[schemars(length(min = 1, max = TAGLINE_MAX), pattern(patterns::ONE_LINE))]
+    #[schemars(with = "Option<fields::Tagline>")]
     pub tagline: Option<String>,
     pub contact_public: Option<bool>,
-    #[schemars(length(min = 1, max = DESCRIPTION_MAX), pattern(patterns::NON_BLANK))]
+    #[schemars(with = "Option<fields::Description>")]
     pub description_en: Option<String>,
-    #[schemars(length(min = 1, max = DESCRIPTION_MAX), pattern(patterns::NON_BLANK))]
+    #[schemars(with = "Option<fields::Description>")]
     pub description_zh: Option<String>,
-    #[schemars(length(max = CAPABILITIES_MAX), inner(length(min = 1, max = CAPABILITY_LEN_MAX), pattern(patterns::ONE_LINE)))]
+    #[schemars(with = "Option<Vec<fields::Capability>>", length(max = CAPABILITIES_MAX))]
     pub capabilities: Option<Vec<String>>,
     /// Language codes such as `en`, `zh`, `pt-BR`.
-    #[schemars(length(max = LANGUAGES_MAX), inner(length(max = LANGUAGE_LEN_MAX), pattern(patterns::LANGUAGE)))]
+    #[schemars(with = "Option<Vec<fields::LanguageCode>>", length(max = LANGUAGES_MAX))]
     pub languages: Option<Vec<String>>,
     /// An http(s) URL.
-    #[schemars(url, length(max = URL_MAX), pattern(patterns::HTTP_URL))]
+    #[schemars(with = "Option<fields::HttpUrl>")]
     pub homepage: Option<String>,
-    #[schemars(length(min = 1, max = MODEL_MAX), pattern(patterns::ONE_LINE))]
+    #[schemars(with = "Option<fields::Model>")]
     pub model: Option<String>,
     /// Where the agent can be reached; each is checked for liveness. Setting them counts
     /// against the link-proof rate limit.
-    #[schemars(length(max = MAX_ENDPOINTS), extend("uniqueItems" = true))]
+    #[schemars(with = "Option<fields::Endpoints>")]
     pub endpoints: Option<Vec<EndpointInput>>,
 }
 
@@ -103,35 +107,35 @@ pub struct Registration {
 /// may be empty (tagline, homepage, model, contact_policy.note) and leaves the others unchanged.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ProfilePatch {
-    #[schemars(length(min = 1, max = NAME_MAX), pattern(patterns::NON_BLANK))]
+    #[schemars(with = "Option<fields::Name>")]
     pub name: Option<String>,
-    #[schemars(length(min = 1, max = OWNER_MAX), pattern(patterns::NON_BLANK))]
+    #[schemars(with = "Option<fields::Owner>")]
     pub owner: Option<String>,
     /// Changing the mailbox resets its verification.
-    #[schemars(email, length(max = EMAIL_MAX))]
+    #[schemars(with = "Option<fields::Email>")]
     pub mailbox: Option<String>,
     #[serde(default, deserialize_with = "double_option")]
-    #[schemars(length(min = 1, max = TAGLINE_MAX), pattern(patterns::ONE_LINE))]
+    #[schemars(with = "Option<fields::Tagline>")]
     pub tagline: Option<Option<String>>,
     pub contact_public: Option<bool>,
-    #[schemars(length(min = 1, max = DESCRIPTION_MAX), pattern(patterns::NON_BLANK))]
+    #[schemars(with = "Option<fields::Description>")]
     pub description_en: Option<String>,
-    #[schemars(length(min = 1, max = DESCRIPTION_MAX), pattern(patterns::NON_BLANK))]
+    #[schemars(with = "Option<fields::Description>")]
     pub description_zh: Option<String>,
-    #[schemars(length(max = CAPABILITIES_MAX), inner(length(min = 1, max = CAPABILITY_LEN_MAX), pattern(patterns::ONE_LINE)))]
+    #[schemars(with = "Option<Vec<fields::Capability>>", length(max = CAPABILITIES_MAX))]
     pub capabilities: Option<Vec<String>>,
-    #[schemars(length(max = LANGUAGES_MAX), inner(length(max = LANGUAGE_LEN_MAX), pattern(patterns::LANGUAGE)))]
+    #[schemars(with = "Option<Vec<fields::LanguageCode>>", length(max = LANGUAGES_MAX))]
     pub languages: Option<Vec<String>>,
     #[serde(default, deserialize_with = "double_option")]
-    #[schemars(url, length(max = URL_MAX), pattern(patterns::HTTP_URL))]
+    #[schemars(with = "Option<fields::HttpUrl>")]
     pub homepage: Option<Option<String>>,
     #[serde(default, deserialize_with = "double_option")]
-    #[schemars(length(min = 1, max = MODEL_MAX), pattern(patterns::ONE_LINE))]
+    #[schemars(with = "Option<fields::Model>")]
     pub model: Option<Option<String>>,
     pub contact_policy: Option<ContactPolicyPatch>,
     /// The whole new list (`[]` removes them all); each is checked again, even if unchanged.
     /// Setting them counts against the link-proof rate limit.
-    #[schemars(length(max = MAX_ENDPOINTS), extend("uniqueItems" = true))]
+    #[schemars(with = "Option<fields::Endpoints>")]
     pub endpoints: Option<Vec<EndpointInput>>,
 }
 

@@ -77,7 +77,7 @@ pub struct NewCall {
     pub deadline: Option<String>,
     #[schemars(length(min = 1, max = CONSTRAINTS_MAX), pattern(patterns::NON_BLANK))]
     pub constraints: Option<String>,
-    #[schemars(length(max = LANGUAGES_MAX), inner(length(max = 35), pattern(patterns::LANGUAGE)))]
+    #[schemars(with = "Option<Vec<super::fields::LanguageCode>>", length(max = LANGUAGES_MAX))]
     pub languages: Option<Vec<String>>,
     #[schemars(length(max = TAGS_MAX), inner(length(min = 1, max = TAG_LEN_MAX), pattern(patterns::ONE_LINE)))]
     pub tags: Option<Vec<String>>,

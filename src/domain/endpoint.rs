@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::time::Timestamp;
-use crate::validation::patterns;
+use crate::validation::declared;
 
 /// Endpoints one agent may list.
 pub const MAX_ENDPOINTS: u32 = 3;
@@ -95,6 +95,7 @@ fn url_rules(schema: &mut schemars::Schema) {
         schema.get_mut("properties").and_then(|p| p.get_mut("url")).and_then(|u| u.as_object_mut())
     {
         url.insert("pattern".into(), URL_PATTERN.as_str().into());
+        url.insert(declared::KEYWORD.into(), serde_json::json!({"pattern": declared::ENDPOINT_PORT}));
     }
 }
 
@@ -107,9 +108,7 @@ pub struct EndpointInput {
     /// answer 2xx.
     pub kind: EndpointKind,
     #[schemars(
-        url,
-        length(max = super::agent::URL_MAX),
-        pattern(patterns::HTTP_URL),
+        with = "super::fields::HttpUrl",
         description = const_format::concatcp!(
             "An http(s) URL on a public address, on port 80, 443, 8000, 8080 or 8443 (a non-public address is checked as invalid). a2a: the agent card's URL or the agent's origin (",
             A2A_WELL_KNOWN,

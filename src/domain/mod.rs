@@ -45,6 +45,7 @@ pub mod contact_request;
 pub mod deletion;
 pub mod endpoint;
 pub mod export;
+pub mod fields;
 pub mod handles;
 pub mod list;
 pub mod notice;

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::validation::patterns;
+use crate::validation::{declared, patterns};
 
 pub const MAX_OFFERINGS: usize = 3;
 pub const TITLE_MAX: u32 = 40;
@@ -13,7 +13,6 @@ pub const NOT_DOING_MAX: u32 = 120;
 pub const LANGUAGES_MAX: u32 = 4;
 pub const TAGS_MAX: u32 = 5;
 pub const TAG_LEN_MAX: u32 = 40;
-pub const LANGUAGE_LEN_MAX: u32 = 35;
 pub const ID_LEN_MAX: u32 = 40;
 pub const TURNAROUND_DAYS_MIN: u8 = 1;
 pub const TURNAROUND_DAYS_MAX: u8 = 90;
@@ -55,7 +54,7 @@ pub struct OfferingInput {
         )
     )]
     pub turnaround_days: Option<u8>,
-    #[schemars(length(max = LANGUAGES_MAX), inner(length(max = LANGUAGE_LEN_MAX), pattern(patterns::LANGUAGE)))]
+    #[schemars(with = "Option<Vec<super::fields::LanguageCode>>", length(max = LANGUAGES_MAX))]
     pub languages: Option<Vec<String>>,
     #[schemars(length(max = TAGS_MAX), inner(length(min = 1, max = TAG_LEN_MAX), pattern(patterns::ONE_LINE)))]
     pub tags: Option<Vec<String>>,
@@ -65,7 +64,7 @@ pub struct OfferingInput {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[schemars(transform = super::reject_null)]
 pub struct OfferingsReplacement {
-    #[schemars(length(max = MAX_OFFERINGS))]
+    #[schemars(length(max = MAX_OFFERINGS), extend("x-rules" = {"maxItems": declared::TOO_MANY_OFFERINGS}))]
     pub offerings: Vec<OfferingInput>,
 }
 

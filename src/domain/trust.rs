@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::time::Timestamp;
-use crate::validation::patterns;
 
 /// A link proof lives this long after it was established.
 pub const LINK_PROOF_DAYS: i64 = 180;
@@ -86,7 +85,7 @@ pub struct LinkList {
 #[schemars(transform = super::reject_null)]
 pub struct LinkProofInput {
     /// An http(s) page that contains the text `agentdir-proof:<handle>`.
-    #[schemars(url, length(max = super::agent::URL_MAX), pattern(patterns::HTTP_URL))]
+    #[schemars(with = "super::fields::HttpUrl")]
     pub url: String,
     /// true removes the proof for this url instead.
     pub remove: Option<bool>,
@@ -96,7 +95,7 @@ pub struct LinkProofInput {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[schemars(transform = super::reject_null)]
 pub struct OwnerClaimInput {
-    #[schemars(email, length(max = super::agent::EMAIL_MAX))]
+    #[schemars(with = "super::fields::Email")]
     pub owner_email: String,
 }
 

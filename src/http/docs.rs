@@ -18,7 +18,7 @@ use super::error::ErrorEnvelope;
 use super::routes::{Access, Endpoint, endpoints};
 use crate::domain::notice::{NOTICE, Notice};
 use crate::error::Error;
-use crate::validation::{patterns, schema_settings};
+use crate::validation::{declared, patterns, schema_settings};
 
 pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
 const COMPONENTS: &str = "/components/schemas";
@@ -127,12 +127,13 @@ fn status_title(code: u16) -> &'static str {
     }
 }
 
-/// "Not allowed: forbidden, trust_too_low, …" for one status.
+/// "Not allowed. error.code: `forbidden` (its message); …" for one status.
 fn status_description(code: u16) -> String {
     let codes: Vec<String> = Error::samples()
         .iter()
-        .filter(|e| e.status() == code)
-        .map(|e| format!("`{}` ({})", e.code(), e.meaning()))
+        .map(Error::facts)
+        .filter(|f| f.status == code)
+        .map(|f| format!("`{}` ({})", f.code, f.messages.en))
         .collect();
     if codes.is_empty() {
         status_title(code).to_owned()
@@ -277,6 +278,10 @@ pub fn openapi(base_url: &str, feed_epoch: u64) -> Value {
     describe_error_codes(&mut schemas);
     let mut schemas = Value::Object(schemas);
     split_nullable_enums(&mut schemas);
+    let mut paths = Value::Object(paths);
+    for published in [&mut schemas, &mut paths] {
+        declared::strip(published);
+    }
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -516,15 +521,22 @@ fn split_nullable_enums(value: &mut Value) {
     }
 }
 
-/// Lists every error code in the envelope's schema, for readers and generators alike. Not an
-/// `enum`: a client should keep working when a later version adds a code.
+/// One line of the error table: the code, its status and the English message of its sample.
+fn error_line(e: &Error) -> String {
+    let f = e.facts();
+    format!("`{}` ({}): {}", f.code, f.status, f.messages.en)
+}
+
+/// Lists every error code in the envelope's schema, for readers and generators alike, each with
+/// the English message of a sample. Not an `enum`: a client should keep working when a later
+/// version adds a code.
 fn describe_error_codes(schemas: &mut Map<String, Value>) {
     let mut seen = Vec::new();
     let mut lines = Vec::new();
     for e in Error::samples() {
         if !seen.contains(&e.code()) {
             seen.push(e.code());
-            lines.push(format!("`{}` ({}): {}", e.code(), e.status(), e.meaning()));
+            lines.push(error_line(&e));
         }
     }
     if let Some(code) = schemas.get_mut("ErrorBody").and_then(|s| s.pointer_mut("/properties/code")) {
@@ -607,7 +619,7 @@ mod tests {
         let codes = doc.pointer("/components/schemas/ErrorBody/properties/code/description");
         let codes = codes.and_then(Value::as_str).expect("the error codes are described");
         for e in Error::samples() {
-            let line = format!("`{}` ({}): {}", e.code(), e.status(), e.meaning());
+            let line = error_line(&e);
             assert!(codes.contains(&line), "{line} is not in the ErrorBody description");
         }
         let text = doc.to_string();

@@ -1,4 +1,5 @@
-//! The error envelope: how every failure looks on the wire, axum's own rejections included.
+//! The error envelope: how every failure looks on the wire, axum's own rejections included. It
+//! only copies the facts `Error::facts` declares.
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -6,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::error::Error;
+use crate::error::{Error, Facts};
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ErrorBody {
@@ -25,13 +26,16 @@ pub struct ErrorEnvelope {
 
 impl ErrorEnvelope {
     pub fn of(e: &Error) -> Self {
-        let m = e.messages();
+        Self::from_facts(e.facts())
+    }
+
+    fn from_facts(f: Facts<'_>) -> Self {
         ErrorEnvelope {
             error: ErrorBody {
-                code: e.code().to_owned(),
-                message_en: m.en,
-                message_zh: m.zh,
-                field: e.field().map(str::to_owned),
+                code: f.code.to_owned(),
+                message_en: f.messages.en,
+                message_zh: f.messages.zh,
+                field: f.field.map(str::to_owned),
             },
         }
     }
@@ -39,9 +43,11 @@ impl ErrorEnvelope {
 
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
-        let status = StatusCode::from_u16(self.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut res = (status, Json(ErrorEnvelope::of(&self))).into_response();
-        if let Some(secs) = self.retry_after() {
+        let facts = self.facts();
+        let status = StatusCode::from_u16(facts.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let retry_after = facts.retry_after;
+        let mut res = (status, Json(ErrorEnvelope::from_facts(facts))).into_response();
+        if let Some(secs) = retry_after {
             res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         res

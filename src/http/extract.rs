@@ -15,8 +15,6 @@ use crate::error::Error;
 use crate::service::{App, Caller};
 use crate::validation;
 
-pub use crate::validation::MAX_BODY_BYTES as BODY_LIMIT;
-
 /// A JSON body validated against `T`'s schema.
 pub struct JsonBody<T>(pub T);
 
@@ -34,7 +32,8 @@ fn is_json(headers: &HeaderMap) -> bool {
 
 async fn read_body(req: Request) -> Result<(HeaderMap, Bytes), Error> {
     let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, BODY_LIMIT).await.map_err(|_| Error::PayloadTooLarge)?;
+    let bytes =
+        axum::body::to_bytes(body, validation::MAX_BODY_BYTES).await.map_err(|_| Error::PayloadTooLarge)?;
     Ok((parts.headers, bytes))
 }
 

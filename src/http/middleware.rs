@@ -37,9 +37,9 @@ use metrics::{Counter, Histogram};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
-use super::extract::BODY_LIMIT;
 use crate::error::Error;
 use crate::telemetry;
+use crate::validation::MAX_BODY_BYTES;
 
 /// Limits of the server itself. The CLI fills them from flags and environment (defaults and
 /// meanings in `config::ServeArgs`).
@@ -235,14 +235,15 @@ async fn limit_body(req: Request, deadline: Duration) -> Result<Request, Respons
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return Err(closing(Error::PayloadTooLarge));
     }
     if HttpBody::is_end_stream(req.body()) {
         return Ok(req);
     }
     let (parts, body) = req.into_parts();
-    let Ok(collected) = tokio::time::timeout(deadline, Limited::new(body, BODY_LIMIT).collect()).await else {
+    let Ok(collected) = tokio::time::timeout(deadline, Limited::new(body, MAX_BODY_BYTES).collect()).await
+    else {
         metrics::counter!(telemetry::BODY_TIMEOUTS).increment(1);
         return Err(closing(Error::BodyTimeout));
     };

@@ -24,14 +24,14 @@ use axum::response::{IntoResponse, Response};
 
 use super::{CAUGHT_UP_HEADER, Link, SEQ_HEADER, SERVED_BY_HEADER, link};
 use crate::error::Error;
-use crate::http::extract::BODY_LIMIT;
 use crate::http::routes::{self, Node};
 use crate::service::App;
+use crate::validation::MAX_BODY_BYTES;
 
 /// The largest answer of the primary a replica passes on (125 MiB). The largest legitimate one
 /// is a change-feed page at its maximum limit whose every entry is an agent's card: a profile of
 /// at most one request body, rendered with its evidence in less than twice that.
-pub const ANSWER_LIMIT: usize = 2 * crate::domain::changes::MAX_LIMIT as usize * BODY_LIMIT;
+pub const ANSWER_LIMIT: usize = 2 * crate::domain::changes::MAX_LIMIT as usize * MAX_BODY_BYTES;
 
 /// Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the client library sets itself.
 const NOT_FORWARDED: [HeaderName; 10] = [
@@ -195,7 +195,7 @@ async fn send(app: &App, link: &Link, req: Request) -> Result<Response, Failed> 
     // primary, which trusts the replica, sees that address for its rate limits.
     headers.remove(X_FORWARDED_FOR);
     headers.insert(X_FORWARDED_FOR, HeaderValue::from_str(&client.to_string()).map_err(anyhow::Error::from)?);
-    let body = axum::body::to_bytes(body, BODY_LIMIT).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let body = axum::body::to_bytes(body, MAX_BODY_BYTES).await.map_err(|e| anyhow::anyhow!("{e}"))?;
     let answer = link.client.request(parts.method, url).headers(headers).body(body).send().await?;
     let status = answer.status();
     let mut res_headers = without_hop_by_hop(answer.headers());

@@ -146,13 +146,21 @@ impl Server {
     }
 
     /// Moves the clock of the server and of the commands run on its data dir `days` ahead of
-    /// the system's (the `test-clock` feature), restarting the server to read it.
+    /// the system's (the `test-clock` feature), then restarts the server, for the rules a server
+    /// applies as it starts.
     #[cfg(feature = "test-clock")]
     pub fn clock_ahead_days(&mut self, days: f64) {
-        let ms = (days * 86_400_000.0) as i64;
-        std::fs::write(self.data_dir.join("test-clock-offset-ms"), ms.to_string())
-            .expect("write the clock offset");
+        self.clock_ahead(Duration::from_secs_f64(days * 86_400.0));
         self.restart();
+    }
+
+    /// Moves the clock of the running server and of the commands run on its data dir `ahead` of
+    /// the system's (the `test-clock` feature). The server reads it at its next look at the time:
+    /// nothing restarts, its caches stay as they were.
+    #[cfg(feature = "test-clock")]
+    pub fn clock_ahead(&self, ahead: Duration) {
+        std::fs::write(self.data_dir.join("test-clock-offset-ms"), ahead.as_millis().to_string())
+            .expect("write the clock offset");
     }
 
     pub fn url(&self, path: &str) -> String {
