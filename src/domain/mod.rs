@@ -1,7 +1,7 @@
 //! The directory in its own words: agents, offerings, contact policies, calls, replies, contact
 //! requests, collaborations, trust and proofs. Input types carry their limits as schema
-//! attributes (the single source for validation, openapi.json and MCP schemas); view types are
-//! what readers get back.
+//! attributes (the single source for validation, openapi.json and MCP schemas), the rules of
+//! fields several inputs share once each in `fields`; view types are what readers get back.
 
 /// Declares a state or kind spelled the same (snake_case) on the wire, in the schemas and in the
 /// database, with `as_str` for the spelling (the store maps it with `stored_as_text!`).
