@@ -11,8 +11,9 @@ use axum::http::{HeaderMap, header};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
+use crate::app::App;
 use crate::error::Error;
-use crate::service::{App, Caller};
+use crate::service::Caller;
 use crate::validation;
 
 pub use crate::validation::MAX_BODY_BYTES as BODY_LIMIT;
