@@ -55,7 +55,7 @@ pub struct McpPort {
 
 impl McpPort {
     pub fn new(app: App) -> Self {
-        let skill_md = crate::skill::render(&app.settings.base_url).into();
+        let skill_md = crate::skill::render(&app.settings().base_url).into();
         McpPort { app, skill_md }
     }
 }

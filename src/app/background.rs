@@ -68,7 +68,7 @@ async fn passes(app: App) {
     let mut n: u64 = 0;
     loop {
         tick.tick().await;
-        let housekeeping = n % PASSES_PER_HOUSEKEEPING == 0;
+        let housekeeping = n.is_multiple_of(PASSES_PER_HOUSEKEEPING);
         n += 1;
         let result = app
             .blocking(move |app| {

@@ -12,9 +12,9 @@
 pub mod background;
 pub mod role;
 pub mod runtime;
+pub mod settings;
 
 use std::ops::Deref;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 
 use agentdir_search_index::SearchIndex;
@@ -22,36 +22,12 @@ use rusqlite::Connection;
 
 use crate::derived::positions::{ChangeSeq, WritePosition};
 use crate::error::Result;
-use crate::service::rate_limit::{RateLimits, RateSettings};
+use crate::service::rate_limit::RateLimits;
 use crate::service::{cache, endpoint_checks, keys};
 use crate::store::{self, Conn, Pool};
 pub use role::{Primary, Replica, ReplicaSettings, Role};
 use runtime::Runtime;
-
-/// Settings of the core (the CLI fills them from flags and environment).
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub data_dir: PathBuf,
-    pub base_url: String,
-    pub mail_domain: String,
-    pub mail_authserv_id: String,
-    pub rates: RateSettings,
-    pub link_fetch_allow_private: crate::link_fetch::PrivateTargets,
-    /// Peers whose `X-Forwarded-For` is believed.
-    pub trusted_proxies: Vec<ipnet::IpNet>,
-    /// Read-only SQLite connections of the server and how long a read waits for one.
-    pub read_pool: store::ReadPool,
-    /// How long the change feed remembers deletions, in milliseconds.
-    pub changes_retention_ms: i64,
-    /// Memory for rendered cards and calls, in bytes.
-    pub view_cache_bytes: usize,
-    /// Handles refused at registration and rename.
-    pub reserved_handles: crate::domain::handles::ReservedHandles,
-    /// How often listed endpoints are checked again (jittered).
-    pub endpoint_check_interval: std::time::Duration,
-    /// Search by meaning: the mode and where the model is.
-    pub meaning: crate::meaning::MeaningSettings,
-}
+pub use settings::Settings;
 
 /// The directory as served. One cheap clone; see the module docs.
 #[derive(Clone)]

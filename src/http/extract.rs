@@ -159,7 +159,7 @@ fn request_client_ip(parts: &Parts, app: &App) -> IpAddr {
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip())
         .unwrap_or(IpAddr::from([127, 0, 0, 1]));
-    client_ip(peer, &parts.headers, &app.settings.trusted_proxies)
+    client_ip(peer, &parts.headers, &app.settings().trusted_proxies)
 }
 
 pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[ipnet::IpNet]) -> IpAddr {
