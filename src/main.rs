@@ -5,10 +5,10 @@ use std::process::ExitCode;
 
 use agentdir::app::App;
 use agentdir::config::{AdminAction, AdminArgs, Cli, Command, ServeArgs, SiteArgs};
+use agentdir::derived::follow;
 use agentdir::domain::handles::ReservedHandles;
 use agentdir::progress::{Progress, Unit};
 use agentdir::service::admin::{self, Actor};
-use agentdir::service::follow;
 use agentdir::service::inbound::{self, MailOutcome};
 use agentdir::{Settings, http, inbound_mail, signing, store};
 use agentdir_search_index::{IndexError, SearchIndex};

@@ -9,9 +9,10 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use super::{App, Role};
+use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::Result;
 use crate::service::endpoint_checks;
-use crate::store;
+use crate::store::{self, proofs};
 
 /// How often the pass runs.
 const PASS_EVERY: Duration = Duration::from_secs(1);
@@ -41,6 +42,28 @@ impl App {
             self.start_meaning_worker();
         }
         Background(tasks)
+    }
+
+    /// The pass every second: honour a rebuild request from another process, follow what
+    /// changed even when nobody reads, and on a primary flush the index, note expired proofs and
+    /// let the change feed forget deletions past their retention.
+    fn background_pass(&self) -> Result<()> {
+        if self.rebuild_requested()? {
+            self.rebuild_index()?;
+        }
+        if let Role::Replica(replica) = self.role() {
+            return self.follow_copy_now(replica);
+        }
+        self.follow()?;
+        self.index.flush().map_err(crate::derived::follow::index_error)?;
+        self.note_expired_proofs()?;
+        self.forget_old_deletions().map(|_| ())
+    }
+
+    /// Records in the change log the cards whose link proofs have passed their lifetime.
+    fn note_expired_proofs(&self) -> Result<usize> {
+        let established_before = crate::time::now_ms() - LINK_PROOF_DAYS * crate::time::DAY;
+        self.write_blocking(move |tx| proofs::note_expired(tx, established_before))
     }
 
     /// Upkeep once a minute (and at start): forget rate events older than any window looks

@@ -53,7 +53,7 @@ pub struct Parts {
     /// Blocking threads and the permits that bound searches, hashes and embeddings.
     pub(crate) runtime: Runtime,
     /// The data version at which the index and the views last caught up.
-    pub(crate) seen: crate::service::follow::SeenBy,
+    pub(crate) seen: crate::derived::follow::SeenBy,
 }
 
 /// The read side of SQLite.
@@ -97,8 +97,7 @@ impl App {
                 let reads =
                     Store { readers, follower: Mutex::new(follower), watch: Mutex::new(watch), copy: false };
                 let signer = crate::signing::Signer::open(&settings.data_dir)?;
-                let written = store::replica::position(&*reads.readers.get()?)?;
-                Self::assemble(settings, reads, |me| {
+                Self::assemble(settings, reads, |me, written| {
                     let (primary, started) = Primary::start(write_conn, signer, written, me);
                     (Role::Primary(primary), started)
                 })
@@ -109,7 +108,7 @@ impl App {
                 let reads =
                     Store { readers, follower: Mutex::new(follower), watch: Mutex::new(watch), copy: true };
                 let replica = Replica::new(replica, &settings.data_dir)?;
-                Self::assemble(settings, reads, |_| (Role::Replica(replica), Ok(())))
+                Self::assemble(settings, reads, |_, _| (Role::Replica(replica), Ok(())))
             }
         }
     }
@@ -117,7 +116,7 @@ impl App {
     fn assemble(
         settings: Settings,
         reads: Store,
-        role: impl FnOnce(Weak<Parts>) -> (Role, std::io::Result<()>),
+        role: impl FnOnce(Weak<Parts>, WritePosition) -> (Role, std::io::Result<()>),
     ) -> anyhow::Result<App> {
         let index = SearchIndex::open(&settings.data_dir.join("search-index"))
             .map_err(|e| anyhow::anyhow!("cannot open the search index: {e}"))?;
@@ -126,9 +125,10 @@ impl App {
         let meaning = crate::meaning::Meaning::open(&settings.meaning, runtime.cores());
         // An empty cache has nothing to evict for changes older than now.
         let newest: ChangeSeq = store::changes::max_seq(&*reads.readers.get()?)?;
+        let written = store::replica::position(&*reads.readers.get()?)?;
         let mut started = Ok(());
         let parts = Arc::new_cyclic(|me: &Weak<Parts>| {
-            let (role, outcome): (Role, std::io::Result<()>) = role(me.clone());
+            let (role, outcome): (Role, std::io::Result<()>) = role(me.clone(), written);
             started = outcome;
             Parts {
                 store: reads,
@@ -194,7 +194,7 @@ impl App {
         &self.store.readers
     }
 
-    /// The follower's connection (see `service::follow`).
+    /// The follower's connection (see `derived::follow`).
     pub(crate) fn follower(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
         let conn = self.store.follower.lock().unwrap_or_else(|e| e.into_inner());
         if self.store.copy {
@@ -203,7 +203,7 @@ impl App {
         Ok(conn)
     }
 
-    /// The watcher's connection (see `service::follow`).
+    /// The watcher's connection (see `derived::follow`).
     pub(crate) fn watch(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.store.watch.lock().unwrap_or_else(|e| e.into_inner())
     }

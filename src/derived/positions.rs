@@ -12,7 +12,7 @@
 //!   a recovery) append no change-log row, and a client that made one still waits for it.
 //! - [`DataVersion`]: SQLite's `PRAGMA data_version` of one connection, which moves when any
 //!   other connection commits. Read from shared memory without a page read, it tells the
-//!   followers whether there can be anything new at all (`service::follow`); it is local to the
+//!   followers whether there can be anything new at all (`derived::follow`); it is local to the
 //!   connection and to the process, so it is never stored nor sent.
 
 use serde::{Deserialize, Serialize};

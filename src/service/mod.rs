@@ -15,7 +15,6 @@ pub mod endpoint_checks;
 pub mod endpoints;
 pub mod export;
 pub mod finding;
-pub mod follow;
 pub mod handles;
 pub mod health;
 pub mod inbound;

@@ -15,24 +15,21 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use agentdir_search_index::{Change as IndexChange, SearchIndex};
 use rusqlite::Connection;
 
-use super::App;
-use super::cache::{ViewCache, ViewKey};
-use crate::app::{Replica, Role};
+use crate::app::{App, Replica, Role};
 use crate::derived::positions::{ChangeSeq, DataVersion};
-use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::{Error, Result};
 use crate::meaning::Meaning;
 use crate::progress::Progress;
+use crate::service::cache::{ViewCache, ViewKey};
 use crate::store::changes::{self, Change, ChangeKind};
-use crate::store::{Pool, meta, proofs, search};
-use crate::time::DAY;
+use crate::store::{Pool, meta, search};
 
 /// Log rows applied per index commit.
 const BATCH: u32 = 5_000;
 /// `meta` key set by `agentdir admin reindex` when the running server holds the index.
 pub const REINDEX_REQUESTED: &str = "reindex_requested";
 
-fn index_error(e: impl std::fmt::Display) -> Error {
+pub(crate) fn index_error(e: impl std::fmt::Display) -> Error {
     tracing::error!(error = %e, "search index failure");
     Error::Internal
 }
@@ -205,7 +202,7 @@ impl App {
         .await
     }
 
-    fn follow_copy_now(&self, replica: &Replica) -> Result<()> {
+    pub(crate) fn follow_copy_now(&self, replica: &Replica) -> Result<()> {
         match replica.copy_changed() {
             Some(txid) => self.apply_copy(replica, txid),
             None => Ok(()),
@@ -219,7 +216,7 @@ impl App {
         Ok(())
     }
 
-    fn rebuild_index(&self) -> Result<()> {
+    pub(crate) fn rebuild_index(&self) -> Result<()> {
         rebuild(&*self.follower()?, &self.index, &mut Progress::silent())?;
         match self.role() {
             Role::Primary(_) => self.write_blocking(|tx| meta::remove(tx, REINDEX_REQUESTED)),
@@ -228,7 +225,7 @@ impl App {
     }
 
     /// (A replica's index is its own: the primary's requests are not for it.)
-    fn rebuild_requested(&self) -> Result<bool> {
+    pub(crate) fn rebuild_requested(&self) -> Result<bool> {
         match self.role() {
             Role::Primary(_) => Ok(meta::get(&*self.read()?, REINDEX_REQUESTED)?.is_some()),
             Role::Replica(_) => Ok(false),
@@ -243,29 +240,6 @@ impl App {
             self.rebuild_index()?;
         }
         self.follow()
-    }
-
-    /// The periodic pass of a running server (`app::background`): honour a rebuild request
-    /// from another process, follow what changed even when nobody reads, and on a primary
-    /// flush the index, note expired proofs and let the change feed forget deletions past
-    /// their retention.
-    pub(crate) fn background_pass(&self) -> Result<()> {
-        if self.rebuild_requested()? {
-            self.rebuild_index()?;
-        }
-        if let Role::Replica(replica) = self.role() {
-            return self.follow_copy_now(replica);
-        }
-        self.follow()?;
-        self.index.flush().map_err(index_error)?;
-        self.note_expired_proofs()?;
-        self.forget_old_deletions().map(|_| ())
-    }
-
-    /// Records in the change log the cards whose link proofs have passed their lifetime.
-    fn note_expired_proofs(&self) -> Result<usize> {
-        let established_before = crate::time::now_ms() - LINK_PROOF_DAYS * DAY;
-        self.write_blocking(move |tx| proofs::note_expired(tx, established_before))
     }
 }
 
