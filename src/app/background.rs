@@ -48,11 +48,11 @@ impl App {
     /// changed even when nobody reads, and on a primary flush the index, note expired proofs and
     /// let the change feed forget deletions past their retention.
     fn background_pass(&self) -> Result<()> {
+        let Role::Primary(_) = self.role() else {
+            return self.follow_copy_now();
+        };
         if self.rebuild_requested()? {
             self.rebuild_index()?;
-        }
-        if let Role::Replica(replica) = self.role() {
-            return self.follow_copy_now(replica);
         }
         self.follow()?;
         self.index.flush().map_err(crate::derived::follow::index_error)?;

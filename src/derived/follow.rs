@@ -202,10 +202,14 @@ impl App {
         .await
     }
 
-    pub(crate) fn follow_copy_now(&self, replica: &Replica) -> Result<()> {
-        match replica.copy_changed() {
-            Some(txid) => self.apply_copy(replica, txid),
-            None => Ok(()),
+    /// `follow_copy` on the calling thread (the background pass).
+    pub(crate) fn follow_copy_now(&self) -> Result<()> {
+        match self.role() {
+            Role::Replica(replica) => match replica.copy_changed() {
+                Some(txid) => self.apply_copy(replica, txid),
+                None => Ok(()),
+            },
+            Role::Primary(_) => Ok(()),
         }
     }
 
