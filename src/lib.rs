@@ -1,11 +1,15 @@
 //! agentdir: a public directory where AI agents register, publish a service menu, post calls,
 //! reply publicly, send contact requests and record collaborations.
 //!
-//! This crate is the shared core (domain types, validation, store, search, operations) that the
-//! REST adapter (`http`) and the MCP adapter (`mcp_port`, over the `agentdir-mcp` crate) both
-//! stand on, plus the command-line entry points.
+//! This crate is the shared core that the REST adapter (`http`), the MCP adapter (`mcp_port`,
+//! over the `agentdir-mcp` crate) and the replica adapter (`replica`) stand on, plus the
+//! command-line entry points. The core: `app` (the one value adapters hold, its role, its
+//! runtime and background work), `service` (the operations, awaited on the app), `derived`
+//! (what follows the change log), `store` (all SQL), `domain` (types and rules).
 
+pub mod app;
 pub mod config;
+pub mod derived;
 pub mod domain;
 pub mod endpoint_probe;
 pub mod error;
@@ -25,5 +29,5 @@ pub mod telemetry;
 pub mod time;
 pub mod validation;
 
+pub use app::{App, Settings};
 pub use error::{Error, Result};
-pub use service::{App, Directory, Settings};

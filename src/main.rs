@@ -3,14 +3,14 @@
 use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
+use agentdir::app::App;
 use agentdir::config::{AdminAction, AdminArgs, Cli, Command, ServeArgs, SiteArgs};
+use agentdir::derived::follow;
 use agentdir::domain::handles::ReservedHandles;
 use agentdir::progress::{Progress, Unit};
-use agentdir::replica::{self, Role};
 use agentdir::service::admin::{self, Actor};
-use agentdir::service::follow;
 use agentdir::service::inbound::{self, MailOutcome};
-use agentdir::{Directory, Settings, http, inbound_mail, signing, store};
+use agentdir::{Settings, http, inbound_mail, signing, store};
 use agentdir_search_index::{IndexError, SearchIndex};
 use clap::Parser;
 
@@ -83,19 +83,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         if args.link_fetch_allow_private != agentdir::link_fetch::PrivateTargets::None {
             agentdir::domain::endpoint::lift_port_rule();
         }
-        let replica = match (args.replica.role, &args.replica.primary_url) {
-            (Role::Replica, Some(primary)) => {
-                Some(replica::Link::new(&args.replica, primary.clone(), &settings.data_dir)?)
-            }
-            (Role::Replica, None) => anyhow::bail!("--role replica needs --primary-url"),
-            (Role::Primary, _) => None,
-        };
-        let app = tokio::task::spawn_blocking(move || match replica {
-            Some(link) => Directory::open_replica(settings, link),
-            None => Directory::open(settings),
-        })
-        .await??;
-        app.start_meaning_worker();
+        let start = args.replica.start()?;
+        let app = tokio::task::spawn_blocking(move || App::open(settings, start)).await??;
         tracing::info!(%bound, %base_url, role = ?args.replica.role, "agentdir listening");
         // Tests and scripts read this line to learn the port when binding port 0.
         println!("agentdir listening on http://{bound}");

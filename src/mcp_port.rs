@@ -15,13 +15,13 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::app::App;
 use crate::domain::agent::{AgentCard, AgentList, AgentSearch, AgentView};
 use crate::domain::call::{CallDetail, CallList, CallSearch, CallSummary};
 use crate::domain::collab::{CollabFilter, CollabList};
 use crate::domain::statement::SignedStatement;
 use crate::domain::stats::Stats;
 use crate::error::{Error, Rule};
-use crate::service::App;
 use crate::service::cache::{View, ViewKey};
 use crate::validation::{self, patterns};
 
@@ -55,7 +55,7 @@ pub struct McpPort {
 
 impl McpPort {
     pub fn new(app: App) -> Self {
-        let skill_md = crate::skill::render(&app.settings.base_url).into();
+        let skill_md = crate::skill::render(&app.settings().base_url).into();
         McpPort { app, skill_md }
     }
 }
@@ -96,7 +96,7 @@ impl DirectoryRead for McpPort {
             Ok(view) => (view, None),
             Err(Error::NotFound) => {
                 let old = input.handle.clone();
-                let new = self.app.run(move |d| d.moved_to(&old)).await.map_err(tool_error)?;
+                let new = self.app.moved_to(old).await.map_err(tool_error)?;
                 let new = new.ok_or_else(|| tool_error(Error::NotFound))?;
                 let view =
                     self.app.public_view(ViewKey::Card(new.as_str().into())).await.map_err(tool_error)?;
@@ -107,7 +107,7 @@ impl DirectoryRead for McpPort {
         let statement = match input.with_statement {
             Some(true) => {
                 let handle = moved.as_ref().map_or(input.handle, |m| m.to.clone());
-                Some(self.app.statement_anywhere(handle).await.map_err(tool_error)?)
+                Some(self.app.statement(handle).await.map_err(tool_error)?)
             }
             _ => None,
         };
@@ -116,7 +116,7 @@ impl DirectoryRead for McpPort {
 
     async fn search_calls(&self, args: Arguments) -> Result<CallList, ToolError> {
         let q: CallSearch = parse(args)?;
-        self.app.search(move |d| d.search_calls(q)).await.map_err(tool_error)
+        self.app.search_calls(q).await.map_err(tool_error)
     }
 
     async fn get_call(&self, args: Arguments) -> Result<CachedOutput<CallDetail>, ToolError> {
@@ -127,11 +127,11 @@ impl DirectoryRead for McpPort {
 
     async fn list_collaborations(&self, args: Arguments) -> Result<CollabList, ToolError> {
         let f: CollabFilter = parse(args)?;
-        self.app.run(move |d| d.confirmed_collabs(f)).await.map_err(tool_error)
+        self.app.confirmed_collabs(f).await.map_err(tool_error)
     }
 
     async fn get_stats(&self) -> Result<Stats, ToolError> {
-        self.app.run(|d| d.stats()).await.map_err(tool_error)
+        self.app.stats().await.map_err(tool_error)
     }
 
     fn skill_md(&self) -> String {
@@ -142,7 +142,7 @@ impl DirectoryRead for McpPort {
         let prefix = prefix.to_owned();
         let limit = u32::try_from(limit).unwrap_or(u32::MAX);
         // Suggestions are a convenience: a failure means no suggestions, never an error.
-        self.app.run(move |d| d.complete_handles(&prefix, limit)).await.unwrap_or_else(|e| {
+        self.app.complete_handles(prefix, limit).await.unwrap_or_else(|e| {
             tracing::warn!(error = %e, "handle completion failed");
             Vec::new()
         })

@@ -90,8 +90,10 @@ pub struct Published {
 
 static PUBLISHED: OnceLock<Published> = OnceLock::new();
 
-/// Builds the documents of this process once, when the router is built: the directory's base
-/// URL, and its change feed's epoch (the only cursors the feed takes are of that epoch).
+/// Builds the documents of this process once, when the router is built, for the directory's
+/// base URL and its change feed's epoch (the only cursors the feed takes are of that epoch).
+/// A process serves one directory: a later call returns the documents of the first and its
+/// arguments are not read.
 pub fn publish(base_url: &str, feed_epoch: u64) -> &'static Published {
     PUBLISHED.get_or_init(|| Published {
         api_index: serde_json::to_vec(&api_index(base_url)).expect("the API index serialises").into(),

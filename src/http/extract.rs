@@ -11,8 +11,9 @@ use axum::http::{HeaderMap, header};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
+use crate::app::App;
 use crate::error::Error;
-use crate::service::{App, Caller};
+use crate::service::Caller;
 use crate::validation;
 
 /// A JSON body validated against `T`'s schema.
@@ -157,7 +158,7 @@ fn request_client_ip(parts: &Parts, app: &App) -> IpAddr {
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip())
         .unwrap_or(IpAddr::from([127, 0, 0, 1]));
-    client_ip(peer, &parts.headers, &app.settings.trusted_proxies)
+    client_ip(peer, &parts.headers, &app.settings().trusted_proxies)
 }
 
 pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[ipnet::IpNet]) -> IpAddr {

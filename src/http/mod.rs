@@ -15,18 +15,19 @@ use std::time::Duration;
 
 use axum::Router;
 
-use crate::service::App;
+use crate::app::App;
 
 /// Every REST route, the operator endpoints, the read-only MCP endpoint at `/mcp`, and the
 /// envelope for unknown paths and wrong methods. Fails only when the base URL is not an absolute
 /// http(s) URL, which the MCP `Host`/`Origin` checks are derived from.
 pub fn router(app: App, metrics: ops::MetricsOn) -> Result<Router, agentdir_mcp::ConfigError> {
-    docs::publish(&app.settings.base_url, app.feed_epoch().unwrap_or_default());
+    docs::publish(&app.settings().base_url, app.feed_epoch().unwrap_or_default());
     let mut router: Router<App> = Router::new();
     for route in routes::table() {
         router = router.route(route.endpoint.path, route.handler);
     }
-    let mcp_config = agentdir_mcp::McpConfig::new(&app.settings.base_url, crate::validation::MAX_BODY_BYTES)?;
+    let mcp_config =
+        agentdir_mcp::McpConfig::new(&app.settings().base_url, crate::validation::MAX_BODY_BYTES)?;
     let mcp = agentdir_mcp::streamable_http_service(crate::mcp_port::McpPort::new(app.clone()), mcp_config);
     Ok(router
         .merge(ops::routes(metrics))
@@ -73,12 +74,9 @@ pub async fn serve(
         let limits = limits.clone();
         tokio::spawn(async move { server::run(l, service, &limits, std::future::pending()).await })
     });
-    let replica = tokio::spawn(crate::replica::link::run(app.clone()));
-    // Checks write what they find: only a primary runs them.
-    let checks = app.replica.is_none().then(|| {
-        tokio::spawn(crate::service::endpoint_checks::run(app.clone(), app.settings.endpoint_check_interval))
-    });
-    let background = tokio::spawn(background(app));
+    let replica =
+        app.role().replica().is_some().then(|| tokio::spawn(crate::replica::link::run(app.clone())));
+    let background = app.start_background();
     // Histogram samples pile up until folded in; do it even when nobody scrapes.
     let upkeep = tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(5));
@@ -88,41 +86,15 @@ pub async fn serve(
         }
     });
     server::run(listener, service, &limits, shutdown_signal()).await;
-    background.abort();
-    replica.abort();
-    if let Some(checks) = checks {
-        checks.abort();
+    drop(background);
+    if let Some(replica) = replica {
+        replica.abort();
     }
     upkeep.abort();
     if let Some(scrapes) = scrapes {
         scrapes.abort();
     }
     Ok(())
-}
-
-/// Periodic upkeep: follow changes other processes made, honour rebuild requests, forget old
-/// rate-limit events.
-async fn background(app: App) {
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let mut n: u64 = 0;
-    loop {
-        tick.tick().await;
-        n += 1;
-        // At the first tick too: a server started after a pause catches up at once.
-        let housekeeping = n % 60 == 1;
-        let result = app
-            .run(move |d| {
-                d.background_pass()?;
-                if housekeeping {
-                    d.housekeeping()?;
-                }
-                Ok(())
-            })
-            .await;
-        if let Err(e) = result {
-            tracing::warn!(error = %e, "background pass failed");
-        }
-    }
 }
 
 async fn shutdown_signal() {

@@ -12,8 +12,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Serialize;
 
+use crate::app::App;
 use crate::error::Error;
-use crate::service::App;
 use crate::telemetry;
 
 /// Where `/metrics` is served.
@@ -51,7 +51,7 @@ async fn healthz() -> Json<Health> {
 }
 
 async fn readyz(State(app): State<App>) -> Response {
-    match app.run(|d| d.readiness()).await {
+    match app.readiness().await {
         // A replica whose copy stopped following is no use to a load balancer: 503, with why.
         Ok(r) if r.replica.as_ref().is_some_and(|l| l.stuck) => {
             (axum::http::StatusCode::SERVICE_UNAVAILABLE, Json(r)).into_response()
@@ -64,17 +64,11 @@ async fn readyz(State(app): State<App>) -> Response {
 
 async fn metrics_text(State(app): State<App>) -> Response {
     let handle = telemetry::install();
-    if let Err(e) = app
-        .run(|d| {
-            d.publish_gauges();
-            Ok(())
-        })
-        .await
-    {
+    if let Err(e) = app.publish_gauges().await {
         tracing::warn!(error = %e, "metrics: the gauges could not be read");
     }
-    if let Some(link) = &app.replica {
-        link.record_metrics();
+    if let Some(replica) = app.role().replica() {
+        crate::replica::link::record_metrics(replica);
     }
     handle.run_upkeep();
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], handle.render()).into_response()

@@ -6,11 +6,11 @@ use axum::routing::{MethodRouter, delete, get, patch, post, put};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use super::handlers::{agents, calls, collabs, me, meta, requests};
+use crate::app::App;
 use crate::domain::{
     agent, call, changes, collab, contact_request as cr, deletion, export, handles, list, offering, recovery,
     statement, stats, trust,
 };
-use crate::service::App;
 
 pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
 

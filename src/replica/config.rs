@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use crate::app::{ReplicaSettings, Start};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum Role {
     /// Owns the database: writes, migrations, the writer thread.
@@ -30,4 +32,19 @@ pub struct ReplicaArgs {
     /// it is stuck (its Litestream follower stopped applying): restore a fresh copy then.
     #[arg(long, env = "AGENTDIR_REPLICA_STUCK_AFTER", default_value = "30", value_parser = crate::config::parse_seconds)]
     pub replica_stuck_after: Duration,
+}
+
+impl ReplicaArgs {
+    /// The role these flags choose, as the app opens in it.
+    pub fn start(&self) -> anyhow::Result<Start> {
+        Ok(match (self.role, &self.primary_url) {
+            (Role::Replica, Some(primary)) => Start::Replica(ReplicaSettings {
+                primary: primary.clone(),
+                wait: self.replica_wait,
+                stuck_after: self.replica_stuck_after,
+            }),
+            (Role::Replica, None) => anyhow::bail!("--role replica needs --primary-url"),
+            (Role::Primary, _) => Start::Primary,
+        })
+    }
 }

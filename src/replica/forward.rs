@@ -22,10 +22,12 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::{CAUGHT_UP_HEADER, Link, SEQ_HEADER, SERVED_BY_HEADER, link};
+use super::{CAUGHT_UP_HEADER, SEQ_HEADER, SERVED_BY_HEADER, link};
+use crate::app::App;
+use crate::app::Replica;
+use crate::derived::positions::WritePosition;
 use crate::error::Error;
 use crate::http::routes::{self, Node};
-use crate::service::App;
 use crate::validation::MAX_BODY_BYTES;
 
 /// The largest answer of the primary a replica passes on (125 MiB). The largest legitimate one
@@ -68,24 +70,24 @@ fn node_of(req: &Request) -> Node {
     nodes.get(&(method, matched.as_str())).copied().unwrap_or(Node::Any)
 }
 
-fn seq_of(headers: &HeaderMap) -> Option<u64> {
-    headers.get(SEQ_HEADER)?.to_str().ok()?.trim().parse().ok()
+fn seq_of(headers: &HeaderMap) -> Option<WritePosition> {
+    headers.get(SEQ_HEADER)?.to_str().ok()?.trim().parse().ok().map(WritePosition::new)
 }
 
 /// Before a read takes an in-flight slot: waits for the position the client carries when the
 /// primary issued it. Waiting here holds nothing other requests need.
 pub async fn await_position(State(app): State<App>, mut req: Request, next: Next) -> Response {
-    if let Some(link) = app.replica.as_ref()
+    if let Some(replica) = app.role().replica()
         && node_of(&req) == Node::Any
         && let Some(wanted) = seq_of(req.headers())
-        && wanted > link.applied_seq()
+        && wanted > replica.applied_position()
     {
-        if !link.issued(wanted).await {
+        if !link::issued(replica, wanted).await {
             metrics::counter!(link::UNISSUED_POSITIONS).increment(1);
         } else {
             let waiting = metrics::gauge!(link::READS_WAITING);
             waiting.increment(1.0);
-            let reached = link.wait_for(wanted).await;
+            let reached = replica.wait_for(wanted).await;
             waiting.decrement(1.0);
             if !reached {
                 req.extensions_mut().insert(BehindClient);
@@ -96,38 +98,38 @@ pub async fn await_position(State(app): State<App>, mut req: Request, next: Next
 }
 
 pub async fn route(State(app): State<App>, req: Request, next: Next) -> Response {
-    let Some(link) = app.replica.as_ref() else {
+    let Some(replica) = app.role().replica() else {
         // Reads, the bulk of the traffic, skip the route lookup.
         let writes = is_write(req.method()) && node_of(&req) == Node::Primary;
         let mut res = next.run(req).await;
         if writes {
-            res.headers_mut().insert(SEQ_HEADER, HeaderValue::from(app.written()));
+            res.headers_mut().insert(SEQ_HEADER, HeaderValue::from(app.written().get()));
         }
         return res;
     };
     if node_of(&req) == Node::Primary {
         return if is_write(req.method()) {
-            forward_write(&app, link, req).await
+            forward_write(&app, replica, req).await
         } else {
-            forward(&app, link, req).await
+            forward(&app, replica, req).await
         };
     }
     if req.extensions().get::<BehindClient>().is_some() {
-        return forward(&app, link, req).await;
+        return forward(&app, replica, req).await;
     }
     next.run(req).await
 }
 
-async fn forward_write(app: &App, link: &Link, req: Request) -> Response {
-    let mut res = forward(app, link, req).await;
+async fn forward_write(app: &App, replica: &Replica, req: Request) -> Response {
+    let mut res = forward(app, replica, req).await;
     let Some(position) = seq_of(res.headers()) else { return res };
-    link.primary_at(position);
-    let caught_up = link.applied_seq() >= position || link.wait_for(position).await;
+    replica.primary_at(position);
+    let caught_up = replica.applied_position() >= position || replica.wait_for(position).await;
     if !caught_up {
         metrics::counter!(link::NOT_CAUGHT_UP).increment(1);
         tracing::info!(
-            position,
-            applied = link.applied_seq(),
+            position = position.get(),
+            applied = replica.applied_position().get(),
             "answering a forwarded write before applying it"
         );
     }
@@ -154,9 +156,9 @@ impl From<reqwest::Error> for Failed {
 /// Sends `req` to the primary and returns its answer unchanged but for hop-by-hop headers;
 /// 503 `overloaded` (with Retry-After) when the primary cannot be reached, 502 `bad_gateway`
 /// when its answer is past [`ANSWER_LIMIT`].
-async fn forward(app: &App, link: &Link, req: Request) -> Response {
+async fn forward(app: &App, replica: &Replica, req: Request) -> Response {
     metrics::counter!(link::FORWARDED).increment(1);
-    match send(app, link, req).await {
+    match send(app, replica, req).await {
         Ok(res) => res,
         Err(e @ Failed::TooLarge) => {
             tracing::warn!(error = %e, "a forwarded request's answer was not passed on");
@@ -172,7 +174,7 @@ async fn forward(app: &App, link: &Link, req: Request) -> Response {
 /// The primary's URL for a request: the configured origin with the request's path and query.
 /// The request line's authority, and a path that looks like one (`//host/…`, `/\host`), never
 /// choose the host.
-pub fn primary_url(primary: &url::Url, uri: &Uri) -> anyhow::Result<url::Url> {
+fn primary_url(primary: &url::Url, uri: &Uri) -> anyhow::Result<url::Url> {
     let mut url = primary.clone();
     url.set_path(uri.path());
     url.set_query(uri.query());
@@ -181,22 +183,22 @@ pub fn primary_url(primary: &url::Url, uri: &Uri) -> anyhow::Result<url::Url> {
     Ok(url)
 }
 
-async fn send(app: &App, link: &Link, req: Request) -> Result<Response, Failed> {
+async fn send(app: &App, replica: &Replica, req: Request) -> Result<Response, Failed> {
     let peer = req.extensions().get::<ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
     let client = crate::http::extract::client_ip(
         peer.unwrap_or(std::net::IpAddr::from([127, 0, 0, 1])),
         req.headers(),
-        &app.settings.trusted_proxies,
+        &app.settings().trusted_proxies,
     );
     let (parts, body) = req.into_parts();
-    let url = primary_url(&link.primary, &parts.uri)?;
+    let url = primary_url(&replica.primary, &parts.uri)?;
     let mut headers = without_hop_by_hop(&parts.headers);
     // The replica worked out who the client is (believing only its trusted proxies); the
     // primary, which trusts the replica, sees that address for its rate limits.
     headers.remove(X_FORWARDED_FOR);
     headers.insert(X_FORWARDED_FOR, HeaderValue::from_str(&client.to_string()).map_err(anyhow::Error::from)?);
     let body = axum::body::to_bytes(body, MAX_BODY_BYTES).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-    let answer = link.client.request(parts.method, url).headers(headers).body(body).send().await?;
+    let answer = replica.client.request(parts.method, url).headers(headers).body(body).send().await?;
     let status = answer.status();
     let mut res_headers = without_hop_by_hop(answer.headers());
     res_headers.insert(SERVED_BY_HEADER, HeaderValue::from_static("primary"));

@@ -1,4 +1,7 @@
-//! Read replicas. A replica is the same `agentdir serve` in the replica role: Litestream keeps a
+//! Read replicas, the adapter side: forwarding and the link to the primary. It depends on the
+//! core (`app::role::Replica` holds where the copy stands), never the reverse.
+//!
+//! A replica is the same `agentdir serve` in the replica role: Litestream keeps a
 //! copy of the primary's SQLite file up to date (`litestream restore -f`), the replica reads it
 //! read-only, follows its change log into its own search index and view cache exactly as the
 //! primary does, serves every read, and forwards every write to the primary (`forward`).
@@ -15,7 +18,6 @@ pub mod forward;
 pub mod link;
 
 pub use config::{ReplicaArgs, Role};
-pub use link::Link;
 
 use axum::http::HeaderName;
 

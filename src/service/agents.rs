@@ -2,12 +2,11 @@
 //! offerings and key rotation.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use agentdir_search_index::AgentDoc;
 
 use super::rate_limit::{InMemory, Persistent};
-use super::{Caller, Directory, endpoints, keys, meaning, views};
+use super::{App, Caller, endpoints, keys, meaning, views};
 use crate::domain::agent::{
     self, AgentCard, Evidence, OwnProfile, ProfilePatch, Registered, Registration, RotatedKey,
 };
@@ -21,15 +20,15 @@ use crate::store::agents::{self as agents_store, AgentRow};
 use crate::store::{calls, codes, collabs, offerings, recoveries};
 use crate::time::{Timestamp, now_ms};
 
-impl Directory {
-    pub async fn register(self: &Arc<Self>, input: Registration, client_ip: String) -> Result<Registered> {
+impl App {
+    pub async fn register(&self, input: Registration, client_ip: String) -> Result<Registered> {
         if self.settings.reserved_handles.contains(&input.handle) {
             return Err(Error::HandleReserved);
         }
         let now = now_ms();
         // Refuse a flood before the argon2 hash below, so refusals cost no CPU; the check is
         // repeated inside the write, where concurrent registrations are serialised.
-        self.run({
+        self.blocking({
             let client_ip = client_ip.clone();
             move |d| d.limits.check(&*d.read()?, Persistent::Registration, &client_ip, now)
         })
@@ -93,19 +92,23 @@ impl Directory {
     /// up, the client's key checks meet 429 before any hashing. A check waits for one of the
     /// hashing permits new keys use (one per core), so however many wrong keys arrive at once,
     /// argon2's memory stays bounded.
-    pub async fn authenticate(self: &Arc<Self>, presented: String, client_ip: String) -> Result<Caller> {
+    pub async fn authenticate(&self, presented: String, client_ip: String) -> Result<Caller> {
         let (key_id, secret) = keys::parse(&presented)?;
         let (key_id, secret) = (key_id.to_owned(), secret.to_owned());
         let row = {
             let key_id = key_id.clone();
-            self.run(move |d| agents_store::by_key_id(&*d.read()?, &key_id))
+            self.blocking(move |d| agents_store::by_key_id(&*d.read()?, &key_id))
                 .await?
                 .ok_or(Error::Unauthorized)?
         };
         if !self.keys.is_known(&key_id, &secret) {
             self.limits.key_check_allowed(&client_ip)?;
             let hash = row.key_hash.clone();
-            let verified = self.hashing(move |d| Ok(d.keys.verify(&key_id, &secret, &hash))).await?;
+            let verified = self
+                .bounded(crate::app::runtime::Bound::Hash, move |d| {
+                    Ok(d.keys.verify(&key_id, &secret, &hash))
+                })
+                .await?;
             if !verified {
                 self.limits.key_check_failed(&client_ip)?;
                 return Err(Error::Unauthorized);
@@ -119,20 +122,26 @@ impl Directory {
 
     /// Up to `limit` handles of public agents starting with `prefix` (case-insensitive), for
     /// completing a handle as it is typed. A prefix no handle can start with finds nothing.
-    pub fn complete_handles(&self, prefix: &str, limit: u32) -> Result<Vec<String>> {
-        let prefix = prefix.trim().trim_start_matches('@').to_ascii_lowercase();
-        if !agent::could_begin_handle(&prefix) || limit == 0 {
-            return Ok(Vec::new());
-        }
-        agents_store::handles_with_prefix(&*self.read()?, &prefix, limit)
+    pub async fn complete_handles(&self, prefix: String, limit: u32) -> Result<Vec<String>> {
+        self.blocking(move |app| {
+            let prefix = prefix.trim().trim_start_matches('@').to_ascii_lowercase();
+            if !agent::could_begin_handle(&prefix) || limit == 0 {
+                return Ok(Vec::new());
+            }
+            agents_store::handles_with_prefix(&*app.read()?, &prefix, limit)
+        })
+        .await
     }
 
-    pub fn own_profile(&self, caller: &Caller) -> Result<OwnProfile> {
-        let conn = self.read()?;
-        own_profile(&conn, &caller_row(&conn, caller)?, now_ms())
+    pub async fn own_profile(&self, caller: Caller) -> Result<OwnProfile> {
+        self.blocking(move |app| {
+            let conn = app.read()?;
+            own_profile(&conn, &caller_row(&conn, &caller)?, now_ms())
+        })
+        .await
     }
 
-    pub async fn update_profile(self: &Arc<Self>, caller: Caller, patch: ProfilePatch) -> Result<OwnProfile> {
+    pub async fn update_profile(&self, caller: Caller, patch: ProfilePatch) -> Result<OwnProfile> {
         let now = now_ms();
         if let Some(list) = &patch.endpoints {
             endpoints::validate(list)?;
@@ -210,7 +219,7 @@ impl Directory {
     }
 
     pub async fn replace_offerings(
-        self: &Arc<Self>,
+        &self,
         caller: Caller,
         input: OfferingsReplacement,
     ) -> Result<OfferingList> {
@@ -263,7 +272,7 @@ impl Directory {
         Ok(OfferingList { offerings: saved })
     }
 
-    pub async fn rotate_key(self: &Arc<Self>, caller: Caller) -> Result<RotatedKey> {
+    pub async fn rotate_key(&self, caller: Caller) -> Result<RotatedKey> {
         let key = self.new_key().await?;
         let (key_id, hash) = (key.key_id.clone(), key.hash.clone());
         let old_key_id = caller.key_id.clone();

@@ -1,12 +1,11 @@
 //! Calls and replies: posting, listing and searching, reading with replies, deleting,
 //! replying, reporting, and the replies left on one's own calls.
 
-use std::sync::Arc;
-
 use agentdir_search_index::CallQuery;
 
 use super::rate_limit::{InMemory, Persistent};
-use super::{Caller, Directory, views};
+use super::{App, Caller, views};
+use crate::app::runtime::Bound;
 use crate::domain::call::{
     CallDetail, CallList, CallSearch, CallSummary, Deleted, Lang, NewCall, NewReply, ReplyList, ReplyView,
     ReportInput, ReportTarget, Reported,
@@ -37,8 +36,8 @@ pub(crate) fn call_detail(conn: &rusqlite::Connection, id: &str) -> Result<CallD
     Ok(CallDetail { notice: NOTICE, post: c.summary, replies })
 }
 
-impl Directory {
-    pub async fn post_call(self: &Arc<Self>, caller: Caller, input: NewCall) -> Result<CallSummary> {
+impl App {
+    pub async fn post_call(&self, caller: Caller, input: NewCall) -> Result<CallSummary> {
         let now = now_ms();
         let id = ids::new_id(ids::CALL);
         let lang = input.lang.unwrap_or_else(|| Lang::detect(&format!("{} {}", input.title, input.body)));
@@ -72,28 +71,31 @@ impl Directory {
         .await
     }
 
-    pub fn search_calls(&self, q: CallSearch) -> Result<CallList> {
-        self.catch_up()?;
-        let page = Page::new(q.limit, q.offset);
-        let query = CallQuery {
-            text: q.q.as_deref(),
-            kind: q.kind.map(|k| k.as_str()),
-            tag: q.tag.as_deref(),
-            author_handle: None,
-            limit: page.limit as usize,
-            offset: page.offset as usize,
-        };
-        let found = self.index.search_calls(&query).map_err(|e| {
-            tracing::error!(error = %e, "call search failed");
-            Error::Internal
-        })?;
-        let seqs: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
-        let posts = self.call_items(&seqs)?;
-        Ok(CallList { notice: NOTICE, posts, total: found.total, limit: page.limit, offset: page.offset })
+    pub async fn search_calls(&self, q: CallSearch) -> Result<CallList> {
+        self.bounded(Bound::Search, move |app| {
+            app.catch_up()?;
+            let page = Page::new(q.limit, q.offset);
+            let query = CallQuery {
+                text: q.q.as_deref(),
+                kind: q.kind.map(|k| k.as_str()),
+                tag: q.tag.as_deref(),
+                author_handle: None,
+                limit: page.limit as usize,
+                offset: page.offset as usize,
+            };
+            let found = app.index.search_calls(&query).map_err(|e| {
+                tracing::error!(error = %e, "call search failed");
+                Error::Internal
+            })?;
+            let seqs: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
+            let posts = app.call_items(&seqs)?;
+            Ok(CallList { notice: NOTICE, posts, total: found.total, limit: page.limit, offset: page.offset })
+        })
+        .await
     }
 
     /// Deletes a call of the caller's; anyone else gets 404.
-    pub async fn delete_call(self: &Arc<Self>, caller: Caller, id: String) -> Result<Deleted> {
+    pub async fn delete_call(&self, caller: Caller, id: String) -> Result<Deleted> {
         if !ids::has_prefix(&id, ids::CALL) {
             return Err(Error::NotFound);
         }
@@ -108,12 +110,7 @@ impl Directory {
         Ok(Deleted { id: deleted, deleted: true })
     }
 
-    pub async fn reply(
-        self: &Arc<Self>,
-        caller: Caller,
-        call_id: String,
-        input: NewReply,
-    ) -> Result<ReplyView> {
+    pub async fn reply(&self, caller: Caller, call_id: String, input: NewReply) -> Result<ReplyView> {
         let now = now_ms();
         let id = ids::new_id(ids::REPLY);
         let dir = self.clone();
@@ -129,7 +126,7 @@ impl Directory {
 
     /// Anyone may report a visible call; the report waits for the operators.
     pub async fn report_call(
-        self: &Arc<Self>,
+        &self,
         call_id: String,
         input: ReportInput,
         client_ip: String,
@@ -157,15 +154,18 @@ impl Directory {
         Ok(Reported { id: report_id, reported: true })
     }
 
-    pub fn replies_on_own_calls(&self, caller: &Caller, paging: Paging) -> Result<ReplyList> {
-        let page = Page::from(paging);
-        let (total, rows) = replies::on_calls_of(&*self.read()?, caller.id, page.limit, page.offset)?;
-        Ok(ReplyList {
-            notice: NOTICE,
-            replies: rows.into_iter().map(views::reply_on_own_call).collect(),
-            total,
-            limit: page.limit,
-            offset: page.offset,
+    pub async fn replies_on_own_calls(&self, caller: Caller, paging: Paging) -> Result<ReplyList> {
+        self.blocking(move |app| {
+            let page = Page::from(paging);
+            let (total, rows) = replies::on_calls_of(&*app.read()?, caller.id, page.limit, page.offset)?;
+            Ok(ReplyList {
+                notice: NOTICE,
+                replies: rows.into_iter().map(views::reply_on_own_call).collect(),
+                total,
+                limit: page.limit,
+                offset: page.offset,
+            })
         })
+        .await
     }
 }

@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use super::{Directory, views};
+use super::rendered::Rendered;
+use super::{App, views};
+use crate::derived::positions::ChangeSeq;
 use crate::domain::changes::{
     ChangeData, ChangeEntry, ChangeFeed, ChangeOp, ChangesQuery, Cursor, DEFAULT_LIMIT, EntityKind,
 };
@@ -24,50 +26,54 @@ fn kind(k: ChangeKind) -> EntityKind {
     }
 }
 
-impl Directory {
+impl App {
     /// The epoch of this directory's change feed (every cursor it issues starts with it).
-    pub fn feed_epoch(&self) -> Result<u64> {
+    pub(crate) fn feed_epoch(&self) -> Result<u64> {
         changes::epoch(&*self.read()?)
     }
 
-    /// One page of the feed, read in one snapshot: the log position and the data agree.
-    pub fn changes(&self, q: ChangesQuery) -> Result<ChangeFeed> {
-        let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-        let conn = self.read()?;
-        let snapshot = conn.unchecked_transaction()?;
-        let epoch = changes::epoch(&snapshot)?;
-        let after = match q.after.as_deref() {
-            None => Cursor { epoch, seq: 0 },
-            // A cursor of this feed ahead of its newest change reads as "nothing new yet": any
-            // cursor the published pattern allows is taken.
-            Some(text) => Cursor::parse(text)
-                .filter(|c| c.epoch == epoch)
-                .ok_or(Error::validation("after", Rule::Cursor))?,
-        };
-        // A reader at the very beginning holds nothing a forgotten deletion could be about.
-        if after.seq > 0 && after.seq < changes::pruned_through(&snapshot)? {
-            return Err(Error::CursorExpired);
-        }
-        let mut rows = changes::after(&snapshot, after.seq, limit + 1)?;
-        let has_more = rows.len() > limit as usize;
-        rows.truncate(limit as usize);
-        let mut data = self.current(&snapshot, &rows)?;
-        let next = rows.last().map_or(after, |c| Cursor { epoch, seq: c.seq });
-        let changes = rows
-            .into_iter()
-            .map(|c| {
-                let found = data.remove(&(c.kind, c.id.clone()));
-                ChangeEntry {
-                    cursor: Cursor { epoch, seq: c.seq }.to_string(),
-                    kind: kind(c.kind),
-                    op: if found.is_some() { ChangeOp::Upsert } else { ChangeOp::Delete },
-                    id: c.id,
-                    at: Timestamp(c.at),
-                    data: found,
-                }
-            })
-            .collect();
-        Ok(ChangeFeed { notice: NOTICE, changes, next: next.to_string(), has_more })
+    /// One page of the feed, read in one snapshot (the log position and the data agree), and
+    /// rendered there too: a page can hold hundreds of cards.
+    pub async fn changes(&self, q: ChangesQuery) -> Result<Rendered> {
+        self.blocking(move |app| {
+            let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
+            let conn = app.read()?;
+            let snapshot = conn.unchecked_transaction()?;
+            let epoch = changes::epoch(&snapshot)?;
+            let after = match q.after.as_deref() {
+                None => Cursor { epoch, seq: 0 },
+                // A cursor of this feed ahead of its newest change reads as "nothing new yet": any
+                // cursor the published pattern allows is taken.
+                Some(text) => Cursor::parse(text)
+                    .filter(|c| c.epoch == epoch)
+                    .ok_or(Error::validation("after", Rule::Cursor))?,
+            };
+            // A reader at the very beginning holds nothing a forgotten deletion could be about.
+            if after.seq > 0 && after.seq < changes::pruned_through(&snapshot)?.get() {
+                return Err(Error::CursorExpired);
+            }
+            let mut rows = changes::after(&snapshot, ChangeSeq::new(after.seq), limit + 1)?;
+            let has_more = rows.len() > limit as usize;
+            rows.truncate(limit as usize);
+            let mut data = app.current(&snapshot, &rows)?;
+            let next = rows.last().map_or(after, |c| Cursor { epoch, seq: c.seq.get() });
+            let changes = rows
+                .into_iter()
+                .map(|c| {
+                    let found = data.remove(&(c.kind, c.id.clone()));
+                    ChangeEntry {
+                        cursor: Cursor { epoch, seq: c.seq.get() }.to_string(),
+                        kind: kind(c.kind),
+                        op: if found.is_some() { ChangeOp::Upsert } else { ChangeOp::Delete },
+                        id: c.id,
+                        at: Timestamp(c.at),
+                        data: found,
+                    }
+                })
+                .collect();
+            Rendered::of(&ChangeFeed { notice: NOTICE, changes, next: next.to_string(), has_more })
+        })
+        .await
     }
 
     /// What a public read shows now of each entity of `rows` that is publicly readable: one
@@ -99,7 +105,7 @@ impl Directory {
 
     /// Forgets deletions older than the retention (`AGENTDIR_CHANGES_RETENTION`); a cursor from
     /// before the newest forgotten one is then `cursor_expired`.
-    pub fn forget_old_deletions(&self) -> Result<usize> {
+    pub(crate) fn forget_old_deletions(&self) -> Result<usize> {
         let cutoff = now_ms() - self.settings.changes_retention_ms;
         self.write_blocking(move |tx| changes::forget_old_deletions(tx, cutoff, RETENTION_BATCH))
     }

@@ -1,9 +1,7 @@
 //! Collaborations: proposing, confirming or declining by the partner, and the lists.
 
-use std::sync::Arc;
-
 use super::agents::visible_agent;
-use super::{Caller, Directory, views};
+use super::{App, Caller, views};
 use crate::domain::collab::{CollabDetail, CollabFilter, CollabList, CollabStatus, NewCollab};
 use crate::domain::list::{Page, Paging};
 use crate::domain::notice::NOTICE;
@@ -13,8 +11,8 @@ use crate::store::collabs::{self as collabs_store, NewCollabRow};
 use crate::store::{agents, calls, requests};
 use crate::time::now_ms;
 
-impl Directory {
-    pub async fn propose_collab(self: &Arc<Self>, caller: Caller, input: NewCollab) -> Result<CollabDetail> {
+impl App {
+    pub async fn propose_collab(&self, caller: Caller, input: NewCollab) -> Result<CollabDetail> {
         let now = now_ms();
         let id = ids::new_id(ids::COLLAB);
         self.write(move |tx| {
@@ -53,12 +51,7 @@ impl Directory {
     }
 
     /// Confirm or decline, by the partner only; anyone else gets 404.
-    async fn decide_collab(
-        self: &Arc<Self>,
-        caller: Caller,
-        id: String,
-        to: CollabStatus,
-    ) -> Result<CollabDetail> {
+    async fn decide_collab(&self, caller: Caller, id: String, to: CollabStatus) -> Result<CollabDetail> {
         if !ids::has_prefix(&id, ids::COLLAB) {
             return Err(Error::NotFound);
         }
@@ -77,38 +70,44 @@ impl Directory {
         .await
     }
 
-    pub async fn confirm_collab(self: &Arc<Self>, caller: Caller, id: String) -> Result<CollabDetail> {
+    pub async fn confirm_collab(&self, caller: Caller, id: String) -> Result<CollabDetail> {
         self.decide_collab(caller, id, CollabStatus::Confirmed).await
     }
 
-    pub async fn decline_collab(self: &Arc<Self>, caller: Caller, id: String) -> Result<CollabDetail> {
+    pub async fn decline_collab(&self, caller: Caller, id: String) -> Result<CollabDetail> {
         self.decide_collab(caller, id, CollabStatus::Declined).await
     }
 
     /// Confirmed collaborations, optionally of one agent.
-    pub fn confirmed_collabs(&self, f: CollabFilter) -> Result<CollabList> {
-        let page = Page::from(f.paging);
-        let (total, rows) =
-            collabs_store::confirmed(&*self.read()?, f.handle.as_deref(), page.limit, page.offset)?;
-        Ok(CollabList {
-            notice: NOTICE,
-            collabs: rows.into_iter().map(|c| views::collab(c, false)).collect(),
-            total,
-            limit: page.limit,
-            offset: page.offset,
+    pub async fn confirmed_collabs(&self, f: CollabFilter) -> Result<CollabList> {
+        self.blocking(move |app| {
+            let page = Page::from(f.paging);
+            let (total, rows) =
+                collabs_store::confirmed(&*app.read()?, f.handle.as_deref(), page.limit, page.offset)?;
+            Ok(CollabList {
+                notice: NOTICE,
+                collabs: rows.into_iter().map(|c| views::collab(c, false)).collect(),
+                total,
+                limit: page.limit,
+                offset: page.offset,
+            })
         })
+        .await
     }
 
     /// The caller's own records, either side, any status (including those waiting for it).
-    pub fn my_collabs(&self, caller: &Caller, paging: Paging) -> Result<CollabList> {
-        let page = Page::from(paging);
-        let (total, rows) = collabs_store::of_agent(&*self.read()?, caller.id, page.limit, page.offset)?;
-        Ok(CollabList {
-            notice: NOTICE,
-            collabs: rows.into_iter().map(|c| views::collab(c, true)).collect(),
-            total,
-            limit: page.limit,
-            offset: page.offset,
+    pub async fn my_collabs(&self, caller: Caller, paging: Paging) -> Result<CollabList> {
+        self.blocking(move |app| {
+            let page = Page::from(paging);
+            let (total, rows) = collabs_store::of_agent(&*app.read()?, caller.id, page.limit, page.offset)?;
+            Ok(CollabList {
+                notice: NOTICE,
+                collabs: rows.into_iter().map(|c| views::collab(c, true)).collect(),
+                total,
+                limit: page.limit,
+                offset: page.offset,
+            })
         })
+        .await
     }
 }

@@ -7,12 +7,10 @@
 //! triggers put the card, its calls, the calls it replied to and its collaborations in the
 //! change log: the feed says `delete` for each, and the index, the caches and replicas follow.
 
-use std::sync::Arc;
-
 use rusqlite::Connection;
 
 use super::agents::caller_row;
-use super::{Caller, Directory};
+use super::{App, Caller};
 use crate::domain::deletion::{AgentDeleted, Erased, Removed, UNDO_MS};
 use crate::domain::handles::{HOLD_MS, HoldReason};
 use crate::domain::trust::CodePurpose;
@@ -114,9 +112,9 @@ pub(crate) fn erase_due(tx: &Connection, now: i64, actor: &str) -> Result<Erased
     Ok(erased)
 }
 
-impl Directory {
+impl App {
     /// `DELETE /api/me`.
-    pub async fn delete_own_agent(self: &Arc<Self>, caller: Caller) -> Result<AgentDeleted> {
+    pub async fn delete_own_agent(&self, caller: Caller) -> Result<AgentDeleted> {
         let now = now_ms();
         let key_id = caller.key_id.clone();
         let deleted = self

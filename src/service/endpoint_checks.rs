@@ -4,7 +4,7 @@
 //! schedule never churns the change log, the caches or the replicas; the times of checks live
 //! in memory and in `/metrics` (the operator's view), not in the database.
 //!
-//! Only a primary runs the schedule (`http::serve` starts it there): a replica cannot write,
+//! Only a primary runs the schedule (`app::background` starts it there): a replica cannot write,
 //! and its copy shows what the primary's checks found.
 
 use std::collections::{HashMap, HashSet};
@@ -50,7 +50,7 @@ const STARTED_AT_MOST: usize = 4 * CHECKS_AT_ONCE;
 
 /// Runs the schedule until the task is dropped.
 pub async fn run(app: App, interval: Duration) {
-    let mut schedule = match app.run(|d| store::all_targets(&*d.read()?)).await {
+    let mut schedule = match app.blocking(|d| store::all_targets(&*d.read()?)).await {
         Ok(targets) => Schedule::starting(targets, interval),
         Err(e) => {
             tracing::error!(error = %e, "endpoint checks: cannot read the endpoints; checks run only as they are set");
@@ -212,7 +212,7 @@ async fn exclusive_keys(url: &str) -> Vec<String> {
 async fn check_one(app: &App, busy: &Busy, permits: &Semaphore, target: &Target) -> bool {
     let listed = {
         let t = target.clone();
-        app.run(move |d| store::is_listed(&*d.read()?, &t)).await
+        app.blocking(move |d| store::is_listed(&*d.read()?, &t)).await
     };
     match listed {
         Ok(true) => {}
@@ -244,7 +244,7 @@ async fn check_one(app: &App, busy: &Busy, permits: &Semaphore, target: &Target)
 async fn record(app: &App, target: &Target, found: Finding) {
     let t = target.clone();
     let seen = found.clone();
-    match app.run(move |d| store::finding(&*d.read()?, &t)).await {
+    match app.blocking(move |d| store::finding(&*d.read()?, &t)).await {
         Ok(Some(stored)) if stored != seen => {}
         Ok(_) => return,
         Err(e) => {

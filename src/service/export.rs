@@ -2,53 +2,56 @@
 
 use super::agents::{caller_row, own_profile};
 use super::requests::request_views;
-use super::{Caller, Directory, views};
+use super::{App, Caller, views};
 use crate::domain::export::{EXPORT_PAGE_ITEMS, Export, ExportQuery, ExportTotals};
 use crate::domain::handles::HeldHandle;
 use crate::error::Result;
 use crate::store::{calls, collabs, holds, replies, requests};
 use crate::time::{Timestamp, now_ms};
 
-impl Directory {
-    pub fn export(&self, caller: &Caller, q: ExportQuery) -> Result<Export> {
-        let (page, offset) = q.page_and_offset();
-        let limit = EXPORT_PAGE_ITEMS;
-        let now = now_ms();
-        let conn = self.read()?;
-        // One snapshot, so the lists and the totals agree with each other.
-        let snapshot = conn.unchecked_transaction()?;
-        let a = caller_row(&snapshot, caller)?;
-        let (call_total, call_rows) = calls::of_agent(&snapshot, a.id, limit, offset)?;
-        let (reply_total, reply_rows) = replies::by_agent(&snapshot, a.id, limit, offset)?;
-        let (request_total, request_rows) =
-            requests::list_for(&snapshot, a.id, None, None, now, limit, offset)?;
-        let (collab_total, collab_rows) = collabs::of_agent(&snapshot, a.id, limit, offset)?;
-        let end = u64::from(offset) + u64::from(limit);
-        Ok(Export {
-            exported_at: Timestamp(now),
-            page,
-            per_page: limit,
-            has_more: [call_total, reply_total, request_total, collab_total].into_iter().any(|t| t > end),
-            totals: ExportTotals {
-                calls: call_total,
-                replies: reply_total,
-                requests: request_total,
-                collaborations: collab_total,
-            },
-            profile: own_profile(&snapshot, &a, now)?,
-            held_handles: holds::of_agent(&snapshot, a.id, now)?
-                .into_iter()
-                .map(|h| HeldHandle {
-                    handle: h.handle,
-                    reason: h.reason,
-                    held_at: Timestamp(h.held_at),
-                    until: h.until.map(Timestamp),
-                })
-                .collect(),
-            calls: call_rows.into_iter().map(|c| c.summary).collect(),
-            replies: reply_rows.into_iter().map(views::reply).collect(),
-            requests: request_views(&snapshot, request_rows, now)?,
-            collaborations: collab_rows.into_iter().map(|c| views::collab(c, true)).collect(),
+impl App {
+    pub async fn export(&self, caller: Caller, q: ExportQuery) -> Result<Export> {
+        self.blocking(move |app| {
+            let (page, offset) = q.page_and_offset();
+            let limit = EXPORT_PAGE_ITEMS;
+            let now = now_ms();
+            let conn = app.read()?;
+            // One snapshot, so the lists and the totals agree with each other.
+            let snapshot = conn.unchecked_transaction()?;
+            let a = caller_row(&snapshot, &caller)?;
+            let (call_total, call_rows) = calls::of_agent(&snapshot, a.id, limit, offset)?;
+            let (reply_total, reply_rows) = replies::by_agent(&snapshot, a.id, limit, offset)?;
+            let (request_total, request_rows) =
+                requests::list_for(&snapshot, a.id, None, None, now, limit, offset)?;
+            let (collab_total, collab_rows) = collabs::of_agent(&snapshot, a.id, limit, offset)?;
+            let end = u64::from(offset) + u64::from(limit);
+            Ok(Export {
+                exported_at: Timestamp(now),
+                page,
+                per_page: limit,
+                has_more: [call_total, reply_total, request_total, collab_total].into_iter().any(|t| t > end),
+                totals: ExportTotals {
+                    calls: call_total,
+                    replies: reply_total,
+                    requests: request_total,
+                    collaborations: collab_total,
+                },
+                profile: own_profile(&snapshot, &a, now)?,
+                held_handles: holds::of_agent(&snapshot, a.id, now)?
+                    .into_iter()
+                    .map(|h| HeldHandle {
+                        handle: h.handle,
+                        reason: h.reason,
+                        held_at: Timestamp(h.held_at),
+                        until: h.until.map(Timestamp),
+                    })
+                    .collect(),
+                calls: call_rows.into_iter().map(|c| c.summary).collect(),
+                replies: reply_rows.into_iter().map(views::reply).collect(),
+                requests: request_views(&snapshot, request_rows, now)?,
+                collaborations: collab_rows.into_iter().map(|c| views::collab(c, true)).collect(),
+            })
         })
+        .await
     }
 }

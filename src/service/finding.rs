@@ -11,12 +11,12 @@
 //!   A combined search that the embedding budget does not admit is answered by words alone.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use agentdir_meaning::Quantized;
 use agentdir_search_index::{AgentQuery, Page as IndexPage};
 
-use super::Directory;
+use super::App;
+use crate::app::runtime::Bound;
 use crate::domain::agent::{self, AgentHit, AgentList, AgentSearch};
 use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
@@ -44,17 +44,17 @@ fn index_failed(e: impl std::fmt::Display) -> Error {
     Error::Internal
 }
 
-impl Directory {
+impl App {
     /// `GET /api/agents` and MCP `search_agents`: reads the need with the model when the budget
     /// admits it (on the blocking pool, outside the search permits), then searches.
-    pub async fn find_agents(self: &Arc<Self>, q: AgentSearch, client: &str) -> Result<AgentList> {
+    pub async fn find_agents(&self, q: AgentSearch, client: &str) -> Result<AgentList> {
         let text = q.q.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
         let need = match text {
             Some(text) if self.meaning.enabled() && self.meaning.mode != SearchMode::Words => {
                 match self.meaning.budget.admit(client) {
                     Some(admitted) => {
                         let vector = self
-                            .run(move |d| {
+                            .blocking(move |d| {
                                 let _admitted = admitted;
                                 Ok(d.meaning.embed_query(&text))
                             })
@@ -69,15 +69,16 @@ impl Directory {
             }
             _ => Need::Words,
         };
-        self.search(move |d| d.search_agents_for(q, need)).await
+        self.bounded(Bound::Search, move |app| app.search_agents_now(q, need)).await
     }
 
-    /// A search by words alone (or recency without `q`), weighed by evidence.
-    pub fn search_agents(&self, q: AgentSearch) -> Result<AgentList> {
-        self.search_agents_for(q, Need::Words)
+    /// A search by words alone (or recency without `q`), weighed by evidence, whatever the
+    /// mode (the benchmarks compare it with `find_agents`).
+    pub async fn search_agents(&self, q: AgentSearch) -> Result<AgentList> {
+        self.bounded(Bound::Search, move |app| app.search_agents_now(q, Need::Words)).await
     }
 
-    pub fn search_agents_for(&self, q: AgentSearch, need: Need) -> Result<AgentList> {
+    fn search_agents_now(&self, q: AgentSearch, need: Need) -> Result<AgentList> {
         self.catch_up()?;
         let page = Page::new(q.limit, q.offset);
         let explain = q.explain == Some(true);

@@ -1,12 +1,10 @@
 //! Handles: who may take one (reserved and held handles), renaming, and where an old handle
 //! leads.
 
-use std::sync::Arc;
-
 use rusqlite::Connection;
 
 use super::agents::{caller_row, own_profile};
-use super::{Caller, Directory};
+use super::{App, Caller};
 use crate::domain::handles::{HOLD_MS, HandleChange, HoldReason, RENAME_EVERY_MS, Renamed, ReservedHandles};
 use crate::error::{Error, Result};
 use crate::store::agents::{self as agents_store, AgentRow};
@@ -81,9 +79,9 @@ pub(crate) fn rename(
     })
 }
 
-impl Directory {
+impl App {
     /// `POST /api/me/handle`.
-    pub async fn rename(self: &Arc<Self>, caller: Caller, input: HandleChange) -> Result<Renamed> {
+    pub async fn rename(&self, caller: Caller, input: HandleChange) -> Result<Renamed> {
         let now = now_ms();
         let dir = self.clone();
         self.write(move |tx| {
@@ -98,14 +96,17 @@ impl Directory {
 
     /// The handle a renamed agent now has, when `old` is its held previous handle and the agent
     /// is public.
-    pub fn moved_to(&self, old: &str) -> Result<Option<String>> {
-        let conn = self.read()?;
-        let Some(h) = holds::live(&conn, old, now_ms())? else {
-            return Ok(None);
-        };
-        let Some(agent_id) = h.agent_id.filter(|_| h.reason == HoldReason::Renamed) else {
-            return Ok(None);
-        };
-        Ok(agents_store::by_id(&conn, agent_id)?.filter(AgentRow::is_listed).map(|a| a.handle))
+    pub async fn moved_to(&self, old: String) -> Result<Option<String>> {
+        self.blocking(move |app| {
+            let conn = app.read()?;
+            let Some(h) = holds::live(&conn, &old, now_ms())? else {
+                return Ok(None);
+            };
+            let Some(agent_id) = h.agent_id.filter(|_| h.reason == HoldReason::Renamed) else {
+                return Ok(None);
+            };
+            Ok(agents_store::by_id(&conn, agent_id)?.filter(AgentRow::is_listed).map(|a| a.handle))
+        })
+        .await
     }
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 use agentdir_search_index::CallQuery;
 use serde::Serialize;
 
-use super::Directory;
+use super::App;
+use crate::app::Replica;
+use crate::derived::positions::ChangeSeq;
 use crate::error::{Error, Result};
 use crate::store;
 use crate::telemetry;
@@ -30,62 +32,73 @@ pub struct Readiness {
     pub meaning: crate::meaning::Status,
     /// On a replica: how far behind the primary it is.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub replica: Option<crate::replica::link::Lag>,
+    pub replica: Option<crate::app::role::Lag>,
 }
 
 /// Change-log position of SQLite and of the index.
 struct IndexPosition {
-    committed: u64,
-    applied: u64,
+    committed: ChangeSeq,
+    applied: ChangeSeq,
 }
 
 impl IndexPosition {
     fn lag(&self) -> u64 {
-        self.committed.saturating_sub(self.applied)
+        self.committed.get().saturating_sub(self.applied.get())
     }
 }
 
-impl Directory {
+impl App {
     fn index_position(&self) -> Result<IndexPosition> {
-        let conn = self.readers.get_timeout(READY_POOL_WAIT)?;
+        let conn = self.readers().get_timeout(READY_POOL_WAIT)?;
         let committed = store::changes::max_seq(&conn)?;
-        Ok(IndexPosition { committed, applied: self.index.applied_seq() })
+        Ok(IndexPosition { committed, applied: ChangeSeq::new(self.index.applied_seq()) })
     }
 
     /// Ready when a pooled connection reads the change log in time and the index answers a
     /// query; any failure is `Overloaded` (to a probe: not now, ask again).
-    pub fn readiness(&self) -> Result<Readiness> {
-        let position = self.index_position().map_err(|e| {
-            tracing::warn!(error = %e, "not ready: the database does not answer");
-            Error::Overloaded
-        })?;
-        let probe = CallQuery { limit: 1, ..CallQuery::default() };
-        self.index.search_calls(&probe).map_err(|e| {
-            tracing::warn!(error = %e, "not ready: the search index does not answer");
-            Error::Overloaded
-        })?;
-        let lag = self.replica.as_ref().map(|link| link.lag());
-        let seq = lag.as_ref().map_or(self.written(), |l| l.applied_seq);
-        let status = if lag.as_ref().is_some_and(|l| l.stuck) { "stuck" } else { "ready" };
-        Ok(Readiness {
-            status,
-            database: "ok",
-            search_index: "ok",
-            index_lag: position.lag(),
-            seq,
-            meaning: self.meaning.status(),
-            replica: lag,
+    pub async fn readiness(&self) -> Result<Readiness> {
+        self.blocking(move |app| {
+            let position = app.index_position().map_err(|e| {
+                tracing::warn!(error = %e, "not ready: the database does not answer");
+                Error::Overloaded
+            })?;
+            let probe = CallQuery { limit: 1, ..CallQuery::default() };
+            app.index.search_calls(&probe).map_err(|e| {
+                tracing::warn!(error = %e, "not ready: the search index does not answer");
+                Error::Overloaded
+            })?;
+            let lag = app.role().replica().map(Replica::lag);
+            let seq = app.written().get();
+            let status = if lag.as_ref().is_some_and(|l| l.stuck) { "stuck" } else { "ready" };
+            Ok(Readiness {
+                status,
+                database: "ok",
+                search_index: "ok",
+                index_lag: position.lag(),
+                seq,
+                meaning: app.meaning.status(),
+                replica: lag,
+            })
         })
+        .await
     }
 
     /// Sets the gauges of the connection pool, the view cache and the index position.
-    pub fn publish_gauges(&self) {
-        let state = self.readers.state();
+    pub async fn publish_gauges(&self) -> Result<()> {
+        self.blocking(|app| {
+            app.publish_gauges_now();
+            Ok(())
+        })
+        .await
+    }
+
+    fn publish_gauges_now(&self) {
+        let state = self.readers().state();
         let in_use = state.connections.saturating_sub(state.idle_connections);
         metrics::gauge!(telemetry::POOL_CONNECTIONS, "state" => "idle")
             .set(f64::from(state.idle_connections));
         metrics::gauge!(telemetry::POOL_CONNECTIONS, "state" => "in_use").set(f64::from(in_use));
-        metrics::gauge!(telemetry::POOL_SIZE).set(f64::from(self.readers.max_size()));
+        metrics::gauge!(telemetry::POOL_SIZE).set(f64::from(self.readers().max_size()));
         let (views, bytes) = self.views.size();
         metrics::gauge!(telemetry::VIEW_CACHE_VIEWS).set(views as f64);
         metrics::gauge!(telemetry::VIEW_CACHE_BYTES).set(bytes as f64);
@@ -94,7 +107,7 @@ impl Directory {
         match self.index_position() {
             Ok(p) => {
                 metrics::gauge!(telemetry::INDEX_LAG).set(p.lag() as f64);
-                metrics::gauge!(telemetry::INDEX_APPLIED).set(p.applied as f64);
+                metrics::gauge!(telemetry::INDEX_APPLIED).set(p.applied.get() as f64);
             }
             Err(e) => tracing::warn!(error = %e, "metrics: could not read the change log position"),
         }

@@ -10,6 +10,7 @@ use argon2::Argon2;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 
 use super::tokens::{self, API_KEY};
+use crate::app::runtime::Bound;
 use crate::error::{Error, Result};
 
 /// Bound on remembered keys; past it the cache starts over (a miss only costs one argon2 run).
@@ -35,23 +36,10 @@ pub fn generate() -> Result<NewKey> {
     Ok(NewKey { key: issued.full, key_id: issued.id, secret: issued.secret, hash })
 }
 
-impl super::Directory {
-    /// A new key, hashed once one of the hashing permits (one per core) is free. An argon2 run
-    /// is 12 ms of CPU and 19 MiB of memory: a burst of registrations hashed all at once on the
-    /// blocking pool shares two cores among dozens of runs, each touching fresh memory, and
-    /// every one of them finishes late; queued in arrival order, each runs at full speed.
-    pub(crate) async fn new_key(self: &std::sync::Arc<Self>) -> Result<NewKey> {
-        self.hashing(|_| generate()).await
-    }
-
-    /// Runs an argon2 job (a new key's hash, a key check) once one of the hashing permits is
-    /// free, in arrival order.
-    pub(crate) async fn hashing<T: Send + 'static>(
-        self: &std::sync::Arc<Self>,
-        job: impl FnOnce(&super::Directory) -> Result<T> + Send + 'static,
-    ) -> Result<T> {
-        let _permit = self.hash_permits.acquire().await.map_err(|_| Error::Overloaded)?;
-        self.run(job).await
+impl super::App {
+    /// A new key, hashed once one of the hashing permits (see `app::runtime`) is free.
+    pub(crate) async fn new_key(&self) -> Result<NewKey> {
+        self.bounded(Bound::Hash, |_| generate()).await
     }
 }
 

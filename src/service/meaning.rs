@@ -3,14 +3,16 @@
 //! by meaning), and a background worker computes the vectors that are missing or stale (after
 //! an upgrade, a model change, or a write that did not go through the profile operations).
 
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 use std::time::{Duration, Instant};
 
 use agentdir_meaning::{MODEL_ID, Quantized};
 use agentdir_search_index::{AgentDoc, Change};
 use rusqlite::Connection;
 
-use super::Directory;
+use super::App;
+use crate::app::Parts;
+use crate::app::runtime::Bound;
 use crate::error::Result;
 use crate::meaning::{profile_text, text_hash};
 use crate::store::{meaning as store, search};
@@ -28,7 +30,7 @@ pub struct Embedded {
     vector: Quantized,
 }
 
-impl Directory {
+impl App {
     /// At start: what every public agent means, from SQLite.
     pub(crate) fn load_meaning(&self) -> Result<()> {
         let started = Instant::now();
@@ -51,12 +53,11 @@ impl Directory {
 
     /// The vector of the profile `doc` will have, on the blocking pool, one per core at a
     /// time; `None` without a model.
-    pub async fn embed_profile(self: &Arc<Self>, doc: AgentDoc) -> Result<Option<Embedded>> {
+    pub(crate) async fn embed_profile(&self, doc: AgentDoc) -> Result<Option<Embedded>> {
         if !self.meaning.enabled() {
             return Ok(None);
         }
-        let _permit = self.embed_permits.acquire().await.map_err(|_| crate::error::Error::Overloaded)?;
-        self.run(move |d| {
+        self.bounded(Bound::Embed, move |d| {
             let text = profile_text(&doc);
             let text_hash = text_hash(&text);
             if let Some(vector) = store::by_text(&*d.read()?, MODEL_ID, &text_hash)? {
@@ -71,27 +72,34 @@ impl Directory {
     }
 
     /// The agent's document as it is now, for predicting the text a write will leave.
-    pub fn agent_doc(&self, id: i64) -> Result<Option<AgentDoc>> {
+    pub(crate) fn agent_doc(&self, id: i64) -> Result<Option<AgentDoc>> {
         Ok(match search::agent_change(&*self.read()?, id)? {
             Change::UpsertAgent(doc) => Some(doc),
             _ => None,
         })
     }
 
-    /// Starts the worker that computes missing vectors (on a primary with a model).
-    pub fn start_meaning_worker(self: &Arc<Self>) {
-        if !self.meaning.enabled() || self.replica.is_some() {
+    /// Starts the worker that computes missing vectors (on a primary with a model: see
+    /// `app::background`).
+    pub(crate) fn start_meaning_worker(&self) {
+        if !self.meaning.enabled() {
             return;
         }
-        let me = Arc::downgrade(self);
+        let me = self.downgrade();
         let spawned = std::thread::Builder::new().name("meaning".into()).spawn(move || fill_loop(me));
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot start the meaning worker");
         }
     }
 
+    /// One round of the worker, on the blocking pool (the benchmarks fill the vectors before
+    /// they measure): the number of vectors computed.
+    pub async fn fill_vectors(&self) -> Result<usize> {
+        self.blocking(|app| app.fill_vectors_now()).await
+    }
+
     /// One round of the worker: computes up to [`FILL_BATCH`] missing vectors. The number done.
-    pub fn fill_vectors(&self) -> Result<usize> {
+    fn fill_vectors_now(&self) -> Result<usize> {
         let keys = self.meaning.missing(FILL_BATCH);
         if keys.is_empty() {
             return Ok(0);
@@ -152,10 +160,10 @@ impl Directory {
     }
 }
 
-fn fill_loop(dir: Weak<Directory>) {
+fn fill_loop(app: Weak<Parts>) {
     loop {
-        let Some(d) = dir.upgrade() else { return };
-        let done = d.fill_vectors().unwrap_or_else(|e| {
+        let Some(d) = App::upgrade(&app) else { return };
+        let done = d.fill_vectors_now().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "computing missing vectors failed; will retry");
             0
         });

@@ -1,10 +1,8 @@
 //! Link proofs: a page at a URL the agent controls says `agentdir-proof:<handle>`. The fetch is
 //! SSRF-safe (see `link_fetch`); a proof lives 180 days after it was established.
 
-use std::sync::Arc;
-
 use super::rate_limit::InMemory;
-use super::{Caller, Directory, views};
+use super::{App, Caller, views};
 use crate::domain::trust::PROOF_PREFIX;
 use crate::domain::trust::{LinkList, LinkProofInput};
 use crate::error::{Error, Result};
@@ -17,9 +15,9 @@ pub fn proof_text(handle: &str) -> String {
     format!("{PROOF_PREFIX}{handle}")
 }
 
-impl Directory {
+impl App {
     /// `POST /api/me/links`: records a proof after fetching the page, or removes one.
-    pub async fn link_proof(self: &Arc<Self>, caller: Caller, input: LinkProofInput) -> Result<LinkList> {
+    pub async fn link_proof(&self, caller: Caller, input: LinkProofInput) -> Result<LinkList> {
         if input.remove == Some(true) {
             return self
                 .write(move |tx| {

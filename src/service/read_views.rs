@@ -10,21 +10,21 @@ use std::collections::HashMap;
 
 use super::cache::{Cached, View, ViewKey};
 use super::rendered::Rendered;
-use super::{Directory, agents, calls, views};
+use super::{App, agents, calls, views};
 use crate::domain::agent::AgentView;
 use crate::domain::call::CallSummary;
 use crate::error::{Error, Result};
 use crate::store::changes;
 use crate::time::now_ms;
 
-impl Directory {
+impl App {
     /// The view, from memory on the calling thread when held, else rendered on the blocking
     /// pool.
-    pub async fn public_view(self: &Arc<Self>, key: ViewKey) -> Result<Arc<View>> {
+    pub async fn public_view(&self, key: ViewKey) -> Result<Arc<View>> {
         if let Some(view) = self.cached_view(&key)? {
             return Ok(view);
         }
-        self.run(move |d| d.view(&key)).await
+        self.blocking(move |d| d.view(&key)).await
     }
 
     /// The view from memory, if held and current. Other processes' writes are followed first, so
@@ -60,7 +60,7 @@ impl Directory {
         };
         drop(snapshot);
         let view = Arc::new(view);
-        self.views.keep(key.clone(), Cached::Page(view.clone()), seq);
+        self.views.keep(key.clone(), Cached::Page(view.clone()), seq.get());
         Ok(view)
     }
 

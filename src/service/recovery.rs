@@ -1,11 +1,9 @@
 //! Key recovery through the mailbox: starting one (public), its mail step (`inbound`), and the
 //! exchange of the token for a new key.
 
-use std::sync::Arc;
-
 use super::rate_limit::Persistent;
 use super::trust::new_code;
-use super::{Directory, deletion, tokens};
+use super::{App, deletion, tokens};
 use crate::domain::agent;
 use crate::domain::recovery::{RECOVERY_MINUTES, Recovered, RecoveryExchange, RecoveryStarted};
 use crate::domain::trust::CodePurpose;
@@ -16,15 +14,11 @@ use crate::time::{SECOND, Timestamp, now_ms};
 
 const LIFETIME_MS: i64 = RECOVERY_MINUTES * 60 * SECOND;
 
-impl Directory {
+impl App {
     /// `POST /api/agents/{handle}/recover`: a token and the mail to send. Every start is a
     /// recovery of its own, limited per client address only, so nobody who starts recoveries
     /// for a handle can cancel, replace or rate-limit its owner's.
-    pub async fn start_recovery(
-        self: &Arc<Self>,
-        handle: String,
-        client_ip: String,
-    ) -> Result<RecoveryStarted> {
+    pub async fn start_recovery(&self, handle: String, client_ip: String) -> Result<RecoveryStarted> {
         if !agent::is_handle(&handle) {
             return Err(Error::NotFound);
         }
@@ -80,14 +74,14 @@ impl Directory {
     }
 
     /// `POST /api/recover`: the new key, once the mail confirmed the recovery.
-    pub async fn complete_recovery(self: &Arc<Self>, input: RecoveryExchange) -> Result<Recovered> {
+    pub async fn complete_recovery(&self, input: RecoveryExchange) -> Result<Recovered> {
         let (token_id, secret) = tokens::RECOVERY.parse(&input.recovery_token).ok_or(Error::NotFound)?;
         let (token_id, secret) = (token_id.to_owned(), secret.to_owned());
         let now = now_ms();
         // Checked before hashing a new key, so a wrong token costs no argon2 run.
         let found = {
             let token_id = token_id.clone();
-            self.run(move |d| recoveries::by_token_id(&*d.read()?, &token_id)).await?
+            self.blocking(move |d| recoveries::by_token_id(&*d.read()?, &token_id)).await?
         };
         let live = found.filter(|r| tokens::matches(&secret, &r.token_hash) && r.expires_at > now);
         let Some(recovery) = live else {

@@ -1,11 +1,9 @@
 //! Contact requests: sending under the recipient's policy, reading by the two parties, and the
 //! moves accept, decline, withdraw and report.
 
-use std::sync::Arc;
-
 use super::agents::{caller_row, visible_agent};
 use super::rate_limit::{InMemory, Persistent};
-use super::{Caller, Directory, views};
+use super::{App, Caller, views};
 use crate::domain::call::{ReportInput, ReportTarget, Reported};
 use crate::domain::contact_request::{
     CAP_WINDOW, COOLDOWN_AFTER_DECLINE, ContactRequestDetail, ContactRequestList, ContactRequestView,
@@ -49,9 +47,9 @@ fn party_request(conn: &rusqlite::Connection, caller: &Caller, id: &str) -> Resu
     Ok((row, role))
 }
 
-impl Directory {
+impl App {
     pub async fn send_request(
-        self: &Arc<Self>,
+        &self,
         caller: Caller,
         handle: String,
         input: NewContactRequest,
@@ -124,12 +122,12 @@ impl Directory {
         .await
     }
 
-    pub fn get_request(&self, caller: &Caller, id: &str) -> Result<ContactRequestDetail> {
-        request_for(&*self.read()?, caller, id)
+    pub async fn get_request(&self, caller: Caller, id: String) -> Result<ContactRequestDetail> {
+        self.blocking(move |app| request_for(&*app.read()?, &caller, &id)).await
     }
 
     async fn move_request(
-        self: &Arc<Self>,
+        &self,
         caller: Caller,
         id: String,
         needs: Role,
@@ -152,16 +150,12 @@ impl Directory {
         .await
     }
 
-    pub async fn accept_request(
-        self: &Arc<Self>,
-        caller: Caller,
-        id: String,
-    ) -> Result<ContactRequestDetail> {
+    pub async fn accept_request(&self, caller: Caller, id: String) -> Result<ContactRequestDetail> {
         self.move_request(caller, id, Role::Recipient, RequestStatus::Accepted, None).await
     }
 
     pub async fn decline_request(
-        self: &Arc<Self>,
+        &self,
         caller: Caller,
         id: String,
         input: DeclineInput,
@@ -170,17 +164,13 @@ impl Directory {
         self.move_request(caller, id, Role::Recipient, RequestStatus::Declined, reason).await
     }
 
-    pub async fn withdraw_request(
-        self: &Arc<Self>,
-        caller: Caller,
-        id: String,
-    ) -> Result<ContactRequestDetail> {
+    pub async fn withdraw_request(&self, caller: Caller, id: String) -> Result<ContactRequestDetail> {
         self.move_request(caller, id, Role::Sender, RequestStatus::Withdrawn, None).await
     }
 
     /// The recipient reports a request to the operators; its state does not change.
     pub async fn report_request(
-        self: &Arc<Self>,
+        &self,
         caller: Caller,
         id: String,
         input: ReportInput,
@@ -213,14 +203,24 @@ impl Directory {
         Ok(Reported { id: reported, reported: true })
     }
 
-    pub fn my_requests(&self, caller: &Caller, f: RequestFilter) -> Result<ContactRequestList> {
-        let page = Page::from(f.paging);
-        let now = now_ms();
-        let conn = self.read()?;
-        let (total, rows) =
-            requests_store::list_for(&conn, caller.id, f.direction, f.status, now, page.limit, page.offset)?;
-        let requests = request_views(&conn, rows, now)?;
-        Ok(ContactRequestList { notice: NOTICE, requests, total, limit: page.limit, offset: page.offset })
+    pub async fn my_requests(&self, caller: Caller, f: RequestFilter) -> Result<ContactRequestList> {
+        self.blocking(move |app| {
+            let page = Page::from(f.paging);
+            let now = now_ms();
+            let conn = app.read()?;
+            let (total, rows) = requests_store::list_for(
+                &conn,
+                caller.id,
+                f.direction,
+                f.status,
+                now,
+                page.limit,
+                page.offset,
+            )?;
+            let requests = request_views(&conn, rows, now)?;
+            Ok(ContactRequestList { notice: NOTICE, requests, total, limit: page.limit, offset: page.offset })
+        })
+        .await
     }
 }
 

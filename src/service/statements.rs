@@ -2,59 +2,28 @@
 
 use serde_json::json;
 
-use super::Directory;
+use super::App;
 use super::agents::{card, visible_agent};
+use crate::app::{Replica, Role};
 use crate::domain::notice::NOTICE;
 use crate::domain::statement::{Jwks, STATEMENT_DAYS, SignedStatement};
 use crate::error::{Error, Result};
 use crate::signing::Signer;
 use crate::time::{DAY, SECOND, now_ms};
 
-impl Directory {
-    /// The statement about `handle` for a read that may come to any node: signed here on the
-    /// primary, fetched from the primary on a replica (which holds no key). The REST route is
-    /// forwarded by the replica itself; MCP reads come here.
-    pub async fn statement_anywhere(self: &std::sync::Arc<Self>, handle: String) -> Result<SignedStatement> {
-        let Some(link) = self.replica.as_ref() else {
-            return self.run(move |d| d.statement(&handle)).await;
-        };
-        #[derive(serde::Deserialize)]
-        struct Jws {
-            payload: String,
-            protected: String,
-            signature: String,
+impl App {
+    /// The statement about `handle`: signed here on a primary, fetched from the primary on a
+    /// replica (which holds no key). The REST route is forwarded by the replica itself; MCP
+    /// reads come here on any node.
+    pub async fn statement(&self, handle: String) -> Result<SignedStatement> {
+        match self.role() {
+            Role::Primary(_) => self.blocking(move |app| app.sign_statement(&handle)).await,
+            Role::Replica(replica) => statement_of_primary(replica, &handle).await,
         }
-        let path = format!("/api/agents/{handle}/statement");
-        let url =
-            crate::replica::forward::primary_url(&link.primary, &path.parse().map_err(|_| Error::NotFound)?)
-                .map_err(|_| Error::NotFound)?;
-        let answer = link.client.get(url).send().await.map_err(|e| {
-            tracing::warn!(error = %e, "the primary did not answer for a statement");
-            Error::Overloaded
-        })?;
-        match answer.status().as_u16() {
-            200 => {}
-            404 => return Err(Error::NotFound),
-            status => {
-                tracing::warn!(status, "the primary refused a statement");
-                return Err(Error::Overloaded);
-            }
-        }
-        let body = answer.bytes().await.map_err(|_| Error::Overloaded)?;
-        let jws: Jws = serde_json::from_slice(&body).map_err(|e| {
-            tracing::warn!(error = %e, "the primary's statement did not parse");
-            Error::BadGateway
-        })?;
-        Ok(SignedStatement {
-            notice: NOTICE,
-            payload: jws.payload,
-            protected: jws.protected,
-            signature: jws.signature,
-        })
     }
 
     /// What the card of `handle` shows now (`agent` and `evidence`), signed by the primary.
-    pub fn statement(&self, handle: &str) -> Result<SignedStatement> {
+    fn sign_statement(&self, handle: &str) -> Result<SignedStatement> {
         let signer = self.signer()?;
         let conn = self.read()?;
         let now = now_ms();
@@ -78,15 +47,55 @@ impl Directory {
     }
 
     /// The public keys statements are verified with.
-    pub fn jwks(&self) -> Result<Jwks> {
+    pub async fn jwks(&self) -> Result<Jwks> {
         Ok(self.signer()?.jwks())
     }
 
     fn signer(&self) -> Result<&Signer> {
-        self.signer.as_ref().ok_or_else(|| {
+        self.role().primary().map(|primary| &primary.signer).map_err(|_| {
             // A replica holds no key: its router sends both routes to the primary.
             tracing::error!("a statement route reached a replica; it must be forwarded to the primary");
             Error::Internal
         })
     }
+}
+
+/// The primary's statement about `handle`, as a replica passes it on.
+async fn statement_of_primary(replica: &Replica, handle: &str) -> Result<SignedStatement> {
+    #[derive(serde::Deserialize)]
+    struct Jws {
+        payload: String,
+        protected: String,
+        signature: String,
+    }
+    let mut url = replica.primary.clone();
+    url.path_segments_mut().map_err(|_| Error::NotFound)?.clear().extend([
+        "api",
+        "agents",
+        handle,
+        "statement",
+    ]);
+    let answer = replica.client.get(url).send().await.map_err(|e| {
+        tracing::warn!(error = %e, "the primary did not answer for a statement");
+        Error::Overloaded
+    })?;
+    match answer.status().as_u16() {
+        200 => {}
+        404 => return Err(Error::NotFound),
+        status => {
+            tracing::warn!(status, "the primary refused a statement");
+            return Err(Error::Overloaded);
+        }
+    }
+    let body = answer.bytes().await.map_err(|_| Error::Overloaded)?;
+    let jws: Jws = serde_json::from_slice(&body).map_err(|e| {
+        tracing::warn!(error = %e, "the primary's statement did not parse");
+        Error::BadGateway
+    })?;
+    Ok(SignedStatement {
+        notice: NOTICE,
+        payload: jws.payload,
+        protected: jws.protected,
+        signature: jws.signature,
+    })
 }

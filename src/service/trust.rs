@@ -1,11 +1,9 @@
 //! Trust: starting a mailbox verification or an owner claim. The directory never sends mail:
 //! the person sends one carrying the code (see `inbound`).
 
-use std::sync::Arc;
-
 use super::agents::caller_row;
 use super::tokens;
-use super::{Caller, Directory};
+use super::{App, Caller};
 use crate::domain::trust::{CODE_DAYS, CodePurpose, Instructions, OwnerClaimInput};
 use crate::error::{Error, Result};
 use crate::store::codes::{self, CodeRow};
@@ -17,13 +15,8 @@ pub(crate) fn new_code() -> String {
     tokens::random(CODE_LEN)
 }
 
-impl Directory {
-    async fn instructions(
-        self: &Arc<Self>,
-        caller: Caller,
-        purpose: CodePurpose,
-        from: String,
-    ) -> Result<Instructions> {
+impl App {
+    async fn instructions(&self, caller: Caller, purpose: CodePurpose, from: String) -> Result<Instructions> {
         let code = new_code();
         let expires_at = now_ms() + CODE_DAYS * DAY;
         let row =
@@ -53,20 +46,16 @@ impl Directory {
     }
 
     /// `POST /api/me/verify`: instructions to verify the mailbox on the profile.
-    pub async fn start_mailbox_verification(self: &Arc<Self>, caller: Caller) -> Result<Instructions> {
+    pub async fn start_mailbox_verification(&self, caller: Caller) -> Result<Instructions> {
         let c = caller.clone();
-        let a = self.run(move |d| caller_row(&*d.read()?, &c)).await?;
+        let a = self.blocking(move |d| caller_row(&*d.read()?, &c)).await?;
         self.instructions(caller, CodePurpose::Mailbox, a.mailbox).await
     }
 
     /// `POST /api/me/owner-claim`: instructions for the owner to claim the agent.
-    pub async fn start_owner_claim(
-        self: &Arc<Self>,
-        caller: Caller,
-        input: OwnerClaimInput,
-    ) -> Result<Instructions> {
+    pub async fn start_owner_claim(&self, caller: Caller, input: OwnerClaimInput) -> Result<Instructions> {
         let c = caller.clone();
-        let a = self.run(move |d| caller_row(&*d.read()?, &c)).await?;
+        let a = self.blocking(move |d| caller_row(&*d.read()?, &c)).await?;
         if a.owner_claimed_at.is_some() {
             return Err(Error::AlreadyClaimed);
         }

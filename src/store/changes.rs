@@ -3,6 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, named_params};
 
+use crate::derived::positions::ChangeSeq;
 use crate::error::Result;
 
 /// What kind of public entity a change is about.
@@ -26,7 +27,7 @@ impl ChangeKind {
 /// One row of the log: the latest change of one entity.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
-    pub seq: u64,
+    pub seq: ChangeSeq,
     pub kind: ChangeKind,
     /// The public id: handle, post id or collab id.
     pub id: String,
@@ -37,22 +38,22 @@ pub struct Change {
 }
 
 /// The newest seq ever handed out (compaction and pruning never lower it).
-pub fn max_seq(conn: &Connection) -> Result<u64> {
+pub fn max_seq(conn: &Connection) -> Result<ChangeSeq> {
     let seq: Option<i64> = conn
         .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'changes'")?
         .query_row([], |r| r.get("seq"))
         .optional()?;
-    Ok(seq.unwrap_or(0).max(0) as u64)
+    Ok(ChangeSeq::new(seq.unwrap_or(0).max(0) as u64))
 }
 
 /// Entities changed after `seq`, oldest change first, at most `limit`: one indexed range scan.
-pub fn after(conn: &Connection, seq: u64, limit: u32) -> Result<Vec<Change>> {
+pub fn after(conn: &Connection, seq: ChangeSeq, limit: u32) -> Result<Vec<Change>> {
     let mut stmt = conn.prepare_cached(
         "SELECT seq, kind, id, key, at FROM changes WHERE seq > :after ORDER BY seq LIMIT :limit",
     )?;
-    let rows = stmt.query_map(named_params! {":after": seq as i64, ":limit": limit}, |r| {
+    let rows = stmt.query_map(named_params! {":after": seq.get() as i64, ":limit": limit}, |r| {
         Ok(Change {
-            seq: r.get::<_, i64>("seq")? as u64,
+            seq: ChangeSeq::new(r.get::<_, i64>("seq")? as u64),
             kind: r.get("kind")?,
             id: r.get("id")?,
             key: r.get("key")?,
@@ -79,8 +80,8 @@ pub fn epoch(conn: &Connection) -> Result<u64> {
     meta_u64(conn, EPOCH)
 }
 
-pub fn pruned_through(conn: &Connection) -> Result<u64> {
-    meta_u64(conn, PRUNED_THROUGH)
+pub fn pruned_through(conn: &Connection) -> Result<ChangeSeq> {
+    meta_u64(conn, PRUNED_THROUGH).map(ChangeSeq::new)
 }
 
 /// Whether the entity of a log row `ch` is publicly readable now: the same rules as the public
@@ -130,7 +131,7 @@ pub fn forget_old_deletions(conn: &Connection, cutoff: i64, batch: u32) -> Resul
     }
     super::meta::set(conn, SCANNED_THROUGH, &last.to_string())?;
     if let Some(highest) = highest {
-        let through = pruned_through(conn)?.max(highest as u64);
+        let through = pruned_through(conn)?.max(ChangeSeq::new(highest as u64));
         super::meta::set(conn, PRUNED_THROUGH, &through.to_string())?;
     }
     Ok(forgotten)

@@ -165,6 +165,13 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     tx.commit()
 }
 
+/// SQLite's data version of `conn`: it moves when another connection commits (see
+/// `derived::positions::DataVersion`).
+pub fn data_version(conn: &Connection) -> Result<crate::derived::positions::DataVersion> {
+    let version: i64 = conn.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?;
+    Ok(crate::derived::positions::DataVersion::new(version))
+}
+
 /// Runs `f` in an IMMEDIATE transaction on a connection of a command beside the server: it
 /// takes the write lock up front, so the checks made inside see the state the writes apply to.
 /// (The server itself writes only through its writer thread, see `writer`.)

@@ -12,7 +12,7 @@
 //! - the follower does not move SQLite's change counter unless page 1 changed, so a connection's
 //!   page cache would serve old pages: reads go through the memory map (`READ_PRAGMAS`), which
 //!   always shows the file as it is now, and every connection drops its cached pages before it
-//!   is used (`Directory::read`), for the pages SQLite read outside the map;
+//!   is used (`App::read`), for the pages SQLite read outside the map;
 //! - the follower waits for open read transactions, so reads stay short.
 
 use std::path::{Path, PathBuf};
@@ -22,6 +22,7 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags, named_params};
 
 use super::{DB_FILE, Pool, ReadPool, read_connection};
+use crate::derived::positions::WritePosition;
 use crate::error::Result;
 
 /// `meta` key of the write position.
@@ -31,7 +32,7 @@ const WRITE_POSITION: &str = "write_position";
 pub const COPY_WAIT: Duration = Duration::from_secs(120);
 
 /// Advances the write position inside a write and returns the new value.
-pub fn advance(conn: &Connection) -> Result<u64> {
+pub fn advance(conn: &Connection) -> Result<WritePosition> {
     let value: String = conn
         .prepare_cached(
             "INSERT INTO meta (key, value) VALUES (:key, '1')
@@ -39,12 +40,12 @@ pub fn advance(conn: &Connection) -> Result<u64> {
              RETURNING value",
         )?
         .query_row(named_params! {":key": WRITE_POSITION}, |r| r.get("value"))?;
-    Ok(value.parse().unwrap_or(0))
+    Ok(WritePosition::new(value.parse().unwrap_or(0)))
 }
 
 /// The write position of the database (0 before the first write).
-pub fn position(conn: &Connection) -> Result<u64> {
-    Ok(super::meta::get(conn, WRITE_POSITION)?.and_then(|v| v.parse().ok()).unwrap_or(0))
+pub fn position(conn: &Connection) -> Result<WritePosition> {
+    Ok(WritePosition::new(super::meta::get(conn, WRITE_POSITION)?.and_then(|v| v.parse().ok()).unwrap_or(0)))
 }
 
 /// The copy in `data_dir` and the file Litestream writes its position to after each apply.

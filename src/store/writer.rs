@@ -19,7 +19,7 @@
 //!    documents it holds, so the applier applies everything committed since its last pass in
 //!    one segment and spaces its passes by at least [`APPLY_SPACING`] under load: the cost per
 //!    write falls as the load rises. A search that starts before the applier got there applies
-//!    what is missing itself (`Directory::catch_up`), so once a write is answered every read
+//!    what is missing itself (`App::catch_up`), so once a write is answered every read
 //!    sees it, searches included (read-your-writes): the index knows its position, and a read
 //!    waits for the index to reach the newest commit.
 //!
@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use crate::derived::positions::ChangeSeq;
 use crate::error::{Error, Result};
 
 /// Most jobs in one transaction: bounds how long the first job of a batch waits for the last.
@@ -48,7 +49,7 @@ pub const APPLY_SPACING: Duration = Duration::from_millis(50);
 
 /// What to answer once the batch of a job that ran is settled: the commit's seq, or why the
 /// batch as a whole failed.
-type Reply = Box<dyn FnOnce(Result<u64>) + Send>;
+type Reply = Box<dyn FnOnce(Result<ChangeSeq>) + Send>;
 
 /// A queued write: run inside a savepoint (telling whether it failed), or refused unrun.
 trait Job: Send {
@@ -73,7 +74,7 @@ where
             Err(Error::Internal)
         });
         let failed = out.is_err();
-        let reply: Reply = Box::new(move |batch: Result<u64>| {
+        let reply: Reply = Box::new(move |batch: Result<ChangeSeq>| {
             let _ = answer.send(batch.and(out));
         });
         (failed, reply)
@@ -86,11 +87,11 @@ where
 
 /// Called on the writer thread after each commit, before the batch is answered, with the
 /// connection and the batch's newest change-log seq (the rendered views are evicted there).
-pub type OnCommit = Box<dyn Fn(&Connection, u64) + Send>;
+pub type OnCommit = Box<dyn Fn(&Connection, ChangeSeq) + Send>;
 
 /// Called on the applier thread after commits, with the newest change-log seq (the search
 /// index follows there).
-pub type AfterCommit = Box<dyn Fn(u64) + Send>;
+pub type AfterCommit = Box<dyn Fn(ChangeSeq) + Send>;
 
 /// A handle to the writer thread. Dropping every handle stops the thread after the jobs already
 /// queued are done.
@@ -108,7 +109,7 @@ impl Writer {
         after_commit: AfterCommit,
     ) -> std::io::Result<Writer> {
         let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
-        let (committed_tx, committed_rx) = mpsc::channel::<u64>();
+        let (committed_tx, committed_rx) = mpsc::channel::<ChangeSeq>();
         let applier = std::thread::Builder::new()
             .name("agentdir-applier".into())
             .spawn(move || apply(committed_rx, after_commit))?;
@@ -172,7 +173,7 @@ impl Drop for Writer {
 /// What the writer does with a commit: its hook, then a word to the applier.
 struct Committed {
     on_commit: OnCommit,
-    applier: mpsc::Sender<u64>,
+    applier: mpsc::Sender<ChangeSeq>,
 }
 
 fn run(mut conn: Connection, rx: mpsc::Receiver<Box<dyn Job>>, committed: Committed) {
@@ -194,10 +195,10 @@ fn run(mut conn: Connection, rx: mpsc::Receiver<Box<dyn Job>>, committed: Commit
 }
 
 /// The applier: follows everything committed so far, at most once per [`APPLY_SPACING`].
-fn apply(rx: mpsc::Receiver<u64>, after_commit: AfterCommit) {
+fn apply(rx: mpsc::Receiver<ChangeSeq>, after_commit: AfterCommit) {
     while let Ok(first) = rx.recv() {
         let started = Instant::now();
-        let newest = rx.try_iter().fold(first, u64::max);
+        let newest = rx.try_iter().fold(first, ChangeSeq::max);
         after_commit(newest);
         if let Some(rest) = APPLY_SPACING.checked_sub(started.elapsed()) {
             std::thread::sleep(rest);

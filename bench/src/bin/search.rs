@@ -1,8 +1,8 @@
 //! Search benchmark of the core, in one process and one run: generates a realistic corpus
 //! (agents in English and Chinese, calls), loads it into a fresh data dir through the core's
 //! store functions, builds the search index the way the server does at start, then measures
-//! server-side search latency — `Directory::search_agents` / `search_calls` through
-//! `Directory::run`, exactly the REST handlers' path, SQLite hydration of the page included — for
+//! server-side search latency — `App::search_agents` / `search_calls`, awaited exactly as the
+//! REST handlers await them, SQLite hydration of the page included — for
 //! a fixed query set at 1 and 16 concurrent clients, with the index's result cache off and on.
 //! The same queries then run against an SQLite FTS5 baseline over the same database (see
 //! `search/fts.rs`), so the tantivy/FTS5 ratio is measured on one machine. Last, the CPU of one
@@ -44,9 +44,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use agentdir::app::Start;
 use agentdir::config::ServeArgs;
 use agentdir::link_fetch::PrivateTargets;
-use agentdir::{App, Directory, Settings};
+use agentdir::{App, Settings};
 use agentdir_search_index::{AgentQuery, CallQuery, DEFAULT_CACHE_ENTRIES, IndexError, Page};
 
 use measure::{Run, load_average, pct, status_mb};
@@ -198,11 +199,11 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
 
     // 2. The index, built the way the server builds it at start.
     let started = Instant::now();
-    let app = Directory::open(settings(dir, o.view_cache_bytes)).map_err(|e| e.to_string())?;
+    let app = App::open(settings(dir, o.view_cache_bytes), Start::Primary).map_err(|e| e.to_string())?;
     let opened = started.elapsed().as_secs_f64();
     let index_dir = dir.join("search-index");
     println!(
-        "\nindex: Directory::open (migrations, jieba dictionary, full rebuild from SQLite when the index is new) \
+        "\nindex: App::open (migrations, jieba dictionary, full rebuild from SQLite when the index is new) \
          took {opened:.1} s{}",
         if reuse { " (reused dir: the index is rebuilt only if it was missing or stale)" } else { "" }
     );
@@ -212,7 +213,8 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
         dir_mb(&index_dir.join("agents")),
         dir_mb(&index_dir.join("calls"))
     );
-    let counts = agentdir::store::stats::counts(&*app.read()?)?;
+    let counts =
+        agentdir::store::stats::counts(&*agentdir::store::open(dir, 1).map_err(|e| e.to_string())?.get()?)?;
     println!(
         "visible: {} agents ({} verified, {} owner-claimed), {} calls, {} replies",
         counts.agents, counts.agents_verified, counts.agents_owner_claimed, counts.calls, counts.replies
@@ -223,8 +225,9 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
         measure::peak_anon_mb()
     );
 
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     if o.meaning {
-        meaning::fill(&app)?;
+        meaning::fill(&app, &runtime)?;
     }
 
     // 4 (built before measuring, so both engines are measured on the same database state).
@@ -254,7 +257,6 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
     };
 
     // 3 and 4: the measurements.
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let mut reports = Vec::new();
     for target in [Target::Agents, Target::Calls] {
         if o.only.is_some_and(|t| t != target) {
@@ -273,10 +275,10 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
         if o.only.is_some_and(|t| t != target) {
             continue;
         }
-        app.index.set_result_cache_capacity(0);
+        app.index().set_result_cache_capacity(0);
         let qs = queries::fixed(target);
-        breakdowns.push((target, breakdown::measure(&app, &qs, o.rounds, index_page)?));
-        app.index.set_result_cache_capacity(DEFAULT_CACHE_ENTRIES);
+        breakdowns.push((target, breakdown::measure(&app, &runtime, &qs, o.rounds, index_page)?));
+        app.index().set_result_cache_capacity(DEFAULT_CACHE_ENTRIES);
     }
 
     println!("\n== results ==");
@@ -353,10 +355,8 @@ async fn tantivy(app: &App, qs: &Arc<Vec<queries::Query>>, clients: usize, round
         let app = app.clone();
         async move {
             match q.target {
-                Some(Target::Calls) => {
-                    app.search(move |d| d.search_calls(q.call_search())).await.map(|l| l.total)
-                }
-                _ => app.search(move |d| d.search_agents(q.agent_search())).await.map(|l| l.total),
+                Some(Target::Calls) => app.search_calls(q.call_search()).await.map(|l| l.total),
+                _ => app.search_agents(q.agent_search()).await.map(|l| l.total),
             }
         }
     })
@@ -367,7 +367,7 @@ async fn tantivy(app: &App, qs: &Arc<Vec<queries::Query>>, clients: usize, round
 /// change-log check and the SQLite hydration of the page.
 fn index_page(app: &App, q: &queries::Query, limit: usize) -> Result<Page, IndexError> {
     match q.target {
-        Some(Target::Calls) => app.index.search_calls(&CallQuery {
+        Some(Target::Calls) => app.index().search_calls(&CallQuery {
             text: Some(q.text),
             kind: q.kind.map(|k| k.as_str()),
             tag: q.tag,
@@ -378,7 +378,7 @@ fn index_page(app: &App, q: &queries::Query, limit: usize) -> Result<Page, Index
         _ => {
             let window = agentdir::domain::agent::NEW_WINDOW_DAYS * agentdir::time::DAY;
             let handle = agentdir::domain::agent::as_handle(q.text);
-            app.index.search_agents(&AgentQuery {
+            app.index().search_agents(&AgentQuery {
                 text: Some(q.text),
                 handle: handle.as_deref(),
                 capability: q.capability,
@@ -432,7 +432,7 @@ async fn measure_target(
 ) -> Vec<Report> {
     let name = if target == Target::Agents { "agents" } else { "calls" };
     // Warm-up: one pass of each engine, so both read from a warm page cache.
-    app.index.set_result_cache_capacity(0);
+    app.index().set_result_cache_capacity(0);
     tantivy(app, qs, 1, 1).await;
     if let Some(f) = fts {
         baseline(f, qs, 1, 1).await;
@@ -441,7 +441,7 @@ async fn measure_target(
     for clients in [1, 16] {
         let rounds = if clients == 1 { o.rounds } else { o.rounds16 };
         let mut loads: [String; 3] = Default::default();
-        app.index.set_result_cache_capacity(0);
+        app.index().set_result_cache_capacity(0);
         let off = tantivy(app, qs, clients, rounds).await;
         loads[0] = load_average();
         announce(name, "tantivy, result cache off", clients, &off, &loads[0]);
@@ -461,7 +461,7 @@ async fn measure_target(
             }
             None => None,
         };
-        app.index.set_result_cache_capacity(DEFAULT_CACHE_ENTRIES);
+        app.index().set_result_cache_capacity(DEFAULT_CACHE_ENTRIES);
         // Fills the cache once: the figures are the steady state of a repeated query set.
         tantivy(app, qs, 1, 1).await;
         let on = tantivy(app, qs, clients, rounds).await;
@@ -469,7 +469,7 @@ async fn measure_target(
         announce(name, "tantivy, result cache on", clients, &on, &loads[2]);
         out.push(Report { target, clients, tantivy: off, fts: base, cached: on, index_only: bare, loads });
     }
-    app.index.set_result_cache_capacity(DEFAULT_CACHE_ENTRIES);
+    app.index().set_result_cache_capacity(DEFAULT_CACHE_ENTRIES);
     out
 }
 

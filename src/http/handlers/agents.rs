@@ -6,6 +6,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::{Created, Reply, created};
+use crate::app::App;
 use crate::domain::agent::{AgentList, AgentSearch, Registered, Registration};
 use crate::domain::contact_request::{ContactRequestDetail, NewContactRequest};
 use crate::domain::recovery::{Recovered, RecoveryExchange, RecoveryStarted};
@@ -13,7 +14,6 @@ use crate::domain::statement::SignedStatement;
 use crate::error::{Error, Result};
 use crate::http::extract::{Auth, ClientIp, JsonBody, PathParam, QueryParams};
 use crate::http::tagged;
-use crate::service::App;
 use crate::service::cache::ViewKey;
 
 pub async fn register(
@@ -40,7 +40,7 @@ pub async fn card(
     match app.public_view(ViewKey::Card(handle.as_str().into())).await {
         Ok(view) => Ok(tagged::respond(&headers, &view.rendered)),
         // A renamed agent's previous handle leads to its card while it is held.
-        Err(Error::NotFound) => match app.run(move |d| d.moved_to(&handle)).await? {
+        Err(Error::NotFound) => match app.moved_to(handle).await? {
             Some(new) => {
                 Ok((StatusCode::MOVED_PERMANENTLY, [(header::LOCATION, format!("/api/agents/{new}"))])
                     .into_response())
@@ -52,7 +52,7 @@ pub async fn card(
 }
 
 pub async fn statement(State(app): State<App>, PathParam(handle): PathParam) -> Reply<SignedStatement> {
-    Ok(Json(app.run(move |d| d.statement(&handle)).await?))
+    Ok(Json(app.statement(handle).await?))
 }
 
 pub async fn send_request(

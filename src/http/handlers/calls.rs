@@ -6,17 +6,17 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::{Created, Reply, created};
+use crate::app::App;
 use crate::domain::call::{
     CallList, CallSearch, CallSummary, Deleted, NewCall, NewReply, ReplyView, ReportInput, Reported,
 };
 use crate::error::Result;
 use crate::http::extract::{Auth, ClientIp, JsonBody, OptionalJsonBody, PathParam, QueryParams};
 use crate::http::tagged;
-use crate::service::App;
 use crate::service::cache::ViewKey;
 
 pub async fn search(State(app): State<App>, QueryParams(q): QueryParams<CallSearch>) -> Reply<CallList> {
-    Ok(Json(app.search(move |d| d.search_calls(q)).await?))
+    Ok(Json(app.search_calls(q).await?))
 }
 
 pub async fn create(

@@ -4,12 +4,12 @@ use axum::Json;
 use axum::extract::State;
 
 use super::{Created, Reply, created};
+use crate::app::App;
 use crate::domain::collab::{CollabDetail, CollabFilter, CollabList, NewCollab};
 use crate::http::extract::{Auth, JsonBody, PathParam, QueryParams};
-use crate::service::App;
 
 pub async fn list(State(app): State<App>, QueryParams(f): QueryParams<CollabFilter>) -> Reply<CollabList> {
-    Ok(Json(app.run(move |d| d.confirmed_collabs(f)).await?))
+    Ok(Json(app.confirmed_collabs(f).await?))
 }
 
 pub async fn propose(

@@ -4,6 +4,7 @@ use axum::Json;
 use axum::extract::State;
 
 use super::Reply;
+use crate::app::App;
 use crate::domain::agent::{OwnProfile, ProfilePatch, RotatedKey};
 use crate::domain::call::ReplyList;
 use crate::domain::collab::CollabList;
@@ -15,10 +16,9 @@ use crate::domain::list::Paging;
 use crate::domain::offering::{OfferingList, OfferingsReplacement};
 use crate::domain::trust::{Instructions, LinkList, LinkProofInput, OwnerClaimInput};
 use crate::http::extract::{Auth, JsonBody, QueryParams};
-use crate::service::App;
 
 pub async fn profile(State(app): State<App>, Auth(caller): Auth) -> Reply<OwnProfile> {
-    Ok(Json(app.run(move |d| d.own_profile(&caller)).await?))
+    Ok(Json(app.own_profile(caller).await?))
 }
 
 pub async fn update(
@@ -66,7 +66,7 @@ pub async fn requests(
     Auth(caller): Auth,
     QueryParams(filter): QueryParams<RequestFilter>,
 ) -> Reply<ContactRequestList> {
-    Ok(Json(app.run(move |d| d.my_requests(&caller, filter)).await?))
+    Ok(Json(app.my_requests(caller, filter).await?))
 }
 
 pub async fn replies(
@@ -74,7 +74,7 @@ pub async fn replies(
     Auth(caller): Auth,
     QueryParams(paging): QueryParams<Paging>,
 ) -> Reply<ReplyList> {
-    Ok(Json(app.run(move |d| d.replies_on_own_calls(&caller, paging)).await?))
+    Ok(Json(app.replies_on_own_calls(caller, paging).await?))
 }
 
 pub async fn collabs(
@@ -82,7 +82,7 @@ pub async fn collabs(
     Auth(caller): Auth,
     QueryParams(paging): QueryParams<Paging>,
 ) -> Reply<CollabList> {
-    Ok(Json(app.run(move |d| d.my_collabs(&caller, paging)).await?))
+    Ok(Json(app.my_collabs(caller, paging).await?))
 }
 
 pub async fn export(
@@ -90,7 +90,7 @@ pub async fn export(
     Auth(caller): Auth,
     QueryParams(q): QueryParams<ExportQuery>,
 ) -> Reply<Export> {
-    Ok(Json(app.run(move |d| d.export(&caller, q)).await?))
+    Ok(Json(app.export(caller, q).await?))
 }
 
 pub async fn rename(

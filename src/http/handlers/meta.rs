@@ -6,6 +6,7 @@ use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
 use super::Reply;
+use crate::app::App;
 use crate::domain::changes::ChangesQuery;
 use crate::domain::statement::Jwks;
 use crate::domain::stats::Stats;
@@ -13,8 +14,6 @@ use crate::error::Result;
 use crate::http::docs;
 use crate::http::extract::QueryParams;
 use crate::http::tagged;
-use crate::service::App;
-use crate::service::rendered::Rendered;
 
 const JSON: &str = "application/json";
 
@@ -23,7 +22,7 @@ pub async fn index() -> impl IntoResponse {
 }
 
 pub async fn stats(State(app): State<App>) -> Reply<Stats> {
-    Ok(Json(app.run(|d| d.stats()).await?))
+    Ok(Json(app.stats().await?))
 }
 
 pub async fn skill() -> impl IntoResponse {
@@ -36,7 +35,7 @@ pub async fn openapi() -> impl IntoResponse {
 }
 
 pub async fn jwks(State(app): State<App>) -> Reply<Jwks> {
-    Ok(Json(app.run(|d| d.jwks()).await?))
+    Ok(Json(app.jwks().await?))
 }
 
 pub async fn changes(
@@ -44,6 +43,6 @@ pub async fn changes(
     headers: HeaderMap,
     QueryParams(q): QueryParams<ChangesQuery>,
 ) -> Result<Response> {
-    let page = app.run(move |d| Rendered::of(&d.changes(q)?)).await?;
+    let page = app.changes(q).await?;
     Ok(tagged::respond(&headers, &page))
 }

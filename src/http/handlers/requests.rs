@@ -4,17 +4,17 @@ use axum::Json;
 use axum::extract::State;
 
 use super::Reply;
+use crate::app::App;
 use crate::domain::call::{ReportInput, Reported};
 use crate::domain::contact_request::{ContactRequestDetail, DeclineInput};
 use crate::http::extract::{Auth, ClientIp, OptionalJsonBody, PathParam};
-use crate::service::App;
 
 pub async fn get(
     State(app): State<App>,
     Auth(caller): Auth,
     PathParam(id): PathParam,
 ) -> Reply<ContactRequestDetail> {
-    Ok(Json(app.run(move |d| d.get_request(&caller, &id)).await?))
+    Ok(Json(app.get_request(caller, id).await?))
 }
 
 pub async fn accept(

@@ -1,8 +1,8 @@
-//! Where the CPU of one search goes: the query set runs back to back on the calling thread,
-//! once per phase of what the REST handlers do — the change-log check (`sync_index`), the index
-//! query, the SQLite hydration of the page of keys it returned, and the whole service call —
-//! each timed as process CPU over every search of the set. No scheduling, queueing or permits:
-//! the pure cost of each phase. The index query also runs with a page of 0, which leaves only
+//! Where the CPU of one search goes: the query set runs back to back, once per phase of what
+//! the REST handlers do — the change-log check (`App::catch_up`), the index query, the SQLite
+//! hydration of the page of keys it returned, each on the calling thread, and the whole
+//! operation as handlers await it (one search at a time, so its permit is always free) — each
+//! timed as process CPU over every search of the set: the pure cost of each phase. The index query also runs with a page of 0, which leaves only
 //! the matching and the exact total: what counting costs.
 
 use std::fmt;
@@ -43,6 +43,7 @@ impl fmt::Display for Breakdown {
 /// CPU ms per search of each phase over `rounds` passes of `qs`.
 pub fn measure(
     app: &App,
+    runtime: &tokio::runtime::Runtime,
     qs: &[Query],
     rounds: usize,
     index_page: fn(&App, &Query, usize) -> Result<Page, IndexError>,
@@ -78,7 +79,8 @@ pub fn measure(
     }
     let count = per_search(started);
 
-    let conn = app.read()?;
+    let pool = agentdir::store::open(&app.settings().data_dir, 1).map_err(|e| e.to_string())?;
+    let conn = pool.get()?;
     let now = agentdir::time::now_ms();
     let started = process_cpu();
     for _ in 0..rounds {
@@ -96,8 +98,8 @@ pub fn measure(
     for _ in 0..rounds {
         for q in qs {
             match q.target {
-                Some(Target::Calls) => drop(app.search_calls(q.call_search())?),
-                _ => drop(app.search_agents(q.agent_search())?),
+                Some(Target::Calls) => drop(runtime.block_on(app.search_calls(q.call_search()))?),
+                _ => drop(runtime.block_on(app.search_agents(q.agent_search()))?),
             }
         }
     }

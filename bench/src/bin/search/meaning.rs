@@ -1,6 +1,6 @@
-//! `--meaning`: the agent queries with search by meaning on (`Directory::find_agents`, the REST
+//! `--meaning`: the agent queries with search by meaning on (`App::find_agents`, the REST
 //! handler's path: the need embedded by the model within its budget, then words and meaning
-//! fused) beside words alone (`Directory::search_agents`), in the same run, result cache off.
+//! fused) beside words alone (`App::search_agents`), in the same run, result cache off.
 //! There is no embedding cache: every query is embedded. Before measuring, every agent's vector
 //! is computed the way the server's background worker does (its time is the rebuild figure).
 
@@ -17,21 +17,21 @@ use crate::queries::Query;
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// Computes every missing vector; prints how long that took.
-pub fn fill(app: &App) -> Result<(), Error> {
-    if !app.meaning.enabled() {
+pub fn fill(app: &App, runtime: &tokio::runtime::Runtime) -> Result<(), Error> {
+    if !app.meaning().enabled() {
         return Err("--meaning needs the model: this build or its model path has none".into());
     }
     let started = Instant::now();
     let mut done = 0;
     loop {
-        let n = app.fill_vectors()?;
+        let n = runtime.block_on(app.fill_vectors())?;
         if n == 0 {
             break;
         }
         done += n;
     }
     let secs = started.elapsed().as_secs_f64();
-    let status = app.meaning.status();
+    let status = app.meaning().status();
     println!(
         "\nmeaning: computed {done} profile vectors in {secs:.1} s ({:.1} ms each, all cores); \
          {} of {} agents have one; at this rate 100,000 agents take {:.0} min",
@@ -47,7 +47,7 @@ async fn words(app: &App, qs: &Arc<Vec<Query>>, clients: usize, rounds: usize) -
     let app = app.clone();
     measure::run(qs, clients, rounds, move |q| {
         let app = app.clone();
-        async move { app.search(move |d| d.search_agents(q.agent_search())).await.map(|l| l.total) }
+        async move { app.search_agents(q.agent_search()).await.map(|l| l.total) }
     })
     .await
 }
@@ -81,7 +81,7 @@ async fn meaning(
 }
 
 pub async fn measure(app: &App, qs: &Arc<Vec<Query>>, rounds: usize, rounds16: usize) {
-    app.index.set_result_cache_capacity(0);
+    app.index().set_result_cache_capacity(0);
     // Warm-up pass of each.
     words(app, qs, 1, 1).await;
     meaning(app, qs, 1, 1, Arc::default()).await;
@@ -107,7 +107,7 @@ pub async fn measure(app: &App, qs: &Arc<Vec<Query>>, rounds: usize, rounds16: u
             measure::load_average()
         );
     }
-    app.index.set_result_cache_capacity(agentdir_search_index::DEFAULT_CACHE_ENTRIES);
+    app.index().set_result_cache_capacity(agentdir_search_index::DEFAULT_CACHE_ENTRIES);
     scan_cost(100_000);
 }
 

@@ -1,7 +1,8 @@
-//! The follower of the change log: keeps what is derived from SQLite (the search index) in line
-//! with it. Every write appends its changes to the log inside its transaction (the triggers of
-//! `migrations/0002_change_log.sql`); the follower applies everything after the seq it has
-//! applied. The writer thread calls it after each batch, before answering (read-your-writes);
+//! The follower of the change log: keeps what is derived from SQLite (the search index, the
+//! meaning state, the view cache) in line with it. Every write appends its changes to the log
+//! (table `changes`) inside its transaction (the triggers of `migrations/0002_change_log.sql`);
+//! the follower applies everything after the [`ChangeSeq`] it has applied. The writer thread
+//! calls it after each batch, before answering (read-your-writes);
 //! searches call it before they read, and the background pass every second, which picks up the
 //! writes of other processes (inbound mail, operator commands).
 //!
@@ -14,22 +15,21 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use agentdir_search_index::{Change as IndexChange, SearchIndex};
 use rusqlite::Connection;
 
-use super::Directory;
-use super::cache::{ViewCache, ViewKey};
-use crate::domain::trust::LINK_PROOF_DAYS;
+use crate::app::{App, Replica, Role};
+use crate::derived::positions::{ChangeSeq, DataVersion};
 use crate::error::{Error, Result};
 use crate::meaning::Meaning;
 use crate::progress::Progress;
+use crate::service::cache::{ViewCache, ViewKey};
 use crate::store::changes::{self, Change, ChangeKind};
-use crate::store::{Pool, meta, proofs, search};
-use crate::time::DAY;
+use crate::store::{Pool, meta, search};
 
 /// Log rows applied per index commit.
 const BATCH: u32 = 5_000;
 /// `meta` key set by `agentdir admin reindex` when the running server holds the index.
 pub const REINDEX_REQUESTED: &str = "reindex_requested";
 
-fn index_error(e: impl std::fmt::Display) -> Error {
+pub(crate) fn index_error(e: impl std::fmt::Display) -> Error {
     tracing::error!(error = %e, "search index failure");
     Error::Internal
 }
@@ -46,7 +46,7 @@ pub fn follow(
         meaning.apply_vectors(conn)?;
     }
     loop {
-        let applied = index.applied_seq();
+        let applied = ChangeSeq::new(index.applied_seq());
         let batch = changes::after(conn, applied, BATCH)?;
         let Some(last) = batch.last().map(|c| c.seq) else {
             return Ok(());
@@ -72,12 +72,12 @@ pub fn follow(
         for author in authors {
             agents.push(search::agent_change(conn, author)?);
         }
-        index.apply(docs, last).map_err(index_error)?;
+        index.apply(docs, last.get()).map_err(index_error)?;
         if let Some(meaning) = meaning {
             meaning.apply_agents(conn, index, &agents)?;
         }
         if let Some(views) = views {
-            views.evict(batch.into_iter().flat_map(views_of), last);
+            views.evict(batch.into_iter().flat_map(views_of), last.get());
         }
     }
 }
@@ -86,11 +86,11 @@ pub fn follow(
 /// (one indexed read).
 pub fn follow_views(conn: &Connection, views: &ViewCache) -> Result<()> {
     loop {
-        let batch = changes::after(conn, views.applied(), BATCH)?;
+        let batch = changes::after(conn, ChangeSeq::new(views.applied()), BATCH)?;
         let Some(last) = batch.last().map(|c| c.seq) else {
             return Ok(());
         };
-        views.evict(batch.into_iter().flat_map(views_of), last);
+        views.evict(batch.into_iter().flat_map(views_of), last.get());
     }
 }
 
@@ -102,7 +102,7 @@ fn views_of(change: Change) -> impl Iterator<Item = (u64, ViewKey)> {
         ChangeKind::Call => [Some(ViewKey::Call(change.id.into())), Some(ViewKey::CallItem(change.key))],
         ChangeKind::Collab => [None, None],
     };
-    keys.into_iter().flatten().map(move |key| (change.seq, key))
+    keys.into_iter().flatten().map(move |key| (change.seq.get(), key))
 }
 
 /// Rebuilds the whole index from SQLite, reporting each document to `progress`. The seq is read
@@ -113,7 +113,7 @@ pub fn rebuild(conn: &Connection, index: &SearchIndex, progress: &mut Progress) 
     if progress.reports() {
         progress.start(search::count_all_docs(conn)?);
     }
-    search::with_all_docs(conn, |docs| index.rebuild(docs.inspect(|_| progress.inc(1)), seq))?
+    search::with_all_docs(conn, |docs| index.rebuild(docs.inspect(|_| progress.inc(1)), seq.get()))?
         .map_err(index_error)?;
     progress.finish();
     tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "search index rebuilt");
@@ -133,60 +133,49 @@ pub fn request_rebuild(pool: &Pool) -> Result<()> {
     })
 }
 
-impl Directory {
-    fn follower(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.follower.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
+impl App {
     /// Brings the followers up to the newest committed change.
-    pub fn follow(&self) -> Result<()> {
-        let conn = self.follower();
-        if self.replica.is_some() {
-            conn.release_memory()?; // see `Directory::read`
-        }
-        follow(&conn, &self.index, Some(&self.views), Some(&self.meaning))
+    pub(crate) fn follow(&self) -> Result<()> {
+        follow(&*self.follower()?, &self.index, Some(&self.views), Some(&self.meaning))
     }
 
     /// Before a search: brings the index (and the views) up to the newest commit, whoever made
     /// it. This server's writes are answered before the applier has indexed them, so this is
     /// what makes a search see every write answered before it started.
     pub fn catch_up(&self) -> Result<()> {
-        self.catch_up_with(&self.seen_by_index, || self.follow())
+        self.catch_up_with(&self.seen.by_index, || self.follow())
     }
 
     /// Before serving a cached view: evicts the views that writes of other processes changed
     /// (this server's writer evicts its own before answering).
-    pub fn catch_up_views(&self) -> Result<()> {
-        self.catch_up_with(&self.seen_by_views, || follow_views(&*self.read()?, &self.views))
+    pub(crate) fn catch_up_views(&self) -> Result<()> {
+        self.catch_up_with(&self.seen.by_views, || follow_views(&*self.read()?, &self.views))
     }
 
     /// Runs `follow` when anyone committed since `seen` was last brought up to date: one
-    /// question to SQLite (`PRAGMA data_version`, answered from shared memory, no page read)
-    /// when nothing changed.
-    fn catch_up_with(&self, seen: &AtomicI64, follow: impl FnOnce() -> Result<()>) -> Result<()> {
-        // A replica's copy changes under Litestream, not SQLite's change counter: its own loop
-        // follows it (`replica::link::run`), and reads that need a position wait for it.
-        if self.replica.is_some() {
+    /// question to SQLite (its data version, answered from shared memory, no page read) when
+    /// nothing changed.
+    fn catch_up_with(&self, seen: &Seen, follow: impl FnOnce() -> Result<()>) -> Result<()> {
+        // A replica's copy changes under Litestream, not SQLite's data version: the replica's
+        // loop follows it (`follow_copy`), and reads that need a position wait for it.
+        if let Role::Replica(_) = self.role() {
             return Ok(());
         }
-        let version: i64 = {
-            let watch = self.watch.lock().unwrap_or_else(|e| e.into_inner());
-            watch.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?
-        };
-        if version == seen.load(Ordering::Acquire) {
+        let version = crate::store::data_version(&self.watch())?;
+        if seen.is(version) {
             return Ok(());
         }
         follow()?;
-        seen.store(version, Ordering::Release);
+        seen.set(version);
         Ok(())
     }
 
     /// On the writer thread after a commit, before its jobs are answered. A failure here does
     /// not undo the write; it drops every cached view instead, so none can be stale.
-    pub(crate) fn evict_after_write(&self, conn: &Connection, seq: u64) {
+    pub(crate) fn evict_after_write(&self, conn: &Connection, seq: ChangeSeq) {
         if let Err(e) = follow_views(conn, &self.views) {
             tracing::warn!(error = %e, "reading the change log after a write failed; dropping every cached view");
-            self.views.clear(seq);
+            self.views.clear(seq.get());
         }
     }
 
@@ -198,51 +187,88 @@ impl Directory {
         }
     }
 
-    fn rebuild_index(&self) -> Result<()> {
-        rebuild(&self.follower(), &self.index, &mut Progress::silent())?;
-        if self.replica.is_some() {
-            return Ok(());
+    /// A replica, when Litestream applied something since the last look: reads the copy's
+    /// write position, then follows its change log (so everything up to that position is
+    /// applied), then tells whoever waits for a position. A primary has no copy to follow.
+    /// The look at Litestream's position file is a small read on the calling thread; only a
+    /// change goes to the blocking pool.
+    pub async fn follow_copy(&self) -> Result<()> {
+        let Role::Replica(replica) = self.role() else { return Ok(()) };
+        let Some(txid) = replica.copy_changed() else { return Ok(()) };
+        self.blocking(move |app| match app.role() {
+            Role::Replica(replica) => app.apply_copy(replica, txid),
+            Role::Primary(_) => Ok(()),
+        })
+        .await
+    }
+
+    /// `follow_copy` on the calling thread (the background pass).
+    pub(crate) fn follow_copy_now(&self) -> Result<()> {
+        match self.role() {
+            Role::Replica(replica) => match replica.copy_changed() {
+                Some(txid) => self.apply_copy(replica, txid),
+                None => Ok(()),
+            },
+            Role::Primary(_) => Ok(()),
         }
-        self.write_blocking(|tx| meta::remove(tx, REINDEX_REQUESTED))
+    }
+
+    fn apply_copy(&self, replica: &Replica, txid: Option<Vec<u8>>) -> Result<()> {
+        let position = crate::store::replica::position(&*self.read()?)?;
+        self.follow()?;
+        replica.applied(position, txid);
+        Ok(())
+    }
+
+    pub(crate) fn rebuild_index(&self) -> Result<()> {
+        rebuild(&*self.follower()?, &self.index, &mut Progress::silent())?;
+        match self.role() {
+            Role::Primary(_) => self.write_blocking(|tx| meta::remove(tx, REINDEX_REQUESTED)),
+            Role::Replica(_) => Ok(()),
+        }
     }
 
     /// (A replica's index is its own: the primary's requests are not for it.)
-    fn rebuild_requested(&self) -> Result<bool> {
-        if self.replica.is_some() {
-            return Ok(false);
+    pub(crate) fn rebuild_requested(&self) -> Result<bool> {
+        match self.role() {
+            Role::Primary(_) => Ok(meta::get(&*self.read()?, REINDEX_REQUESTED)?.is_some()),
+            Role::Replica(_) => Ok(false),
         }
-        Ok(meta::get(&*self.read()?, REINDEX_REQUESTED)?.is_some())
     }
 
     /// At start: rebuild when the index was missing, corrupt or of an older schema, or when a
     /// rebuild was asked for; then catch up with whatever was committed to SQLite but never
     /// reached the index (a crash between the two commits).
-    pub fn repair_index(&self) -> Result<()> {
+    pub(crate) fn repair_index(&self) -> Result<()> {
         if self.index.needs_rebuild() || self.rebuild_requested()? {
             self.rebuild_index()?;
         }
         self.follow()
     }
+}
 
-    /// The periodic pass of a running server: honour a rebuild request from another process,
-    /// apply changes other processes made even when nobody reads, and let the change feed
-    /// forget deletions past their retention.
-    pub fn background_pass(&self) -> Result<()> {
-        if self.rebuild_requested()? {
-            self.rebuild_index()?;
-        }
-        if let Some(link) = &self.replica {
-            return crate::replica::link::catch_up(self, link);
-        }
-        self.follow()?;
-        self.index.flush().map_err(index_error)?;
-        self.note_expired_proofs()?;
-        self.forget_old_deletions().map(|_| ())
+/// The data version at which a follower last caught up.
+pub(crate) struct Seen(AtomicI64);
+
+impl Seen {
+    fn is(&self, version: DataVersion) -> bool {
+        self.0.load(Ordering::Acquire) == version.get()
     }
 
-    /// Records in the change log the cards whose link proofs have passed their lifetime.
-    fn note_expired_proofs(&self) -> Result<usize> {
-        let established_before = crate::time::now_ms() - LINK_PROOF_DAYS * DAY;
-        self.write_blocking(move |tx| proofs::note_expired(tx, established_before))
+    fn set(&self, version: DataVersion) {
+        self.0.store(version.get(), Ordering::Release);
     }
+}
+
+impl Default for Seen {
+    fn default() -> Seen {
+        Seen(AtomicI64::new(DataVersion::UNSEEN.get()))
+    }
+}
+
+/// What each follower that catches up by data version last saw.
+#[derive(Default)]
+pub(crate) struct SeenBy {
+    by_index: Seen,
+    by_views: Seen,
 }

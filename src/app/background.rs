@@ -1,0 +1,109 @@
+//! The core's own work beside the requests, started once by `serve`: the pass every second
+//! (follow changes other processes made, honour rebuild requests, and on a primary flush the
+//! index, note expired proofs and let the feed forget old deletions), housekeeping every
+//! minute, and on a primary the endpoint check schedule and the worker that computes missing
+//! vectors. A replica's copy is followed by `replica::link`, which the replica adapter runs.
+
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use super::{App, Role};
+use crate::domain::trust::LINK_PROOF_DAYS;
+use crate::error::Result;
+use crate::service::endpoint_checks;
+use crate::store::{self, proofs};
+
+/// How often the pass runs.
+const PASS_EVERY: Duration = Duration::from_secs(1);
+/// Housekeeping runs at every this many passes (once a minute), the first pass included: a
+/// server started after a pause catches up at once.
+const PASSES_PER_HOUSEKEEPING: u64 = 60;
+
+/// The running background tasks; dropping it stops them.
+pub struct Background(Vec<JoinHandle<()>>);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+impl App {
+    /// Starts the background work of this server's role.
+    pub fn start_background(&self) -> Background {
+        let mut tasks = vec![tokio::spawn(passes(self.clone()))];
+        if let Role::Primary(_) = self.role() {
+            // Checks write what they find: only a primary runs them.
+            let interval = self.settings.endpoint_check_interval;
+            tasks.push(tokio::spawn(endpoint_checks::run(self.clone(), interval)));
+            self.start_meaning_worker();
+        }
+        Background(tasks)
+    }
+
+    /// The pass every second: honour a rebuild request from another process, follow what
+    /// changed even when nobody reads, and on a primary flush the index, note expired proofs and
+    /// let the change feed forget deletions past their retention.
+    fn background_pass(&self) -> Result<()> {
+        let Role::Primary(_) = self.role() else {
+            return self.follow_copy_now();
+        };
+        if self.rebuild_requested()? {
+            self.rebuild_index()?;
+        }
+        self.follow()?;
+        self.index.flush().map_err(crate::derived::follow::index_error)?;
+        self.note_expired_proofs()?;
+        self.forget_old_deletions().map(|_| ())
+    }
+
+    /// Records in the change log the cards whose link proofs have passed their lifetime.
+    fn note_expired_proofs(&self) -> Result<usize> {
+        let established_before = crate::time::now_ms() - LINK_PROOF_DAYS * crate::time::DAY;
+        self.write_blocking(move |tx| proofs::note_expired(tx, established_before))
+    }
+
+    /// Upkeep once a minute (and at start): forget rate events older than any window looks
+    /// back, erase the agents deleted longer ago than the undo time, forget ended handle holds.
+    fn housekeeping(&self) -> Result<()> {
+        // A replica keeps no rate events of its own: the primary checks every write. It
+        // erases nothing either: it follows the primary's erasures.
+        if let Role::Primary(_) = self.role() {
+            let now = crate::time::now_ms();
+            let before = now - self.limits.longest_window_ms();
+            self.write_blocking(move |tx| {
+                store::rate::prune(tx, before)?;
+                store::recoveries::prune(tx, now)?;
+                store::holds::forget_ended(tx, now).map(|_| ())
+            })?;
+            self.erase_deleted()?;
+        }
+        self.limits.shrink();
+        Ok(())
+    }
+}
+
+async fn passes(app: App) {
+    let mut tick = tokio::time::interval(PASS_EVERY);
+    let mut n: u64 = 0;
+    loop {
+        tick.tick().await;
+        let housekeeping = n.is_multiple_of(PASSES_PER_HOUSEKEEPING);
+        n += 1;
+        let result = app
+            .blocking(move |app| {
+                app.background_pass()?;
+                if housekeeping {
+                    app.housekeeping()?;
+                }
+                Ok(())
+            })
+            .await;
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "background pass failed");
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! The app: the one value every adapter holds (REST handlers, the MCP port, the replica's
+//! forwarding, the benchmarks), built once at start from named parts — the store, the role, the
+//! search index, the meaning model, the caches, the keys, the limits, the settings and the
+//! runtime for blocking work — like `AppState(Arc<App>)` in rust-lang/crates.io. Cloning it is
+//! one reference count.
+//!
+//! Every operation adapters call is an `async fn` on [`App`] that they await
+//! (`app.own_profile(&caller).await`); the operations live in `crate::service`, one file per
+//! aggregate. What blocks (SQLite, argon2, the model, the index) runs on the [`runtime`], inside
+//! the core.
+
+pub mod background;
+pub mod role;
+pub mod runtime;
+pub mod settings;
+
+use std::ops::Deref;
+use std::sync::{Arc, Mutex, Weak};
+
+use agentdir_search_index::SearchIndex;
+use rusqlite::Connection;
+
+use crate::derived::positions::{ChangeSeq, WritePosition};
+use crate::error::Result;
+use crate::service::rate_limit::RateLimits;
+use crate::service::{cache, endpoint_checks, keys};
+use crate::store::{self, Conn, Pool};
+pub use role::{Primary, Replica, ReplicaSettings, Role};
+use runtime::Runtime;
+pub use settings::Settings;
+
+/// The directory as served. One cheap clone; see the module docs.
+#[derive(Clone)]
+pub struct App(Arc<Parts>);
+
+/// What the app is made of, each part named for what it holds.
+pub struct Parts {
+    /// The read side of SQLite: the pool, the follower's connection, the watcher's.
+    store: Store,
+    /// Primary (the writer, the signing keys, the write position) or replica (its copy and
+    /// its way to the primary), chosen at start.
+    role: Role,
+    pub(crate) index: SearchIndex,
+    /// The meaning model and what each public agent means (see `crate::meaning`).
+    pub(crate) meaning: crate::meaning::Meaning,
+    /// Rendered cards and calls.
+    pub(crate) views: cache::ViewCache,
+    pub(crate) keys: keys::KeyCache,
+    pub(crate) limits: RateLimits,
+    /// Endpoints just set, waiting for their first check (see `endpoint_checks`).
+    pub(crate) checks: endpoint_checks::Queue,
+    pub(crate) settings: Settings,
+    /// Blocking threads and the permits that bound searches, hashes and embeddings.
+    pub(crate) runtime: Runtime,
+    /// The data version at which the index and the views last caught up.
+    pub(crate) seen: crate::derived::follow::SeenBy,
+}
+
+/// The read side of SQLite.
+struct Store {
+    readers: Pool,
+    /// The follower's own read connection; holding it is being the one follower at work.
+    follower: Mutex<Connection>,
+    /// A read connection that only asks SQLite whether anyone committed since it last looked.
+    watch: Mutex<Connection>,
+    /// Reads a copy Litestream rewrites under SQLite (a replica): connections drop their
+    /// cached pages before each use (see `store::replica`).
+    copy: bool,
+}
+
+impl Deref for App {
+    type Target = Parts;
+
+    fn deref(&self) -> &Parts {
+        &self.0
+    }
+}
+
+/// The role chosen at start (from `--role`), as `App::open` is given it.
+pub enum Start {
+    Primary,
+    Replica(ReplicaSettings),
+}
+
+impl App {
+    /// Opens the directory in the role chosen at start. A primary opens the database (applying
+    /// migrations) and starts the writer thread; a replica opens the copy `litestream restore
+    /// -f` keeps in the data dir read-only (no writer, no migrations). Both open their own
+    /// search index and bring it up to date with the database (rebuilding it when it is
+    /// missing, corrupt or of an older schema).
+    pub fn open(settings: Settings, start: Start) -> anyhow::Result<App> {
+        match start {
+            Start::Primary => {
+                let (write_conn, readers) = store::open_server(&settings.data_dir, settings.read_pool)?;
+                let follower = store::open_server_reader(&settings.data_dir)?;
+                let watch = store::open_server_reader(&settings.data_dir)?;
+                let reads =
+                    Store { readers, follower: Mutex::new(follower), watch: Mutex::new(watch), copy: false };
+                let signer = crate::signing::Signer::open(&settings.data_dir)?;
+                Self::assemble(settings, reads, |me, written| {
+                    let (primary, started) = Primary::start(write_conn, signer, written, me);
+                    (Role::Primary(primary), started)
+                })
+            }
+            Start::Replica(replica) => {
+                let (readers, follower, watch) =
+                    store::replica::open_copy(&settings.data_dir, settings.read_pool)?;
+                let reads =
+                    Store { readers, follower: Mutex::new(follower), watch: Mutex::new(watch), copy: true };
+                let replica = Replica::new(replica, &settings.data_dir)?;
+                Self::assemble(settings, reads, |_, _| (Role::Replica(replica), Ok(())))
+            }
+        }
+    }
+
+    fn assemble(
+        settings: Settings,
+        reads: Store,
+        role: impl FnOnce(Weak<Parts>, WritePosition) -> (Role, std::io::Result<()>),
+    ) -> anyhow::Result<App> {
+        let index = SearchIndex::open(&settings.data_dir.join("search-index"))
+            .map_err(|e| anyhow::anyhow!("cannot open the search index: {e}"))?;
+        let limits = RateLimits::new(&settings.rates);
+        let runtime = Runtime::new();
+        let meaning = crate::meaning::Meaning::open(&settings.meaning, runtime.cores());
+        // An empty cache has nothing to evict for changes older than now.
+        let newest: ChangeSeq = store::changes::max_seq(&*reads.readers.get()?)?;
+        let written = store::replica::position(&*reads.readers.get()?)?;
+        let mut started = Ok(());
+        let parts = Arc::new_cyclic(|me: &Weak<Parts>| {
+            let (role, outcome): (Role, std::io::Result<()>) = role(me.clone(), written);
+            started = outcome;
+            Parts {
+                store: reads,
+                role,
+                index,
+                meaning,
+                views: cache::ViewCache::new(settings.view_cache_bytes, newest.get()),
+                settings,
+                keys: keys::KeyCache::default(),
+                limits,
+                checks: endpoint_checks::Queue::default(),
+                runtime,
+                seen: Default::default(),
+            }
+        });
+        started?;
+        let app = App(parts);
+        app.repair_index()?;
+        app.load_meaning()?;
+        Ok(app)
+    }
+
+    pub(crate) fn upgrade(parts: &Weak<Parts>) -> Option<App> {
+        parts.upgrade().map(App)
+    }
+
+    pub(crate) fn downgrade(&self) -> Weak<Parts> {
+        Arc::downgrade(&self.0)
+    }
+
+    /// The role chosen at start.
+    pub fn role(&self) -> &Role {
+        &self.role
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The search index (benchmarks measure it alone).
+    pub fn index(&self) -> &SearchIndex {
+        &self.index
+    }
+
+    /// The meaning model and what each public agent means.
+    pub fn meaning(&self) -> &crate::meaning::Meaning {
+        &self.meaning
+    }
+
+    /// A read-only connection.
+    pub(crate) fn read(&self) -> Result<Conn> {
+        let conn = self.store.readers.get()?;
+        if self.store.copy {
+            // Litestream rewrites pages of the copy without moving SQLite's change counter, so
+            // a page this connection cached earlier may be stale: drop them (`store::replica`).
+            conn.release_memory()?;
+        }
+        Ok(conn)
+    }
+
+    /// The pool of read-only connections (for its metrics and readiness).
+    pub(crate) fn readers(&self) -> &Pool {
+        &self.store.readers
+    }
+
+    /// The follower's connection (see `derived::follow`).
+    pub(crate) fn follower(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
+        let conn = self.store.follower.lock().unwrap_or_else(|e| e.into_inner());
+        if self.store.copy {
+            conn.release_memory()?; // see `App::read`
+        }
+        Ok(conn)
+    }
+
+    /// The watcher's connection (see `derived::follow`).
+    pub(crate) fn watch(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.store.watch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `job` on the writer thread, in the next batch, and returns its value once the batch
+    /// is committed and the views it changed are evicted (see `store::writer`). On a replica,
+    /// which has no writer, `Overloaded` (its router sends every write to the primary).
+    pub(crate) async fn write<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.role.primary()?.write(job).await
+    }
+
+    /// `write` from a blocking thread, for the background passes: nobody waits for their
+    /// position, and advancing it would turn an idle server's upkeep into a commit a second.
+    pub(crate) fn write_blocking<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.role.primary()?.writer.write_blocking(job)
+    }
+
+    /// The write position after this server's newest write (what `X-Agentdir-Seq` tells); on
+    /// a replica, the position its copy holds.
+    pub fn written(&self) -> WritePosition {
+        match &self.role {
+            Role::Primary(primary) => primary.written(),
+            Role::Replica(replica) => replica.applied_position(),
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! The settings of the core, filled once by the CLI from flags and environment.
+
+use std::path::PathBuf;
+
+use crate::service::rate_limit::RateSettings;
+use crate::store;
+
+/// Settings of the core (the CLI fills them from flags and environment).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub data_dir: PathBuf,
+    pub base_url: String,
+    pub mail_domain: String,
+    pub mail_authserv_id: String,
+    pub rates: RateSettings,
+    pub link_fetch_allow_private: crate::link_fetch::PrivateTargets,
+    /// Peers whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Read-only SQLite connections of the server and how long a read waits for one.
+    pub read_pool: store::ReadPool,
+    /// How long the change feed remembers deletions, in milliseconds.
+    pub changes_retention_ms: i64,
+    /// Memory for rendered cards and calls, in bytes.
+    pub view_cache_bytes: usize,
+    /// Handles refused at registration and rename.
+    pub reserved_handles: crate::domain::handles::ReservedHandles,
+    /// How often listed endpoints are checked again (jittered).
+    pub endpoint_check_interval: std::time::Duration,
+    /// Search by meaning: the mode and where the model is.
+    pub meaning: crate::meaning::MeaningSettings,
+}
