@@ -6,6 +6,7 @@
 //! stand on, plus the command-line entry points.
 
 pub mod config;
+pub mod derived;
 pub mod domain;
 pub mod endpoint_probe;
 pub mod error;

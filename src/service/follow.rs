@@ -15,12 +15,12 @@ use agentdir_search_index::{Change as IndexChange, SearchIndex};
 use rusqlite::Connection;
 
 use super::Directory;
-use super::cache::{ViewCache, ViewKey};
+use crate::derived::Derived;
 use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::{Error, Result};
 use crate::meaning::Meaning;
 use crate::progress::Progress;
-use crate::store::changes::{self, Change, ChangeKind};
+use crate::store::changes::{self, ChangeKind};
 use crate::store::{Pool, meta, proofs, search};
 use crate::time::DAY;
 
@@ -39,7 +39,7 @@ fn index_error(e: impl std::fmt::Display) -> Error {
 pub fn follow(
     conn: &Connection,
     index: &SearchIndex,
-    views: Option<&ViewCache>,
+    views: Option<&Derived>,
     meaning: Option<&Meaning>,
 ) -> Result<()> {
     if let Some(meaning) = meaning {
@@ -77,32 +77,21 @@ pub fn follow(
             meaning.apply_agents(conn, index, &agents)?;
         }
         if let Some(views) = views {
-            views.evict(batch.into_iter().flat_map(views_of), last);
+            views.evict(&batch, last);
         }
     }
 }
 
 /// Evicts the cached views changed after the cache's position. Cheap when there is nothing new
 /// (one indexed read).
-pub fn follow_views(conn: &Connection, views: &ViewCache) -> Result<()> {
+pub fn follow_views(conn: &Connection, views: &Derived) -> Result<()> {
     loop {
         let batch = changes::after(conn, views.applied(), BATCH)?;
         let Some(last) = batch.last().map(|c| c.seq) else {
             return Ok(());
         };
-        views.evict(batch.into_iter().flat_map(views_of), last);
+        views.evict(&batch, last);
     }
-}
-
-/// The cached views a change is about, each with the change's seq: the page and the list item
-/// of its entity.
-fn views_of(change: Change) -> impl Iterator<Item = (u64, ViewKey)> {
-    let keys = match change.kind {
-        ChangeKind::Agent => [Some(ViewKey::Card(change.id.into())), Some(ViewKey::AgentItem(change.key))],
-        ChangeKind::Call => [Some(ViewKey::Call(change.id.into())), Some(ViewKey::CallItem(change.key))],
-        ChangeKind::Collab => [None, None],
-    };
-    keys.into_iter().flatten().map(move |key| (change.seq, key))
 }
 
 /// Rebuilds the whole index from SQLite, reporting each document to `progress`. The seq is read
@@ -144,7 +133,7 @@ impl Directory {
         if self.replica.is_some() {
             conn.release_memory()?; // see `Directory::read`
         }
-        follow(&conn, &self.index, Some(&self.views), Some(&self.meaning))
+        follow(&conn, &self.index, Some(&self.derived), Some(&self.meaning))
     }
 
     /// Before a search: brings the index (and the views) up to the newest commit, whoever made
@@ -157,7 +146,7 @@ impl Directory {
     /// Before serving a cached view: evicts the views that writes of other processes changed
     /// (this server's writer evicts its own before answering).
     pub fn catch_up_views(&self) -> Result<()> {
-        self.catch_up_with(&self.seen_by_views, || follow_views(&*self.read()?, &self.views))
+        self.catch_up_with(&self.seen_by_views, || follow_views(&*self.read()?, &self.derived))
     }
 
     /// Runs `follow` when anyone committed since `seen` was last brought up to date: one
@@ -184,9 +173,9 @@ impl Directory {
     /// On the writer thread after a commit, before its jobs are answered. A failure here does
     /// not undo the write; it drops every cached view instead, so none can be stale.
     pub(crate) fn evict_after_write(&self, conn: &Connection, seq: u64) {
-        if let Err(e) = follow_views(conn, &self.views) {
+        if let Err(e) = follow_views(conn, &self.derived) {
             tracing::warn!(error = %e, "reading the change log after a write failed; dropping every cached view");
-            self.views.clear(seq);
+            self.derived.clear(seq);
         }
     }
 

@@ -7,7 +7,6 @@
 
 pub mod admin;
 pub mod agents;
-pub mod cache;
 pub mod calls;
 pub mod changes;
 pub mod collabs;
@@ -24,9 +23,7 @@ pub mod keys;
 pub mod meaning;
 pub mod proofs;
 pub mod rate_limit;
-pub mod read_views;
 pub mod recovery;
-pub mod rendered;
 pub mod requests;
 pub mod statements;
 pub mod stats;
@@ -60,7 +57,7 @@ pub struct Settings {
     pub read_pool: store::ReadPool,
     /// How long the change feed remembers deletions, in milliseconds.
     pub changes_retention_ms: i64,
-    /// Memory for rendered cards and calls, in bytes.
+    /// Memory for rendered documents and list items, in bytes.
     pub view_cache_bytes: usize,
     /// Handles refused at registration and rename.
     pub reserved_handles: crate::domain::handles::ReservedHandles,
@@ -91,8 +88,8 @@ pub struct Directory {
     pub limits: RateLimits,
     /// The follower's own read connection; holding it is being the one follower at work.
     follower: Mutex<Connection>,
-    /// Rendered cards and calls.
-    pub views: cache::ViewCache,
+    /// Rendered documents and list items (see `crate::derived`).
+    pub derived: crate::derived::Derived,
     /// A read connection that only asks SQLite whether anyone committed since it last looked.
     watch: Mutex<Connection>,
     /// Its `data_version` when the index last caught up.
@@ -180,7 +177,7 @@ impl Directory {
                 writer,
                 index,
                 meaning,
-                views: cache::ViewCache::new(settings.view_cache_bytes, newest),
+                derived: crate::derived::Derived::new(settings.view_cache_bytes, newest),
                 settings,
                 keys: keys::KeyCache::default(),
                 limits,

@@ -6,6 +6,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::{Created, Reply, created};
+use crate::derived::documents::DocumentKey;
 use crate::domain::agent::{AgentList, AgentSearch, Registered, Registration};
 use crate::domain::contact_request::{ContactRequestDetail, NewContactRequest};
 use crate::domain::recovery::{Recovered, RecoveryExchange, RecoveryStarted};
@@ -14,7 +15,6 @@ use crate::error::{Error, Result};
 use crate::http::extract::{Auth, ClientIp, JsonBody, PathParam, QueryParams};
 use crate::http::tagged;
 use crate::service::App;
-use crate::service::cache::ViewKey;
 
 pub async fn register(
     State(app): State<App>,
@@ -37,7 +37,7 @@ pub async fn card(
     headers: HeaderMap,
     PathParam(handle): PathParam,
 ) -> Result<Response> {
-    match app.public_view(ViewKey::Card(handle.as_str().into())).await {
+    match app.public_document(DocumentKey::Card(handle.as_str().into())).await {
         Ok(view) => Ok(tagged::respond(&headers, &view.rendered)),
         // A renamed agent's previous handle leads to its card while it is held.
         Err(Error::NotFound) => match app.run(move |d| d.moved_to(&handle)).await? {

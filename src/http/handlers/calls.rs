@@ -6,6 +6,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 
 use super::{Created, Reply, created};
+use crate::derived::documents::DocumentKey;
 use crate::domain::call::{
     CallList, CallSearch, CallSummary, Deleted, NewCall, NewReply, ReplyView, ReportInput, Reported,
 };
@@ -13,7 +14,6 @@ use crate::error::Result;
 use crate::http::extract::{Auth, ClientIp, JsonBody, OptionalJsonBody, PathParam, QueryParams};
 use crate::http::tagged;
 use crate::service::App;
-use crate::service::cache::ViewKey;
 
 pub async fn search(State(app): State<App>, QueryParams(q): QueryParams<CallSearch>) -> Reply<CallList> {
     Ok(Json(app.search(move |d| d.search_calls(q)).await?))
@@ -28,7 +28,7 @@ pub async fn create(
 }
 
 pub async fn get(State(app): State<App>, headers: HeaderMap, PathParam(id): PathParam) -> Result<Response> {
-    let view = app.public_view(ViewKey::Call(id.into())).await?;
+    let view = app.public_document(DocumentKey::Call(id.into())).await?;
     Ok(tagged::respond(&headers, &view.rendered))
 }
 

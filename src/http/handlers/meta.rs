@@ -6,6 +6,7 @@ use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 
 use super::Reply;
+use crate::derived::rendered::Rendered;
 use crate::domain::changes::ChangesQuery;
 use crate::domain::statement::Jwks;
 use crate::domain::stats::Stats;
@@ -14,7 +15,6 @@ use crate::http::docs;
 use crate::http::extract::QueryParams;
 use crate::http::tagged;
 use crate::service::App;
-use crate::service::rendered::Rendered;
 
 const JSON: &str = "application/json";
 
