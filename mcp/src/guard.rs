@@ -60,8 +60,8 @@ impl Guard {
         }
     }
 
-    /// `Ok` when the request may go on, else the answer that refuses it.
-    pub(crate) fn check(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), BoxResponse> {
+    /// `Ok` when the request may go on, else why it is refused.
+    pub(crate) fn check(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
         let host = match headers.get(header::HOST) {
             Some(value) => {
                 let value =
@@ -97,18 +97,32 @@ impl Guard {
     }
 }
 
-fn forbidden(message: &'static str) -> BoxResponse {
-    let mut res = Response::new(Full::new(Bytes::from_static(message.as_bytes())).boxed());
-    *res.status_mut() = StatusCode::FORBIDDEN;
-    res
+/// A refused request: its status and the plain-text reason rmcp gives.
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    status: StatusCode,
+    reason: &'static str,
 }
 
-fn bad_request(message: &'static str) -> BoxResponse {
-    let mut res = Response::new(Full::new(Bytes::from_static(message.as_bytes())).boxed());
-    *res.status_mut() = StatusCode::BAD_REQUEST;
-    res.headers_mut()
-        .insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
-    res
+fn forbidden(reason: &'static str) -> Refusal {
+    Refusal { status: StatusCode::FORBIDDEN, reason }
+}
+
+fn bad_request(reason: &'static str) -> Refusal {
+    Refusal { status: StatusCode::BAD_REQUEST, reason }
+}
+
+impl Refusal {
+    pub(crate) fn into_response(self) -> BoxResponse {
+        let mut res = Response::new(Full::new(Bytes::from_static(self.reason.as_bytes())).boxed());
+        *res.status_mut() = self.status;
+        // rmcp labels its 400s, not its 403s.
+        if self.status == StatusCode::BAD_REQUEST {
+            res.headers_mut()
+                .insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+        }
+        res
+    }
 }
 
 #[cfg(test)]
@@ -123,7 +137,7 @@ mod tests {
                 v.parse().expect("value"),
             );
         }
-        guard.check(&Uri::from_static("/mcp"), &map).map_err(|res| res.status())
+        guard.check(&Uri::from_static("/mcp"), &map).map_err(|refusal| refusal.status)
     }
 
     #[test]

@@ -75,7 +75,7 @@ where
         let this = self.clone();
         Box::pin(async move {
             if let Err(refused) = this.guard.check(req.uri(), req.headers()) {
-                return Ok(refused);
+                return Ok(refused.into_response());
             }
             Ok(fast::serve(&this.fast, this.rmcp, req).await)
         })
