@@ -38,7 +38,7 @@ pub async fn card(
     PathParam(handle): PathParam,
 ) -> Result<Response> {
     match app.public_document(DocumentKey::Card(handle.as_str().into())).await {
-        Ok(view) => Ok(tagged::respond(&headers, &view.rendered)),
+        Ok(document) => Ok(tagged::respond(&headers, &document.rendered)),
         // A renamed agent's previous handle leads to its card while it is held.
         Err(Error::NotFound) => match app.run(move |d| d.moved_to(&handle)).await? {
             Some(new) => {

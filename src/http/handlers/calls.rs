@@ -28,8 +28,8 @@ pub async fn create(
 }
 
 pub async fn get(State(app): State<App>, headers: HeaderMap, PathParam(id): PathParam) -> Result<Response> {
-    let view = app.public_document(DocumentKey::Call(id.into())).await?;
-    Ok(tagged::respond(&headers, &view.rendered))
+    let document = app.public_document(DocumentKey::Call(id.into())).await?;
+    Ok(tagged::respond(&headers, &document.rendered))
 }
 
 pub async fn delete(State(app): State<App>, Auth(caller): Auth, PathParam(id): PathParam) -> Reply<Deleted> {
