@@ -13,6 +13,7 @@
 mod config;
 mod error;
 mod fast;
+mod guard;
 mod port;
 mod render;
 mod resources;

@@ -8,6 +8,7 @@
 
 use std::future::Future;
 
+use http::request::Parts;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -24,22 +25,20 @@ pub type Arguments = serde_json::Map<String, serde_json::Value>;
 /// call the next tool.
 pub trait ToText {
     fn to_text(&self) -> String;
-
-    /// A tag that changes whenever this output's JSON or text would (an ETag of the view it was
-    /// rendered from). With one, the adapter serialises an answer once per version and serves
-    /// it again to later reads of the same version. `None`: serialise every time.
-    fn version(&self) -> Option<&str> {
-        None
-    }
 }
 
 /// What every tool result type must be: JSON with a published schema and a text rendering.
 ///
 /// Outputs are the REST response bodies themselves, including the top-level
 /// `notice: {en, zh}`, so MCP and REST answer with the same data.
-pub trait ToolOutput: Serialize + JsonSchema + ToText + Send + 'static {}
-
-impl<T: Serialize + JsonSchema + ToText + Send + 'static> ToolOutput for T {}
+pub trait ToolOutput: Serialize + JsonSchema + ToText + Send + 'static {
+    /// The output's JSON when the core holds it rendered already (a cached card or call): the
+    /// adapter then frames these bytes as they are instead of serialising the output again.
+    /// They must be exactly what serialising the output gives.
+    fn rendered_json(&self) -> Option<&[u8]> {
+        None
+    }
+}
 
 /// Read-only access to the directory, implemented by the core.
 ///
@@ -74,9 +73,12 @@ pub trait DirectoryRead: Clone + Send + Sync + 'static {
     /// Body of `GET /api/stats`.
     type Stats: ToolOutput;
 
+    /// `request` is the HTTP request the call came in (its headers and connection), so the core
+    /// counts the client as it does on REST; `None` when the call did not come over HTTP.
     fn search_agents(
         &self,
         args: Arguments,
+        request: Option<&Parts>,
     ) -> impl Future<Output = Result<Self::AgentList, ToolError>> + Send;
 
     /// Unknown handles (a handle that breaks the pattern included) answer `not_found`.

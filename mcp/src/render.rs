@@ -1,8 +1,10 @@
 //! Turns a port's answer into a `tools/call` result: structured content for programs, a short
 //! text for people and models, and `isError` results carrying the REST error envelope.
 
+use std::borrow::Cow;
+
 use rmcp::model::{CallToolResult, ContentBlock};
-use serde_json::Value;
+use serde::Deserialize;
 
 use crate::{ToolError, port::ToolOutput};
 
@@ -18,30 +20,73 @@ pub(crate) fn tool_result<T: ToolOutput>(answer: Result<T, ToolError>) -> CallTo
             return error_result(&ToolError::internal());
         }
     };
-    let mut text = output.to_text();
-    for extra in [paging_line(&value), notice_lines(&value)].into_iter().flatten() {
-        if !text.is_empty() {
-            text.push_str("\n\n");
-        }
-        text.push_str(&extra);
-    }
+    let text = text_of(&output, Envelope::deserialize(&value).unwrap_or_default());
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = Some(value);
     result
 }
 
-/// The envelope travels as JSON text only: the TypeScript SDK (Inspector, Claude clients)
-/// validates any `structuredContent` against the tool's output schema even when `isError`.
+/// The successful `tools/call` result of an output the core holds rendered, as JSON bytes for a
+/// revision before result types: the same result as [`tool_result`] (`CallToolResult` as rmcp
+/// writes it for those revisions: content, structuredContent, isError), its structured content
+/// framed from the rendered bytes as they are. `None` for an output not held rendered.
+pub(crate) fn framed_tool_result<T: ToolOutput>(output: &T) -> Option<Vec<u8>> {
+    let json = output.rendered_json()?;
+    let envelope = serde_json::from_slice(json).ok()?;
+    let content = serde_json::to_vec(&ContentBlock::text(text_of(output, envelope))).ok()?;
+    let mut framed = Vec::with_capacity(content.len() + json.len() + 64);
+    framed.extend_from_slice(b"{\"content\":[");
+    framed.extend_from_slice(&content);
+    framed.extend_from_slice(b"],\"structuredContent\":");
+    framed.extend_from_slice(json);
+    framed.extend_from_slice(b",\"isError\":false}");
+    Some(framed)
+}
+
+/// The envelope an error travels in is JSON text only: the TypeScript SDK (Inspector, Claude
+/// clients) validates any `structuredContent` against the tool's output schema even when
+/// `isError`.
 pub(crate) fn error_result(error: &ToolError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(error.envelope().to_string())])
 }
 
+/// What every answer's envelope may carry besides its data: the paging of a list and the
+/// untrusted-content notice.
+#[derive(Default, Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default)]
+    notice: Option<Notice<'a>>,
+    total: Option<u64>,
+    limit: Option<u64>,
+    offset: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct Notice<'a> {
+    #[serde(borrow, default)]
+    en: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    zh: Option<Cow<'a, str>>,
+}
+
+/// The output's own text, then its paging line and its notice.
+fn text_of<T: ToolOutput>(output: &T, envelope: Envelope<'_>) -> String {
+    let mut text = output.to_text();
+    for extra in
+        [paging_line(&envelope), envelope.notice.as_ref().and_then(notice_lines)].into_iter().flatten()
+    {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&extra);
+    }
+    text
+}
+
 /// From the list envelope every list shares (`total`, `limit`, `offset`), so a model knows
 /// whether to ask for the next page and with which offset.
-fn paging_line(value: &Value) -> Option<String> {
-    let total = value.get("total")?.as_u64()?;
-    let limit = value.get("limit")?.as_u64()?;
-    let offset = value.get("offset")?.as_u64()?;
+fn paging_line(envelope: &Envelope<'_>) -> Option<String> {
+    let (total, limit, offset) = (envelope.total?, envelope.limit?, envelope.offset?);
     let end = offset.saturating_add(limit).min(total);
     if end <= offset {
         return Some(format!("No results at offset {offset} ({total} in total)."));
@@ -53,14 +98,11 @@ fn paging_line(value: &Value) -> Option<String> {
     Some(line)
 }
 
-fn notice_lines(value: &Value) -> Option<String> {
-    let notice = value.get("notice")?;
-    let en = notice.get("en").and_then(Value::as_str);
-    let zh = notice.get("zh").and_then(Value::as_str);
-    match (en, zh) {
+fn notice_lines(notice: &Notice<'_>) -> Option<String> {
+    match (&notice.en, &notice.zh) {
         (None, None) => None,
         (en, zh) => Some(
-            [en.map(|t| format!("Notice: {t}")), zh.map(|t| format!("注意：{t}"))]
+            [en.as_ref().map(|t| format!("Notice: {t}")), zh.as_ref().map(|t| format!("注意：{t}"))]
                 .into_iter()
                 .flatten()
                 .collect::<Vec<_>>()
@@ -73,10 +115,10 @@ fn notice_lines(value: &Value) -> Option<String> {
 mod tests {
     use schemars::JsonSchema;
     use serde::Serialize;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
-    use crate::ToText;
+    use crate::{ToText, ToolOutput};
 
     #[derive(Serialize, JsonSchema)]
     struct Page {
@@ -86,6 +128,8 @@ mod tests {
         limit: u64,
         offset: u64,
     }
+
+    impl ToolOutput for Page {}
 
     impl ToText for Page {
         fn to_text(&self) -> String {

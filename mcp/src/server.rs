@@ -9,6 +9,7 @@ use std::{
 
 use rmcp::{
     ErrorData, RoleServer, ServerHandler,
+    handler::server::{router::tool::ToolRouter, tool::ToolCallContext},
     model::{
         CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CustomRequest,
         CustomResult, ErrorCode, Implementation, ListResourceTemplatesResult, ListResourcesResult,
@@ -18,12 +19,7 @@ use rmcp::{
     service::RequestContext,
 };
 
-use crate::{
-    DirectoryRead, McpConfig, ToolError,
-    error::echo,
-    render, resources,
-    tools::{self, ToolName},
-};
+use crate::{DirectoryRead, McpConfig, ToolError, error::echo, render, resources, tools};
 
 /// Every revision the pinned rmcp implements, newest first.
 static PROTOCOL_VERSIONS: LazyLock<Vec<ProtocolVersion>> = LazyLock::new(|| {
@@ -33,22 +29,31 @@ static PROTOCOL_VERSIONS: LazyLock<Vec<ProtocolVersion>> = LazyLock::new(|| {
 });
 
 /// The read-only MCP server over a [`DirectoryRead`] port.
-#[derive(Clone)]
 pub struct McpServer<P> {
-    port: P,
-    fixed: Arc<Fixed>,
+    pub(crate) port: P,
+    fixed: Arc<Fixed<P>>,
+}
+
+impl<P: Clone> Clone for McpServer<P> {
+    fn clone(&self) -> Self {
+        McpServer { port: self.port.clone(), fixed: self.fixed.clone() }
+    }
 }
 
 /// Answers that depend only on the configuration and the port's types.
-struct Fixed {
+struct Fixed<P> {
     info: ServerConfig,
-    tools: Vec<Tool>,
+    /// The tools (see `tools`), built once.
+    router: ToolRouter<McpServer<P>>,
+    /// Their definitions in the order `tools/list` gives them.
+    listed: Vec<Tool>,
     base_url: String,
 }
 
 impl<P: DirectoryRead> McpServer<P> {
     /// # Panics
-    /// When an input type of the port does not describe a JSON object (see [`DirectoryRead`]).
+    /// When an input type of the port does not describe a JSON object (see [`DirectoryRead`]),
+    /// or `tools::LISTED` misses a tool: defects found by the first test that starts a server.
     pub fn new(port: P, cfg: &McpConfig) -> Self {
         let capabilities =
             ServerCapabilities::builder().enable_tools().enable_resources().enable_completions().build();
@@ -59,14 +64,10 @@ impl<P: DirectoryRead> McpServer<P> {
                     .with_website_url(cfg.base_url()),
             )
             .with_instructions(instructions(cfg.base_url()));
-        Self {
-            port,
-            fixed: Arc::new(Fixed {
-                info,
-                tools: tools::catalog::<P>(),
-                base_url: cfg.base_url().to_owned(),
-            }),
-        }
+        let router = Self::tool_router();
+        let listed: Vec<Tool> = tools::LISTED.iter().filter_map(|name| router.get(name).cloned()).collect();
+        assert_eq!(listed.len(), router.list_all().len(), "tools::LISTED names every tool once");
+        Self { port, fixed: Arc::new(Fixed { info, router, listed, base_url: cfg.base_url().to_owned() }) }
     }
 }
 
@@ -106,25 +107,25 @@ impl<P: DirectoryRead> ServerHandler for McpServer<P> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.fixed.tools.clone()))
+        Ok(ListToolsResult::with_all_items(self.fixed.listed.clone()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.fixed.tools.iter().find(|t| t.name == name).cloned()
+        self.fixed.router.get(name).cloned()
     }
 
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         // An unknown tool is the one failure that stays a protocol error: the spec says so,
         // and the model never chose it from tools/list.
-        let name = ToolName::parse(&request.name).ok_or_else(|| {
-            ErrorData::invalid_params(format!("unknown tool: {}; see tools/list", echo(&request.name)), None)
-        })?;
-        let args = request.arguments.unwrap_or_default();
-        Ok(tools::call(&self.port, name, args).await.into())
+        if !self.fixed.router.has_route(&request.name) {
+            let message = format!("unknown tool: {}; see tools/list", echo(&request.name));
+            return Err(ErrorData::invalid_params(message, None));
+        }
+        self.fixed.router.call(ToolCallContext::new(self, request, context)).await
     }
 
     /// rmcp cannot parse a `tools/call` whose `arguments` is not an object and hands it here as
@@ -146,8 +147,7 @@ impl<P: DirectoryRead> ServerHandler for McpServer<P> {
             .as_ref()
             .and_then(|p| p.get("name"))
             .and_then(|n| n.as_str())
-            .and_then(ToolName::parse)
-            .is_some();
+            .is_some_and(|name| self.fixed.router.has_route(name));
         if !known_tool {
             return Err(ErrorData::invalid_params(
                 "malformed tools/call: params.name must name a tool from tools/list",

@@ -1,5 +1,6 @@
 //! The streamable HTTP endpoint: stateless, JSON responses, `Host` and `Origin` checked against
-//! the base URL. Mount it with `Router::nest_service("/mcp", …)`.
+//! the base URL (`guard`), the hottest reads on a short path (`fast`), everything else served by
+//! rmcp. Mount it with `Router::nest_service("/mcp", …)`.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -11,18 +12,20 @@ use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::never::NeverSessionManager,
 };
 
-use crate::fast::{self, BoxResponse, Fast};
+use crate::fast::{self, Fast};
+use crate::guard::{BoxResponse, Guard};
 use crate::{DirectoryRead, McpConfig, McpServer};
 
 /// The tower service that serves MCP: `Clone`, infallible, usable with axum's `nest_service`.
 pub struct McpService<P> {
+    guard: Arc<Guard>,
     rmcp: StreamableHttpService<McpServer<P>, NeverSessionManager>,
     fast: Arc<Fast<P>>,
 }
 
 impl<P> Clone for McpService<P> {
     fn clone(&self) -> Self {
-        McpService { rmcp: self.rmcp.clone(), fast: self.fast.clone() }
+        McpService { guard: self.guard.clone(), rmcp: self.rmcp.clone(), fast: self.fast.clone() }
     }
 }
 
@@ -41,15 +44,16 @@ pub fn streamable_http_service<P: DirectoryRead>(port: P, cfg: McpConfig) -> Mcp
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
-        .with_allowed_hosts(cfg.allowed_hosts())
-        .with_allowed_origins(cfg.allowed_origins())
+        // `guard` checks Host and Origin for both paths.
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
         .with_max_request_body_bytes(cfg.max_body_bytes());
     let rmcp = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(NeverSessionManager::default()),
         config,
     );
-    McpService { rmcp, fast: Arc::new(Fast::new(port, &cfg)) }
+    McpService { guard: Arc::new(Guard::new(&cfg)), rmcp, fast: Arc::new(Fast::new(port)) }
 }
 
 impl<P, B> tower_service::Service<http::Request<B>> for McpService<P>
@@ -69,6 +73,11 @@ where
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
         let this = self.clone();
-        Box::pin(async move { Ok(fast::serve(&this.fast, this.rmcp, req).await) })
+        Box::pin(async move {
+            if let Err(refused) = this.guard.check(req.uri(), req.headers()) {
+                return Ok(refused.into_response());
+            }
+            Ok(fast::serve(&this.fast, this.rmcp, req).await)
+        })
     }
 }

@@ -20,10 +20,11 @@ use std::sync::{Arc, Mutex, Weak};
 use agentdir_search_index::SearchIndex;
 use rusqlite::Connection;
 
+use crate::derived::cache::Cache;
 use crate::derived::positions::{ChangeSeq, WritePosition};
 use crate::error::Result;
 use crate::service::rate_limit::RateLimits;
-use crate::service::{cache, endpoint_checks, keys};
+use crate::service::{endpoint_checks, keys};
 use crate::store::{self, Conn, Pool};
 pub use role::{Primary, Replica, ReplicaSettings, Role};
 use runtime::Runtime;
@@ -43,8 +44,8 @@ pub struct Parts {
     pub(crate) index: SearchIndex,
     /// The meaning model and what each public agent means (see `crate::meaning`).
     pub(crate) meaning: crate::meaning::Meaning,
-    /// Rendered cards and calls.
-    pub(crate) views: cache::ViewCache,
+    /// Rendered documents and list items (see `derived::cache`).
+    pub(crate) cache: Cache,
     pub(crate) keys: keys::KeyCache,
     pub(crate) limits: RateLimits,
     /// Endpoints just set, waiting for their first check (see `endpoint_checks`).
@@ -52,7 +53,7 @@ pub struct Parts {
     pub(crate) settings: Settings,
     /// Blocking threads and the permits that bound searches, hashes and embeddings.
     pub(crate) runtime: Runtime,
-    /// The data version at which the index and the views last caught up.
+    /// The data version at which the index and the cache last caught up.
     pub(crate) seen: crate::derived::follow::SeenBy,
 }
 
@@ -135,7 +136,7 @@ impl App {
                 role,
                 index,
                 meaning,
-                views: cache::ViewCache::new(settings.view_cache_bytes, newest.get()),
+                cache: Cache::new(settings.view_cache_bytes, newest),
                 settings,
                 keys: keys::KeyCache::default(),
                 limits,

@@ -15,13 +15,13 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use agentdir_search_index::{Change as IndexChange, SearchIndex};
 use rusqlite::Connection;
 
+use super::cache::Cache;
 use crate::app::{App, Replica, Role};
 use crate::derived::positions::{ChangeSeq, DataVersion};
 use crate::error::{Error, Result};
 use crate::meaning::Meaning;
 use crate::progress::Progress;
-use crate::service::cache::{ViewCache, ViewKey};
-use crate::store::changes::{self, Change, ChangeKind};
+use crate::store::changes::{self, ChangeKind};
 use crate::store::{Pool, meta, search};
 
 /// Log rows applied per index commit.
@@ -34,12 +34,12 @@ pub(crate) fn index_error(e: impl std::fmt::Display) -> Error {
     Error::Internal
 }
 
-/// Applies the log after the index's seq to the index, and evicts the cached views it
+/// Applies the log after the index's seq to the index, and evicts the cached documents and items it
 /// changed. Cheap when there is nothing new (one indexed read).
 pub fn follow(
     conn: &Connection,
     index: &SearchIndex,
-    views: Option<&ViewCache>,
+    cache: Option<&Cache>,
     meaning: Option<&Meaning>,
 ) -> Result<()> {
     if let Some(meaning) = meaning {
@@ -76,33 +76,22 @@ pub fn follow(
         if let Some(meaning) = meaning {
             meaning.apply_agents(conn, index, &agents)?;
         }
-        if let Some(views) = views {
-            views.evict(batch.into_iter().flat_map(views_of), last.get());
+        if let Some(cache) = cache {
+            cache.evict(&batch, last);
         }
     }
 }
 
-/// Evicts the cached views changed after the cache's position. Cheap when there is nothing new
+/// Evicts the cached documents and items changed after the cache's position. Cheap when there is nothing new
 /// (one indexed read).
-pub fn follow_views(conn: &Connection, views: &ViewCache) -> Result<()> {
+pub fn follow_cache(conn: &Connection, cache: &Cache) -> Result<()> {
     loop {
-        let batch = changes::after(conn, ChangeSeq::new(views.applied()), BATCH)?;
+        let batch = changes::after(conn, cache.applied(), BATCH)?;
         let Some(last) = batch.last().map(|c| c.seq) else {
             return Ok(());
         };
-        views.evict(batch.into_iter().flat_map(views_of), last.get());
+        cache.evict(&batch, last);
     }
-}
-
-/// The cached views a change is about, each with the change's seq: the page and the list item
-/// of its entity.
-fn views_of(change: Change) -> impl Iterator<Item = (u64, ViewKey)> {
-    let keys = match change.kind {
-        ChangeKind::Agent => [Some(ViewKey::Card(change.id.into())), Some(ViewKey::AgentItem(change.key))],
-        ChangeKind::Call => [Some(ViewKey::Call(change.id.into())), Some(ViewKey::CallItem(change.key))],
-        ChangeKind::Collab => [None, None],
-    };
-    keys.into_iter().flatten().map(move |key| (change.seq.get(), key))
 }
 
 /// Rebuilds the whole index from SQLite, reporting each document to `progress`. The seq is read
@@ -136,20 +125,20 @@ pub fn request_rebuild(pool: &Pool) -> Result<()> {
 impl App {
     /// Brings the followers up to the newest committed change.
     pub(crate) fn follow(&self) -> Result<()> {
-        follow(&*self.follower()?, &self.index, Some(&self.views), Some(&self.meaning))
+        follow(&*self.follower()?, &self.index, Some(&self.cache), Some(&self.meaning))
     }
 
-    /// Before a search: brings the index (and the views) up to the newest commit, whoever made
+    /// Before a search: brings the index (and the cache) up to the newest commit, whoever made
     /// it. This server's writes are answered before the applier has indexed them, so this is
     /// what makes a search see every write answered before it started.
     pub fn catch_up(&self) -> Result<()> {
         self.catch_up_with(&self.seen.by_index, || self.follow())
     }
 
-    /// Before serving a cached view: evicts the views that writes of other processes changed
+    /// Before serving a cached document: evicts what writes of other processes changed
     /// (this server's writer evicts its own before answering).
-    pub(crate) fn catch_up_views(&self) -> Result<()> {
-        self.catch_up_with(&self.seen.by_views, || follow_views(&*self.read()?, &self.views))
+    pub(crate) fn catch_up_cache(&self) -> Result<()> {
+        self.catch_up_with(&self.seen.by_cache, || follow_cache(&*self.read()?, &self.cache))
     }
 
     /// Runs `follow` when anyone committed since `seen` was last brought up to date: one
@@ -173,9 +162,9 @@ impl App {
     /// On the writer thread after a commit, before its jobs are answered. A failure here does
     /// not undo the write; it drops every cached view instead, so none can be stale.
     pub(crate) fn evict_after_write(&self, conn: &Connection, seq: ChangeSeq) {
-        if let Err(e) = follow_views(conn, &self.views) {
+        if let Err(e) = follow_cache(conn, &self.cache) {
             tracing::warn!(error = %e, "reading the change log after a write failed; dropping every cached view");
-            self.views.clear(seq.get());
+            self.cache.clear(seq);
         }
     }
 
@@ -270,5 +259,5 @@ impl Default for Seen {
 #[derive(Default)]
 pub(crate) struct SeenBy {
     by_index: Seen,
-    by_views: Seen,
+    by_cache: Seen,
 }

@@ -152,7 +152,8 @@ where
     }
 }
 
-fn request_client_ip(parts: &Parts, app: &App) -> IpAddr {
+/// The client of a request, as every limit counts it (see [`client_ip`]).
+pub(crate) fn request_client_ip(parts: &Parts, app: &App) -> IpAddr {
     let peer = parts
         .extensions
         .get::<ConnectInfo<SocketAddr>>()

@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::service::rendered::Rendered;
+use crate::derived::rendered::Rendered;
 
 const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");

@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 
-use super::rendered::Rendered;
 use super::{App, views};
 use crate::derived::positions::ChangeSeq;
+use crate::derived::rendered::Rendered;
 use crate::domain::changes::{
     ChangeData, ChangeEntry, ChangeFeed, ChangeOp, ChangesQuery, Cursor, DEFAULT_LIMIT, EntityKind,
 };

@@ -99,11 +99,11 @@ impl App {
             .set(f64::from(state.idle_connections));
         metrics::gauge!(telemetry::POOL_CONNECTIONS, "state" => "in_use").set(f64::from(in_use));
         metrics::gauge!(telemetry::POOL_SIZE).set(f64::from(self.readers().max_size()));
-        let (views, bytes) = self.views.size();
+        let (views, bytes) = self.cache.size();
         metrics::gauge!(telemetry::VIEW_CACHE_VIEWS).set(views as f64);
         metrics::gauge!(telemetry::VIEW_CACHE_BYTES).set(bytes as f64);
-        metrics::counter!(telemetry::VIEW_CACHE_HITS).absolute(self.views.hits.load(Ordering::Relaxed));
-        metrics::counter!(telemetry::VIEW_CACHE_MISSES).absolute(self.views.misses.load(Ordering::Relaxed));
+        metrics::counter!(telemetry::VIEW_CACHE_HITS).absolute(self.cache.hits.load(Ordering::Relaxed));
+        metrics::counter!(telemetry::VIEW_CACHE_MISSES).absolute(self.cache.misses.load(Ordering::Relaxed));
         match self.index_position() {
             Ok(p) => {
                 metrics::gauge!(telemetry::INDEX_LAG).set(p.lag() as f64);

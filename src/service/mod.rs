@@ -6,7 +6,6 @@
 
 pub mod admin;
 pub mod agents;
-pub mod cache;
 pub mod calls;
 pub mod changes;
 pub mod collabs;
@@ -22,9 +21,7 @@ pub mod keys;
 pub mod meaning;
 pub mod proofs;
 pub mod rate_limit;
-pub mod read_views;
 pub mod recovery;
-pub mod rendered;
 pub mod requests;
 pub mod statements;
 pub mod stats;

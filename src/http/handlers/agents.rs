@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::{Created, Reply, created};
 use crate::app::App;
+use crate::derived::documents::DocumentKey;
 use crate::domain::agent::{AgentList, AgentSearch, Registered, Registration};
 use crate::domain::contact_request::{ContactRequestDetail, NewContactRequest};
 use crate::domain::recovery::{Recovered, RecoveryExchange, RecoveryStarted};
@@ -14,7 +15,6 @@ use crate::domain::statement::SignedStatement;
 use crate::error::{Error, Result};
 use crate::http::extract::{Auth, ClientIp, JsonBody, PathParam, QueryParams};
 use crate::http::tagged;
-use crate::service::cache::ViewKey;
 
 pub async fn register(
     State(app): State<App>,
@@ -37,8 +37,8 @@ pub async fn card(
     headers: HeaderMap,
     PathParam(handle): PathParam,
 ) -> Result<Response> {
-    match app.public_view(ViewKey::Card(handle.as_str().into())).await {
-        Ok(view) => Ok(tagged::respond(&headers, &view.rendered)),
+    match app.public_document(DocumentKey::Card(handle.as_str().into())).await {
+        Ok(document) => Ok(tagged::respond(&headers, &document.rendered)),
         // A renamed agent's previous handle leads to its card while it is held.
         Err(Error::NotFound) => match app.moved_to(handle).await? {
             Some(new) => {

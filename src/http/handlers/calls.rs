@@ -7,13 +7,13 @@ use axum::response::Response;
 
 use super::{Created, Reply, created};
 use crate::app::App;
+use crate::derived::documents::DocumentKey;
 use crate::domain::call::{
     CallList, CallSearch, CallSummary, Deleted, NewCall, NewReply, ReplyView, ReportInput, Reported,
 };
 use crate::error::Result;
 use crate::http::extract::{Auth, ClientIp, JsonBody, OptionalJsonBody, PathParam, QueryParams};
 use crate::http::tagged;
-use crate::service::cache::ViewKey;
 
 pub async fn search(State(app): State<App>, QueryParams(q): QueryParams<CallSearch>) -> Reply<CallList> {
     Ok(Json(app.search_calls(q).await?))
@@ -28,8 +28,8 @@ pub async fn create(
 }
 
 pub async fn get(State(app): State<App>, headers: HeaderMap, PathParam(id): PathParam) -> Result<Response> {
-    let view = app.public_view(ViewKey::Call(id.into())).await?;
-    Ok(tagged::respond(&headers, &view.rendered))
+    let document = app.public_document(DocumentKey::Call(id.into())).await?;
+    Ok(tagged::respond(&headers, &document.rendered))
 }
 
 pub async fn delete(State(app): State<App>, Auth(caller): Auth, PathParam(id): PathParam) -> Reply<Deleted> {

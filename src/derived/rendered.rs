@@ -1,5 +1,5 @@
-//! A public view rendered once: its JSON bytes and the strong ETag derived from them, so the
-//! tag changes exactly when the bytes do, on every node that renders the same view.
+//! A public document rendered once: its JSON bytes and the strong ETag derived from them, so the
+//! tag changes exactly when the bytes do, on every node that renders the same document.
 
 use axum::body::Bytes;
 use serde::Serialize;
@@ -17,7 +17,7 @@ pub struct Rendered {
 impl Rendered {
     pub fn of<T: Serialize>(value: &T) -> Result<Rendered> {
         let json = serde_json::to_vec(value).map_err(|e| {
-            tracing::error!(error = %e, "a view did not serialise");
+            tracing::error!(error = %e, "a document did not serialise");
             Error::Internal
         })?;
         Ok(Rendered::from_json(json))
@@ -29,7 +29,7 @@ impl Rendered {
         Rendered { json: Bytes::from(json), etag }
     }
 
-    /// Whether an `If-None-Match` value names this view (RFC 9110 §13.1.2: `*`, or a list of
+    /// Whether an `If-None-Match` value names this document (RFC 9110 §13.1.2: `*`, or a list of
     /// entity tags compared weakly).
     pub fn matches(&self, if_none_match: &str) -> bool {
         if_none_match

@@ -1,0 +1,432 @@
+//! The short text a person reads in a chat client next to each tool result, handles and ids
+//! kept (a model reading only the text needs them to call the next tool). The adapter appends
+//! the paging line and the untrusted-content notice.
+//!
+//! Lists are rendered from the core's values. A card and a call are rendered from their
+//! document's JSON, the very bytes the structured result carries, so the core keeps no text for
+//! MCP and the two cannot disagree.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use agentdir_mcp::ToText;
+use serde::Deserialize;
+
+use crate::domain::agent::{AgentCard, AgentList, AgentView};
+use crate::domain::call::{CallDetail, CallList};
+use crate::domain::collab::CollabList;
+use crate::domain::stats::Stats;
+
+/// Longest excerpt of agent-written text in a list line; the full text is in the structured
+/// result and behind get_agent / get_call.
+const EXCERPT_CHARS: usize = 160;
+/// Longest excerpt of a reply under its call.
+const REPLY_CHARS: usize = 600;
+
+/// The text of a document, from its JSON (the REST body of `Self`).
+pub trait DocumentText {
+    fn text_of(json: &[u8]) -> String;
+}
+
+fn excerpt(text: &str, max: usize) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max {
+        return one_line;
+    }
+    let cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
+    format!("{}…", cut.trim_end())
+}
+
+fn level_words(level: u8) -> &'static str {
+    match level {
+        2 => "mailbox verified, owner claimed",
+        1 => "mailbox verified",
+        _ => "unverified",
+    }
+}
+
+/// "1 reply", "2 replies".
+fn count(n: u64, one: &str, many: &str) -> String {
+    if n == 1 { format!("1 {one}") } else { format!("{n} {many}") }
+}
+
+/// The tagline, or the start of a description when the agent wrote no tagline.
+fn pitch(a: &AgentView) -> String {
+    [&a.tagline, &a.description_en, &a.description_zh]
+        .into_iter()
+        .find(|t| !t.trim().is_empty())
+        .map(|t| excerpt(t, EXCERPT_CHARS))
+        .unwrap_or_default()
+}
+
+fn accepting_words(a: &AgentView) -> String {
+    let p = &a.contact_policy;
+    if p.accepting {
+        format!("accepts contact requests from level {}+", p.min_level)
+    } else {
+        "not accepting contact requests".to_owned()
+    }
+}
+
+/// One call as a line: id, kind, title, author, replies and date.
+struct CallLine<'a> {
+    id: &'a str,
+    kind: &'a str,
+    title: &'a str,
+    author: &'a str,
+    replies: u64,
+    created_at: &'a str,
+}
+
+impl std::fmt::Display for CallLine<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} [{}] {} — by {} ({}, {})",
+            self.id,
+            self.kind,
+            self.title,
+            self.author,
+            count(self.replies, "reply", "replies"),
+            self.created_at
+        )
+    }
+}
+
+impl ToText for AgentList {
+    fn to_text(&self) -> String {
+        if self.agents.is_empty() {
+            return "No agents matched.".to_owned();
+        }
+        let mut out = String::new();
+        for (i, a) in self.agents.iter().enumerate() {
+            let n = self.offset as usize + i + 1;
+            let mut details = vec![format!("level {}", a.trust.level), accepting_words(a)];
+            if !a.capabilities.is_empty() {
+                details.push(format!("capabilities: {}", a.capabilities.join(", ")));
+            }
+            if !a.offerings.is_empty() {
+                let titles: Vec<String> =
+                    a.offerings.iter().map(|o| format!("{} ({})", o.title, o.mode.as_str())).collect();
+                details.push(format!("offerings: {}", titles.join("; ")));
+            }
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            let _ = write!(out, "{n}. {} — {} — {}\n   {}", a.handle, a.name, pitch(a), details.join(" · "));
+        }
+        out
+    }
+}
+
+impl ToText for CallList {
+    fn to_text(&self) -> String {
+        if self.posts.is_empty() {
+            return "No calls matched.".to_owned();
+        }
+        let lines: Vec<String> = self
+            .posts
+            .iter()
+            .map(|c| {
+                let created_at = c.created_at.rfc3339();
+                let line = CallLine {
+                    id: &c.id,
+                    kind: c.kind.as_str(),
+                    title: &c.title,
+                    author: &c.author.handle,
+                    replies: c.reply_count,
+                    created_at: &created_at,
+                };
+                format!("{line}\n   {}", excerpt(&c.body, EXCERPT_CHARS))
+            })
+            .collect();
+        lines.join("\n")
+    }
+}
+
+impl ToText for CollabList {
+    fn to_text(&self) -> String {
+        if self.collabs.is_empty() {
+            return "No confirmed collaborations.".to_owned();
+        }
+        let lines: Vec<String> = self
+            .collabs
+            .iter()
+            .map(|c| {
+                let when = c.decided_at.unwrap_or(c.created_at).rfc3339();
+                let mut line = format!(
+                    "{}: {} ⇄ {} (confirmed {when}) — {}",
+                    c.id,
+                    c.proposer.handle,
+                    c.partner.handle,
+                    excerpt(&c.summary, EXCERPT_CHARS * 2)
+                );
+                if let Some(post) = &c.post_id {
+                    let _ = write!(line, " [call {post}]");
+                }
+                line
+            })
+            .collect();
+        lines.join("\n")
+    }
+}
+
+impl ToText for Stats {
+    fn to_text(&self) -> String {
+        format!(
+            "{} ({} with a verified mailbox, {} owner-claimed), {}, {}, {}.",
+            count(self.agents, "agent", "agents"),
+            self.agents_verified,
+            self.agents_owner_claimed,
+            count(self.posts, "call", "calls"),
+            count(self.replies, "reply", "replies"),
+            count(self.confirmed_collaborations, "confirmed collaboration", "confirmed collaborations"),
+        )
+    }
+}
+
+// ---- documents, read from their JSON: only the fields the text shows ----
+
+type Text<'a> = Cow<'a, str>;
+
+#[derive(Deserialize)]
+struct Handle<'a> {
+    #[serde(borrow)]
+    handle: Text<'a>,
+}
+
+#[derive(Deserialize)]
+struct CardJson<'a> {
+    #[serde(borrow)]
+    agent: CardAgent<'a>,
+    #[serde(borrow)]
+    evidence: CardEvidence<'a>,
+    #[serde(borrow)]
+    recent_posts: Vec<RecentCall<'a>>,
+}
+
+#[derive(Deserialize)]
+struct CardAgent<'a> {
+    #[serde(borrow)]
+    handle: Text<'a>,
+    #[serde(borrow)]
+    name: Text<'a>,
+    trust: Level,
+    #[serde(borrow)]
+    tagline: Text<'a>,
+    #[serde(borrow)]
+    description_en: Text<'a>,
+    #[serde(borrow)]
+    description_zh: Text<'a>,
+    #[serde(borrow)]
+    capabilities: Vec<Text<'a>>,
+    #[serde(borrow)]
+    languages: Vec<Text<'a>>,
+    #[serde(borrow)]
+    offerings: Vec<CardOffering<'a>>,
+    #[serde(borrow)]
+    contact: HowToContact<'a>,
+    #[serde(borrow)]
+    contact_policy: PolicyNote<'a>,
+}
+
+#[derive(Deserialize)]
+struct Level {
+    level: u8,
+}
+
+#[derive(Deserialize)]
+struct CardOffering<'a> {
+    #[serde(borrow)]
+    id: Text<'a>,
+    #[serde(borrow)]
+    title: Text<'a>,
+    #[serde(borrow)]
+    deliverable: Text<'a>,
+    #[serde(borrow)]
+    mode: Text<'a>,
+    turnaround_days: Option<u8>,
+}
+
+#[derive(Deserialize)]
+struct HowToContact<'a> {
+    #[serde(borrow)]
+    how_en: Text<'a>,
+}
+
+#[derive(Deserialize)]
+struct PolicyNote<'a> {
+    #[serde(borrow)]
+    note: Option<Text<'a>>,
+}
+
+#[derive(Deserialize)]
+struct CardEvidence<'a> {
+    confirmed_collaborations: u64,
+    #[serde(borrow)]
+    joined_at: Text<'a>,
+    #[serde(borrow)]
+    last_active_at: Text<'a>,
+}
+
+#[derive(Deserialize)]
+struct RecentCall<'a> {
+    #[serde(borrow)]
+    id: Text<'a>,
+    #[serde(borrow)]
+    kind: Text<'a>,
+    #[serde(borrow)]
+    title: Text<'a>,
+}
+
+#[derive(Deserialize)]
+struct CallJson<'a> {
+    #[serde(borrow)]
+    post: CallPost<'a>,
+    #[serde(borrow)]
+    replies: Vec<CallReply<'a>>,
+}
+
+#[derive(Deserialize)]
+struct CallPost<'a> {
+    #[serde(borrow)]
+    id: Text<'a>,
+    #[serde(borrow)]
+    kind: Text<'a>,
+    #[serde(borrow)]
+    title: Text<'a>,
+    #[serde(borrow)]
+    body: Text<'a>,
+    #[serde(borrow)]
+    deliverable: Option<Text<'a>>,
+    #[serde(borrow)]
+    deadline: Option<Text<'a>>,
+    #[serde(borrow)]
+    constraints: Option<Text<'a>>,
+    #[serde(borrow)]
+    tags: Vec<Text<'a>>,
+    #[serde(borrow)]
+    created_at: Text<'a>,
+    reply_count: u64,
+    #[serde(borrow)]
+    author: Handle<'a>,
+}
+
+#[derive(Deserialize)]
+struct CallReply<'a> {
+    #[serde(borrow)]
+    id: Text<'a>,
+    #[serde(borrow)]
+    body: Text<'a>,
+    #[serde(borrow)]
+    created_at: Text<'a>,
+    #[serde(borrow)]
+    author: Handle<'a>,
+}
+
+/// The document read as `J`, or no text when it does not read (a defect, logged): the
+/// structured result still carries everything.
+fn read<'a, J: Deserialize<'a>>(json: &'a [u8], render: impl FnOnce(J) -> String) -> String {
+    match serde_json::from_slice::<J>(json) {
+        Ok(document) => render(document),
+        Err(e) => {
+            tracing::error!(error = %e, "a document's JSON did not read as its text needs");
+            String::new()
+        }
+    }
+}
+
+impl DocumentText for AgentCard {
+    fn text_of(json: &[u8]) -> String {
+        read(json, |card: CardJson<'_>| {
+            let a = &card.agent;
+            let level = a.trust.level;
+            let mut out = format!("{} ({}) — trust level {level}: {}", a.name, a.handle, level_words(level));
+            for text in [&a.tagline, &a.description_en, &a.description_zh] {
+                if !text.trim().is_empty() {
+                    let _ = write!(out, "\n{}", text.trim());
+                }
+            }
+            if !a.capabilities.is_empty() {
+                let _ = write!(out, "\nCapabilities: {}", a.capabilities.join(", "));
+            }
+            if !a.languages.is_empty() {
+                let _ = write!(out, "\nLanguages: {}", a.languages.join(", "));
+            }
+            if a.offerings.is_empty() {
+                out.push_str("\nOfferings: none published.");
+            } else {
+                out.push_str("\nOfferings:");
+                for o in &a.offerings {
+                    let _ = write!(out, "\n- {} [{}] — {} ({}", o.title, o.id, o.deliverable, o.mode);
+                    if let Some(days) = o.turnaround_days {
+                        let _ = write!(out, ", {days} days");
+                    }
+                    out.push(')');
+                }
+            }
+            let _ = write!(out, "\nContact: {}", a.contact.how_en);
+            if let Some(note) = a.contact_policy.note.as_deref().filter(|n| !n.trim().is_empty()) {
+                let _ = write!(out, " Note: {}", note.trim());
+            }
+            let e = &card.evidence;
+            let _ = write!(
+                out,
+                "\nEvidence: {}; joined {}; last active {}.",
+                count(e.confirmed_collaborations, "confirmed collaboration", "confirmed collaborations"),
+                e.joined_at,
+                e.last_active_at
+            );
+            if !card.recent_posts.is_empty() {
+                out.push_str("\nRecent calls:");
+                for c in &card.recent_posts {
+                    let _ = write!(out, "\n- {} [{}] {}", c.id, c.kind, c.title);
+                }
+            }
+            out
+        })
+    }
+}
+
+impl DocumentText for CallDetail {
+    fn text_of(json: &[u8]) -> String {
+        read(json, |call: CallJson<'_>| {
+            let c = &call.post;
+            let line = CallLine {
+                id: &c.id,
+                kind: &c.kind,
+                title: &c.title,
+                author: &c.author.handle,
+                replies: c.reply_count,
+                created_at: &c.created_at,
+            };
+            let mut out = format!("{line}\n{}", c.body.trim());
+            for (label, value) in
+                [("Deliverable", &c.deliverable), ("Deadline", &c.deadline), ("Constraints", &c.constraints)]
+            {
+                if let Some(v) = value {
+                    let _ = write!(out, "\n{label}: {v}");
+                }
+            }
+            if !c.tags.is_empty() {
+                let _ = write!(out, "\nTags: {}", c.tags.join(", "));
+            }
+            if call.replies.is_empty() {
+                out.push_str("\nNo replies yet.");
+            } else {
+                let _ = write!(out, "\nReplies ({}):", call.replies.len());
+                for r in &call.replies {
+                    let _ = write!(
+                        out,
+                        "\n- {} by {} ({}): {}",
+                        r.id,
+                        r.author.handle,
+                        r.created_at,
+                        excerpt(&r.body, REPLY_CHARS)
+                    );
+                }
+            }
+            out
+        })
+    }
+}
