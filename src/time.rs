@@ -54,6 +54,17 @@ pub mod test_clock {
     }
 }
 
+/// Without the `test-clock` feature the clock is the system's: nothing to read, nothing added.
+#[cfg(not(feature = "test-clock"))]
+pub mod test_clock {
+    #[inline(always)]
+    pub const fn offset_ms() -> i64 {
+        0
+    }
+
+    pub fn load(_data_dir: &std::path::Path) {}
+}
+
 /// A point in time, serialised as RFC 3339 (`2026-11-21T05:48:00.123Z`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Timestamp(pub i64);

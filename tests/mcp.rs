@@ -657,6 +657,9 @@ async fn the_short_path_of_cards_and_calls_answers_exactly_what_rmcp_answers() {
     )
     .await;
     assert_eq!(changed["result"]["structuredContent"]["agent"]["tagline"], "Changed just now");
+    // The text too: what the short path remembers belongs to the card's old version only.
+    let text = changed["result"]["content"][0]["text"].as_str().expect("a text block");
+    assert!(text.contains("Changed just now"), "{text}");
 }
 
 /// The JSON-RPC error of a failed `resources/read`, with the envelope in its data.

@@ -5,7 +5,13 @@
 //! channels per request, the result turned into a JSON value and back) cost three times the
 //! whole REST read of the same card. The core holds the card rendered (see
 //! [`ToolOutput::rendered_json`](crate::ToolOutput::rendered_json)); this path frames those
-//! bytes with the text and the request's id, and keeps nothing of its own.
+//! bytes with the text and the request's id. Writing the text means reading the document's JSON
+//! (twice the work of the whole REST read), so the result framed for a document is remembered
+//! under the document's tag (see [`Framed`]).
+//!
+//! Measured with `mcp_vs_rest` (16 clients, release): `get_agent` at 93 % of the REST card's
+//! throughput with the framed results remembered, 48–49 % when each is framed anew, and about
+//! 40 % through rmcp's path (docs/mcp.md).
 //!
 //! It checks nothing: `Host` and `Origin` were checked for both paths before (see `guard`), and
 //! it only picks the plainest requests, the ones rmcp accepts as they are and answers exactly
@@ -16,15 +22,17 @@
 //! whose checks and answers are the only ones.
 
 use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
+use lru::LruCache;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::guard::BoxResponse;
-use crate::port::Arguments;
+use crate::port::{Arguments, ToolOutput};
 use crate::{DirectoryRead, render, resources};
 
 /// Protocol revisions whose answers to these reads are the plain ones built here. Newer
@@ -60,11 +68,12 @@ struct ResourceRead {
 
 pub(crate) struct Fast<P> {
     port: P,
+    framed: Framed,
 }
 
 impl<P: DirectoryRead> Fast<P> {
     pub(crate) fn new(port: P) -> Self {
-        Fast { port }
+        Fast { port, framed: Framed::new(FRAMED_BYTES) }
     }
 
     /// The answer, when the request is one this path takes and the read succeeds.
@@ -94,17 +103,30 @@ impl<P: DirectoryRead> Fast<P> {
         Some(res)
     }
 
-    async fn tool(&self, params: &RawValue) -> Option<Vec<u8>> {
+    async fn tool(&self, params: &RawValue) -> Option<Arc<[u8]>> {
         let call: ToolCall<'_> = serde_json::from_str(params.get()).ok()?;
         let args: Arguments = serde_json::from_str(call.arguments.get()).ok()?;
         match call.name {
-            "get_agent" => render::framed_tool_result(&self.port.get_agent(args).await.ok()?),
-            "get_call" => render::framed_tool_result(&self.port.get_call(args).await.ok()?),
+            "get_agent" => self.framed(&self.port.get_agent(args).await.ok()?),
+            "get_call" => self.framed(&self.port.get_call(args).await.ok()?),
             _ => None,
         }
     }
 
-    async fn resource(&self, params: &RawValue) -> Option<Vec<u8>> {
+    /// The tool result of `output`: remembered when its document has a tag, else framed now.
+    fn framed<T: ToolOutput>(&self, output: &T) -> Option<Arc<[u8]>> {
+        let Some(tag) = output.rendered_tag() else {
+            return render::framed_tool_result(output).map(Arc::from);
+        };
+        if let Some(held) = self.framed.get(tag) {
+            return Some(held);
+        }
+        let result: Arc<[u8]> = render::framed_tool_result(output)?.into();
+        self.framed.keep(tag, result.clone());
+        Some(result)
+    }
+
+    async fn resource(&self, params: &RawValue) -> Option<Arc<[u8]>> {
         let read: ResourceRead = serde_json::from_str(params.get()).ok()?;
         let mut output = match resources::parse_uri(&read.uri)? {
             resources::Target::Agent(handle) => {
@@ -118,7 +140,51 @@ impl<P: DirectoryRead> Fast<P> {
         };
         // The revisions this path serves predate result types (rmcp clears it for them too).
         output.result_type = None;
-        serde_json::to_vec(&output).ok()
+        serde_json::to_vec(&output).ok().map(Arc::from)
+    }
+}
+
+type Results = LruCache<String, Arc<[u8]>>;
+
+/// Memory for the results the short path framed.
+const FRAMED_BYTES: usize = 8 << 20;
+
+/// Framed tool results by the tag of the document they frame, least recently used out first past
+/// a budget of bytes. A result is a function of its document's bytes and a changed document has
+/// a new tag, so an entry is never stale and nothing but the budget evicts it: there is nothing
+/// to invalidate. Documents themselves stay in the core's cache; this holds only MCP's framing.
+struct Framed {
+    /// The results by tag, and the bytes they hold.
+    held: Mutex<(Results, usize)>,
+    max_bytes: usize,
+}
+
+impl Framed {
+    fn new(max_bytes: usize) -> Framed {
+        Framed { held: Mutex::new((LruCache::unbounded(), 0)), max_bytes }
+    }
+
+    fn get(&self, tag: &str) -> Option<Arc<[u8]>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).0.get(tag).cloned()
+    }
+
+    fn keep(&self, tag: &str, result: Arc<[u8]>) {
+        let bytes = result.len() + tag.len();
+        if bytes > self.max_bytes {
+            return;
+        }
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let (entries, total) = &mut *held;
+        if let Some(old) = entries.put(tag.to_owned(), result) {
+            *total -= old.len() + tag.len();
+        }
+        *total += bytes;
+        while *total > self.max_bytes {
+            match entries.pop_lru() {
+                Some((gone_tag, gone)) => *total -= gone.len() + gone_tag.len(),
+                None => break,
+            }
+        }
     }
 }
 
@@ -178,5 +244,25 @@ where
     match slow.call(Request::from_parts(parts, Full::new(bytes))).await {
         Ok(res) => res,
         Err(never) => match never {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn framed_results_stay_within_their_budget_oldest_out_first() {
+        let framed = Framed::new(100);
+        framed.keep("a", Arc::from(vec![0u8; 40]));
+        framed.keep("b", Arc::from(vec![1u8; 40]));
+        assert!(framed.get("a").is_some(), "a is now the most recent");
+        framed.keep("c", Arc::from(vec![2u8; 40]));
+        assert!(framed.get("b").is_none(), "b was the least recently used");
+        assert_eq!(framed.get("a").as_deref(), Some(&[0u8; 40][..]));
+        assert_eq!(framed.get("c").as_deref(), Some(&[2u8; 40][..]));
+        framed.keep("huge", Arc::from(vec![3u8; 200]));
+        assert!(framed.get("huge").is_none(), "larger than the whole budget");
+        assert!(framed.get("c").is_some());
     }
 }

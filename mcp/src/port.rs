@@ -38,6 +38,12 @@ pub trait ToolOutput: Serialize + JsonSchema + ToText + Send + 'static {
     fn rendered_json(&self) -> Option<&[u8]> {
         None
     }
+
+    /// A tag of [`rendered_json`](Self::rendered_json) that changes exactly when its bytes do
+    /// (the document's strong ETag): the short path remembers the result it framed under it.
+    fn rendered_tag(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// Read-only access to the directory, implemented by the core.

@@ -224,6 +224,13 @@ impl<T: DocumentText + JsonSchema + 'static> ToolOutput for DocumentOutput<T> {
             Some(_) => None,
         }
     }
+
+    fn rendered_tag(&self) -> Option<&str> {
+        match self.moved {
+            None => Some(&self.document.rendered.etag),
+            Some(_) => None,
+        }
+    }
 }
 
 /// `get_agent`'s answer: the cached card, and the signed statement when it was asked for.
@@ -291,6 +298,13 @@ impl ToolOutput for CardOutput {
     fn rendered_json(&self) -> Option<&[u8]> {
         match self.statement {
             None => self.card.rendered_json(),
+            Some(_) => None,
+        }
+    }
+
+    fn rendered_tag(&self) -> Option<&str> {
+        match self.statement {
+            None => self.card.rendered_tag(),
             Some(_) => None,
         }
     }

@@ -67,14 +67,14 @@ impl App {
             last_active_at: now,
         };
         let embedded = self.embed_profile(profile_doc(&row)).await?;
-        let dir = self.clone();
+        let app = self.clone();
         let (agent, to_check) = self
             .write(move |tx| {
                 super::handles::ensure_free(tx, &row.handle, None, now)?;
-                dir.limits.check(tx, Persistent::Registration, &client_ip, now)?;
+                app.limits.check(tx, Persistent::Registration, &client_ip, now)?;
                 let id = agents_store::insert(tx, &row)?;
                 meaning::store_vector(tx, id, embedded)?;
-                dir.limits.record(tx, Persistent::Registration, &client_ip, now)?;
+                app.limits.record(tx, Persistent::Registration, &client_ip, now)?;
                 let to_check = endpoints::replace(tx, id, endpoints, now)?;
                 let saved = agents_store::by_id(tx, id)?.ok_or(Error::Internal)?;
                 Ok((views::agent(tx, &saved, now)?, to_check))

@@ -43,9 +43,9 @@ impl App {
         let lang = input.lang.unwrap_or_else(|| Lang::detect(&format!("{} {}", input.title, input.body)));
         let languages = input.languages.unwrap_or_default();
         let tags = input.tags.unwrap_or_default();
-        let dir = self.clone();
+        let app = self.clone();
         self.write(move |tx| {
-            dir.limits.check(tx, Persistent::Calls, &caller.handle, now)?;
+            app.limits.check(tx, Persistent::Calls, &caller.handle, now)?;
             let seq = calls_store::insert(
                 tx,
                 &NewCallRow {
@@ -63,7 +63,7 @@ impl App {
                     created_at: now,
                 },
             )?;
-            dir.limits.record(tx, Persistent::Calls, &caller.handle, now)?;
+            app.limits.record(tx, Persistent::Calls, &caller.handle, now)?;
             agents::touch(tx, caller.id, now, false)?;
             let row = calls_store::by_seq(tx, seq)?.ok_or(Error::Internal)?;
             Ok(row.summary)
@@ -113,10 +113,10 @@ impl App {
     pub async fn reply(&self, caller: Caller, call_id: String, input: NewReply) -> Result<ReplyView> {
         let now = now_ms();
         let id = ids::new_id(ids::REPLY);
-        let dir = self.clone();
+        let app = self.clone();
         self.write(move |tx| {
             let c = visible_call(tx, &call_id)?;
-            dir.limits.take(InMemory::Replies, &caller.handle)?;
+            app.limits.take(InMemory::Replies, &caller.handle)?;
             replies::insert(tx, &id, c.seq, caller.id, &input.body, now)?;
             agents::touch(tx, caller.id, now, false)?;
             Ok(views::reply(replies::by_id(tx, &id)?.ok_or(Error::Internal)?))
@@ -133,10 +133,10 @@ impl App {
     ) -> Result<Reported> {
         let id = ids::new_id(ids::REPORT);
         let report_id = id.clone();
-        let dir = self.clone();
+        let app = self.clone();
         self.write(move |tx| {
             visible_call(tx, &call_id)?;
-            dir.limits.take(InMemory::Reports, &client_ip)?;
+            app.limits.take(InMemory::Reports, &client_ip)?;
             reports::insert(
                 tx,
                 &reports::NewReport {

@@ -83,11 +83,11 @@ impl App {
     /// `POST /api/me/handle`.
     pub async fn rename(&self, caller: Caller, input: HandleChange) -> Result<Renamed> {
         let now = now_ms();
-        let dir = self.clone();
+        let app = self.clone();
         self.write(move |tx| {
             let a = caller_row(tx, &caller)?;
             let renamed =
-                rename(tx, &dir.settings.reserved_handles, &a, &input.handle, RenamedBy::Agent, now)?;
+                rename(tx, &app.settings.reserved_handles, &a, &input.handle, RenamedBy::Agent, now)?;
             audit::record(tx, "rename", &renamed.previous_handle, "api", Some(&input.handle), now)?;
             Ok(renamed)
         })

@@ -28,7 +28,7 @@ impl App {
         let expires_at = now + LIFETIME_MS;
         let (token_id, token_hash) = (token.id.clone(), tokens::digest(&token.secret).to_vec());
         let subject = CodePurpose::Recovery.subject(&code);
-        let dir = self.clone();
+        let app = self.clone();
         let shown = handle.clone();
         self.write(move |tx| {
             let a = match agents::by_handle(tx, &handle)? {
@@ -40,7 +40,7 @@ impl App {
                 Some(a) => a,
                 None => return Err(Error::NotFound),
             };
-            dir.limits.check(tx, Persistent::Recovery, &client_ip, now)?;
+            app.limits.check(tx, Persistent::Recovery, &client_ip, now)?;
             recoveries::insert(
                 tx,
                 &RecoveryRow {
@@ -53,7 +53,7 @@ impl App {
                     confirmed_at: None,
                 },
             )?;
-            dir.limits.record(tx, Persistent::Recovery, &client_ip, now)?;
+            app.limits.record(tx, Persistent::Recovery, &client_ip, now)?;
             audit::record(tx, "recovery-started", &a.handle, "api", None, now)
         })
         .await?;

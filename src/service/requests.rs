@@ -56,7 +56,7 @@ impl App {
     ) -> Result<ContactRequestDetail> {
         let now = now_ms();
         let id = ids::new_id(ids::REQUEST);
-        let dir = self.clone();
+        let app = self.clone();
         self.write(move |tx| {
             let recipient = visible_agent(tx, &handle)?;
             let sender = caller_row(tx, &caller)?;
@@ -95,7 +95,7 @@ impl App {
                 let retry_after = seconds_until(oldest.unwrap_or(now) + CAP_WINDOW, now);
                 return Err(Error::WeeklyCapReached { retry_after });
             }
-            dir.limits.check(tx, Persistent::Requests, &sender.handle, now)?;
+            app.limits.check(tx, Persistent::Requests, &sender.handle, now)?;
             requests_store::insert(
                 tx,
                 &RequestRow {
@@ -115,7 +115,7 @@ impl App {
                     decided_at: None,
                 },
             )?;
-            dir.limits.record(tx, Persistent::Requests, &sender.handle, now)?;
+            app.limits.record(tx, Persistent::Requests, &sender.handle, now)?;
             agents::touch(tx, sender.id, now, false)?;
             request_for(tx, &caller, &id)
         })
@@ -178,14 +178,14 @@ impl App {
     ) -> Result<Reported> {
         let report_id = ids::new_id(ids::REPORT);
         let reported = report_id.clone();
-        let dir = self.clone();
+        let app = self.clone();
         self.write(move |tx| {
             let (_, role) = party_request(tx, &caller, &id)?;
             if role != Role::Recipient {
                 return Err(Error::Forbidden);
             }
             // The same budget as reports of calls, so reports cannot flood the operators' queue.
-            dir.limits.take(InMemory::Reports, &client_ip)?;
+            app.limits.take(InMemory::Reports, &client_ip)?;
             reports::insert(
                 tx,
                 &reports::NewReport {
