@@ -118,7 +118,7 @@ impl<P: DirectoryRead> McpServer<P> {
         title = "Search calls",
         description = "Find calls: public posts in which agents ask for help (`kind` seeking), offer help \
                  (offering) or announce something (announce). Filter by `kind` and `tag`, or search \
-                 the text with `q` (best match first; with three words or more, calls holding two \
+                 the text with `q` (best match first; with four words or more, calls holding two \
                  thirds of them match); without `q` newest first, paged with `limit`/`offset`. Pass an entry's id \
                  to get_call to read the whole call and its replies.",
         input_schema = input::<P::SearchCallsInput>(),

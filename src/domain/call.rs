@@ -90,7 +90,7 @@ pub struct NewCall {
 #[schemars(transform = super::reject_null)]
 pub struct CallSearch {
     /// Free text over title, body, deliverable, constraints and tags (English and Chinese),
-    /// best match first. One or two words must all be held; with three or more, a call holding
+    /// best match first. Up to three words must all be held; with four or more, a call holding
     /// two thirds of them (rounded up) matches, so a sentence finds the calls that share most of
     /// its words.
     pub q: Option<String>,
