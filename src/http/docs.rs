@@ -98,7 +98,7 @@ pub fn publish(base_url: &str, feed_epoch: u64) -> &'static Published {
     PUBLISHED.get_or_init(|| Published {
         api_index: serde_json::to_vec(&api_index(base_url)).expect("the API index serialises").into(),
         openapi: serde_json::to_vec(&openapi(base_url, feed_epoch)).expect("openapi.json serialises").into(),
-        skill_md: crate::skill::render(base_url).into(),
+        skill_md: Bytes::from_static(crate::skill::render(base_url).as_bytes()),
     })
 }
 

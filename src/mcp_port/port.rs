@@ -47,13 +47,13 @@ pub struct CallId {
 #[derive(Clone)]
 pub struct McpPort {
     app: App,
-    /// skill.md depends only on the base URL: rendered once, not per read.
-    skill_md: Arc<str>,
+    /// skill.md, rendered once per process (`skill::render`).
+    skill_md: &'static str,
 }
 
 impl McpPort {
     pub fn new(app: App) -> Self {
-        let skill_md = crate::skill::render(&app.settings().base_url).into();
+        let skill_md = crate::skill::render(&app.settings().base_url);
         McpPort { app, skill_md }
     }
 }
@@ -139,7 +139,7 @@ impl DirectoryRead for McpPort {
     }
 
     fn skill_md(&self) -> String {
-        self.skill_md.to_string()
+        self.skill_md.to_owned()
     }
 
     async fn complete_handles(&self, prefix: &str, limit: usize) -> Vec<String> {
