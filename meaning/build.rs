@@ -157,18 +157,42 @@ fn sha256(path: &Path) -> Result<String, String> {
     Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Compiles the engine optimised in every profile (tests run debug builds and embed profiles).
-/// Without OpenMP: the server runs one embedding per thread on its own bounded pool. AVX2 is used
-/// when the build machine has it (the library checks the running CPU before loading).
+/// Our change to the pinned `e5.c`: the weights are unpacked from 4 bits to int8 once at load
+/// instead of on every call, which halves the time to embed a query (the same vectors, bit for
+/// bit; figures in docs/search.md).
+const PATCH: &str = include_str!("engine/unpacked-weights.patch");
+
+/// Compiles the engine, with [`PATCH`] applied, optimised in every profile (tests run debug
+/// builds and embed profiles). Without OpenMP: the server runs one embedding per thread on its
+/// own bounded pool. AVX2 is used when the build machine has it (the library checks the running
+/// CPU before loading).
 fn compile(dir: &Path) {
+    println!("cargo:rerun-if-changed=engine/unpacked-weights.patch");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let source = fs::read_to_string(dir.join("e5.c")).expect("e5.c was checked a moment ago");
+    let patch = diffy::Patch::from_str(PATCH).expect("engine/unpacked-weights.patch is a unified diff");
+    // The source is pinned by checksum, so the patch applies unless one of them was edited.
+    let patched = diffy::apply(&source, &patch).expect("engine/unpacked-weights.patch applies to the pinned e5.c");
+    let file = out.join("e5.c");
+    fs::write(&file, patched).expect("OUT_DIR is writable");
     let mut build = cc::Build::new();
-    build.file(dir.join("e5.c")).include(dir).opt_level(3).warnings(false).define("NDEBUG", None);
+    build.file(&file).include(dir).opt_level(3).warnings(false).define("NDEBUG", None);
+    // Lets the compiler vectorise the attention's sums and call glibc's vector expf/erff: a
+    // profile embeds 1.45× faster, and its vector keeps a cosine ≥ 0.99996 to the exact one.
+    let gnu_x86 = std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu")
+        && std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64");
+    if gnu_x86 {
+        build.flag("-ffast-math");
+    }
     let native = std::env::var("TARGET").ok() == std::env::var("HOST").ok();
     if native && host_has_avx2() {
         build.flag("-mavx2").flag("-mfma").flag("-mf16c");
         println!("cargo:rustc-cfg=e5_avx2");
     }
     build.compile("e5");
+    if gnu_x86 {
+        println!("cargo:rustc-link-lib=mvec");
+    }
     println!("cargo:rustc-link-lib=m");
     println!("cargo:rustc-cfg=e5_engine");
 }

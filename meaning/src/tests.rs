@@ -61,3 +61,29 @@ fn the_matrix_finds_rows_above_the_threshold_and_forgets_removed_ones() {
     assert_eq!(back, unit(5));
     assert!(Quantized::from_bytes(&[1, 2, 3]).is_none());
 }
+
+#[test]
+fn the_fast_scan_scores_every_row_as_the_plain_similarity_does() {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut random = || {
+        let v: Vec<f32> = (0..DIM)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state % 2001) as f32 / 1000.0 - 1.0
+            })
+            .collect();
+        Quantized::new(&v)
+    };
+    let mut m = Matrix::default();
+    for k in 0..300u64 {
+        m.upsert(k, &random(), ());
+    }
+    let q = random();
+    let hits = m.search(&q, f32::NEG_INFINITY, |_| true);
+    assert_eq!(hits.len(), 300);
+    for hit in hits {
+        assert_eq!(Some(hit.similarity), m.similarity(&q, hit.key));
+    }
+}
