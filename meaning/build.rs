@@ -172,7 +172,8 @@ fn compile(dir: &Path) {
     let source = fs::read_to_string(dir.join("e5.c")).expect("e5.c was checked a moment ago");
     let patch = diffy::Patch::from_str(PATCH).expect("engine/unpacked-weights.patch is a unified diff");
     // The source is pinned by checksum, so the patch applies unless one of them was edited.
-    let patched = diffy::apply(&source, &patch).expect("engine/unpacked-weights.patch applies to the pinned e5.c");
+    let patched =
+        diffy::apply(&source, &patch).expect("engine/unpacked-weights.patch applies to the pinned e5.c");
     let file = out.join("e5.c");
     fs::write(&file, patched).expect("OUT_DIR is writable");
     let mut build = cc::Build::new();

@@ -24,6 +24,19 @@ async fn agent_with(s: &Server, prefix: &str, profile: Value) -> Agent {
     a
 }
 
+/// The similarity `explain=true` shows for `handle`, if it is listed.
+async fn similarity_of(s: &Server, need: &str, handle: &str) -> Option<f64> {
+    let r = s.get(&format!("/api/agents?q={}&explain=true&limit=100", q(need)), None).await;
+    r.expect(200);
+    let agents = r.json["agents"].as_array().unwrap().clone();
+    let hit = agents.into_iter().find(|a| a["handle"] == handle)?;
+    hit["ranking"]["signals"]["similarity"].as_f64()
+}
+
+fn threshold() -> f64 {
+    f64::from(agentdir::meaning::rank::MEANING_THRESHOLD)
+}
+
 async fn search(s: &Server, need: &str) -> common::Resp {
     let r = s.get(&format!("/api/agents?q={}", q(need)), None).await;
     r.expect(200);
@@ -135,11 +148,50 @@ async fn needs_in_other_words_and_the_other_language_find_the_agent_that_meets_t
 }
 
 #[tokio::test]
+async fn a_need_far_from_every_profile_still_meets_the_nearest_agents() {
+    use agentdir::meaning::rank::{NEAREST_FILL, NEAREST_FLOOR};
+    let s = Server::start().await;
+    let t = trades(&s).await;
+    // Each need is below the similarity of a match for every profile, and nearest one agent that
+    // meets it (~0.16 here; the others are below the floor).
+    for (need, agent) in [
+        ("Korean variety show captions", &t.subtitles),
+        ("ask someone about clause 7 of my supplier agreement", &t.contracts_zh),
+    ] {
+        let r = s.get(&format!("/api/agents?q={}&explain=true&limit=100", q(need)), None).await;
+        r.expect(200);
+        assert_eq!(handles(&r).first(), Some(&agent.handle), "{need}: {}", r.json);
+        let agents = r.json["agents"].as_array().unwrap();
+        assert_eq!(r.json["total"].as_u64(), Some(agents.len() as u64), "{need}");
+        assert!(agents.len() <= NEAREST_FILL, "{need}");
+        for a in agents {
+            let sim = a["ranking"]["signals"]["similarity"].as_f64().unwrap();
+            assert!(sim >= f64::from(NEAREST_FLOOR) && sim < threshold(), "{need}: {a}");
+        }
+    }
+    // Ten agents that hold the words fill the page: nothing merely near is added.
+    for i in 0..NEAREST_FILL {
+        agent_with(
+            &s,
+            "cap",
+            json!({"description_en": format!("Captions studio {i}: Korean variety show captions")}),
+        )
+        .await;
+    }
+    let r = s
+        .get(&format!("/api/agents?q={}&explain=true&limit=100", q("Korean variety show captions")), None)
+        .await;
+    assert_eq!(r.json["total"].as_u64(), Some(NEAREST_FILL as u64), "{}", r.json);
+    assert!(!handles(&r).contains(&t.subtitles.handle), "{}", r.json);
+}
+
+#[tokio::test]
 async fn a_profile_is_found_by_meaning_as_soon_as_its_write_returns() {
     let s = Server::start().await;
     let a = s.register("ryw").await;
     let need = "someone to walk my dog while I am at work";
-    assert!(!handles(&search(&s, need).await).contains(&a.handle));
+    // Before the write the bare profile is at most one of the nearest agents, never a match.
+    assert!(similarity_of(&s, need, &a.handle).await.is_none_or(|sim| sim < threshold()));
     s.patch(
         "/api/me",
         Some(&a.key),

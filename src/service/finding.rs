@@ -4,6 +4,8 @@
 //!
 //! - An agent matches when it holds every word of `q` (the index's rule) or its profile's
 //!   similarity to `q` is at least [`MEANING_THRESHOLD`]; every filter applies to both.
+//!   When that finds fewer than [`NEAREST_FILL`] agents, the nearest others with similarity at
+//!   least [`NEAREST_FLOOR`] match too, up to [`NEAREST_FILL`] in all.
 //!   `total` counts the agents matching either way, each once.
 //! - The first [`WORD_WINDOW`] word matches and every meaning-only match are ordered by
 //!   `rank::rank`; the remaining word matches follow in word order.
@@ -21,7 +23,9 @@ use crate::domain::agent::{self, AgentHit, AgentList, AgentSearch};
 use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result};
-use crate::meaning::rank::{self, Candidate, MEANING_THRESHOLD, Ranking, WORD_WINDOW};
+use crate::meaning::rank::{
+    self, Candidate, MEANING_THRESHOLD, NEAREST_FILL, NEAREST_FLOOR, Ranking, WORD_WINDOW,
+};
 use crate::meaning::{Facts, SearchMode};
 use crate::time::{DAY, SECOND, now_ms};
 
@@ -167,24 +171,34 @@ impl App {
         let word_rank: HashMap<u64, usize> = window.keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
         let state = self.meaning.read();
         let mut meaning_only = Vec::new();
+        let words_total = if use_words { window.total } else { 0 };
         if let Some(v) = &vector {
-            let keep = |f: &Facts| passes(query, f);
             let check = (window.total as usize > window.keys.len()).then(|| self.index.word_check(text));
-            for hit in state.matrix.search(v, MEANING_THRESHOLD, |_| true) {
-                let Some(f) = state.facts.get(&hit.key) else { continue };
-                if !keep(f) || word_rank.contains_key(&hit.key) {
-                    continue;
+            // A meaning-only match: passes the filters and is not already a word match.
+            let meaning_only_match = |key: &u64| {
+                let Some(f) = state.facts.get(key) else { return false };
+                if !passes(query, f) || word_rank.contains_key(key) {
+                    return false;
                 }
                 let word_match = use_words
                     && check
                         .as_ref()
                         .is_some_and(|c| c.matches(&f.words) || handle == Some(f.handle.as_str()));
-                if !word_match {
-                    meaning_only.push(hit);
-                }
+                !word_match
+            };
+            let (strong, mut near): (Vec<_>, Vec<_>) = state
+                .matrix
+                .search(v, NEAREST_FLOOR, |_| true)
+                .into_iter()
+                .partition(|hit| hit.similarity >= MEANING_THRESHOLD);
+            meaning_only.extend(strong.into_iter().filter(|hit| meaning_only_match(&hit.key)));
+            let found = words_total as usize + meaning_only.len();
+            if found < NEAREST_FILL {
+                near.sort_by(|a, b| b.similarity.total_cmp(&a.similarity).then(a.key.cmp(&b.key)));
+                let nearest = near.into_iter().filter(|hit| meaning_only_match(&hit.key));
+                meaning_only.extend(nearest.take(NEAREST_FILL - found));
             }
         }
-        let words_total = if use_words { window.total } else { 0 };
         let total = words_total + meaning_only.len() as u64;
         let n = window.keys.len();
         let mut fused: Vec<(u64, Ranking)> = window
