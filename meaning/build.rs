@@ -158,8 +158,9 @@ fn sha256(path: &Path) -> Result<String, String> {
 }
 
 /// Our change to the pinned `e5.c`: the weights are unpacked from 4 bits to int8 once at load
-/// instead of on every call, which halves the time to embed a query (the same vectors, bit for
-/// bit; figures in docs/search.md).
+/// instead of on every call, and with AVX2 eight rows share each block's scaling. With the
+/// flags below a query embeds 2.2× and a profile 1.9× faster; each vector keeps a cosine
+/// ≥ 0.9999 to the unpatched engine's (figures in docs/search.md).
 const PATCH: &str = include_str!("engine/unpacked-weights.patch");
 
 /// Compiles the engine, with [`PATCH`] applied, optimised in every profile (tests run debug
@@ -178,8 +179,8 @@ fn compile(dir: &Path) {
     fs::write(&file, patched).expect("OUT_DIR is writable");
     let mut build = cc::Build::new();
     build.file(&file).include(dir).opt_level(3).warnings(false).define("NDEBUG", None);
-    // Lets the compiler vectorise the attention's sums and call glibc's vector expf/erff: a
-    // profile embeds 1.45× faster, and its vector keeps a cosine ≥ 0.99996 to the exact one.
+    // Lets the compiler vectorise the attention's sums and call glibc's vector expf/erff, which
+    // long texts (profiles) need most.
     let gnu_x86 = std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("gnu")
         && std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64");
     if gnu_x86 {
