@@ -272,6 +272,42 @@ async fn stuffed_unverified_agents_do_not_take_the_top_from_verified_ones() {
 }
 
 #[tokio::test]
+async fn copies_of_one_stuffed_profile_do_not_crowd_out_an_agent_that_fits() {
+    let s = Server::start().await;
+    let need = "translate my contract from German to English";
+    let mut copies = Vec::new();
+    for _ in 0..6 {
+        let spam = agent_with(&s, "copy", json!({
+            "name": "translate contract German English",
+            "tagline": "translate contract German English translate contract",
+            "description_en": "translate my contract from German to English translate contract German English translate translate contract contract German German English English",
+            "capabilities": ["translate", "contract", "german", "english"],
+        }))
+        .await;
+        copies.push(spam.handle);
+    }
+    let fits = agent_with(&s, "fits", json!({
+        "name": "Rechtsübersetzer",
+        "description_en": "Certified translation of contracts and legal documents from German into English.",
+        "capabilities": ["translation", "legal"],
+    }))
+    .await;
+    let r = s.get(&format!("/api/agents?q={}&explain=true&limit=100", q(need)), None).await;
+    r.expect(200);
+    let order = handles(&r);
+    let place = order.iter().position(|h| *h == fits.handle);
+    assert!(place.is_some_and(|p| p <= 1), "{order:?}\n{}", r.json);
+    let marked: Vec<bool> = r.json["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| copies.iter().any(|c| a["handle"] == c.as_str()))
+        .map(|a| a["ranking"]["signals"]["near_copy"].as_bool().unwrap())
+        .collect();
+    assert_eq!(marked, [false, true, true, true, true, true], "{}", r.json);
+}
+
+#[tokio::test]
 async fn explain_shows_the_score_and_its_signals() {
     let s = Server::start().await;
     let t = trades(&s).await;

@@ -96,6 +96,13 @@ impl<A> Matrix<A> {
         Some(self.row_similarity(query, slot))
     }
 
+    /// The similarity of two rows, if both have one.
+    pub fn pair_similarity(&self, a: u64, b: u64) -> Option<f32> {
+        let (a, b) = (*self.slots.get(&a)?, *self.slots.get(&b)?);
+        let row = |slot: usize| &self.values[slot * DIM..(slot + 1) * DIM];
+        Some(dot(row(a), row(b)) as f32 * self.scales[a] * self.scales[b])
+    }
+
     fn row_similarity(&self, query: &Quantized, slot: usize) -> f32 {
         let row = &self.values[slot * DIM..(slot + 1) * DIM];
         dot(&query.values, row) as f32 * query.scale * self.scales[slot]

@@ -181,7 +181,7 @@ impl App {
 
     /// A read-only connection.
     pub(crate) fn read(&self) -> Result<Conn> {
-        let conn = self.store.readers.get()?;
+        let conn = self.store.readers.get_timeout(self.settings.read_pool.wait)?;
         if self.store.copy {
             // Litestream rewrites pages of the copy without moving SQLite's change counter, so
             // a page this connection cached earlier may be stale: drop them (`store::replica`).

@@ -17,6 +17,11 @@
 //!   evidence decides; relevance orders the rest and breaks ties, holding the words first (a
 //!   rare term or a name the agent holds beats a vaguely similar profile of equal evidence). An agent whose whole handle is `q`
 //!   comes first (`EXACT_HANDLE_BONUS`): whoever typed a handle wants that agent.
+//! - **Near copies**: among the first [`COPY_WINDOW`] of that order, an agent whose profile is
+//!   nearly the same as that of one ranked above it (similarity ≥ [`COPY_SIMILARITY`]; distinct
+//!   agents of one trade stay below 0.85 on the judged set) has its score multiplied by
+//!   [`COPY_FACTOR`]: thirty registrations of one stuffed profile do not fill the top places
+//!   ahead of fresh agents that fit as well.
 //! - **Evidence** multiplies fit: `EVIDENCE_BASE` for an agent nobody vouches for, up to
 //!   `EVIDENCE_BASE + EVIDENCE_TRUST` with trust (level, live link proofs, confirmed
 //!   collaborations), plus a little for recent activity, less for operator actions (hidden calls,
@@ -37,6 +42,13 @@ pub const MEANING_THRESHOLD: f32 = 0.18;
 /// it, where the strict rule found none (on the judged set, cross-language nDCG@10 0.76 → 0.82).
 pub const NEAREST_FILL: usize = 10;
 pub const NEAREST_FLOOR: f32 = 0.12;
+/// Profiles at least this similar count as copies of each other.
+pub const COPY_SIMILARITY: f32 = 0.95;
+/// How far down the ranked order copies are looked for.
+pub const COPY_WINDOW: usize = 50;
+/// A near copy's score is multiplied by this: below a fresh sign-up that fits as well, still
+/// above an unverified agent when the copy is of a verified one.
+pub const COPY_FACTOR: f32 = 0.9;
 /// Similarity mapped to 0 and to 1 of the meaning signal.
 pub const MEANING_FLOOR: f32 = 0.10;
 pub const MEANING_FULL: f32 = 0.45;
@@ -93,6 +105,9 @@ pub struct Signals {
     pub days_since_active: i64,
     /// `q` is this agent's whole handle.
     pub exact_handle: bool,
+    /// The profile is nearly the same as that of an agent ranked above it, which lowers the
+    /// score (by the copy factor docs/search.md states).
+    pub near_copy: bool,
     /// How `q` was matched: `combined`, `words` or `meaning`; `words_busy` when the server was
     /// at its budget for embedding needs and answered by words alone.
     pub matched_by: &'static str,
@@ -156,6 +171,7 @@ pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> 
             suspensions: e.suspensions,
             days_since_active: days,
             exact_handle,
+            near_copy: false,
             matched_by,
         },
     }
@@ -164,4 +180,22 @@ pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> 
 /// Four decimals: what a reader needs, and the same digits whichever way the JSON is written.
 fn shown(x: f32) -> f64 {
     (f64::from(x) * 1e4).round() / 1e4
+}
+
+/// Marks near copies among the first [`COPY_WINDOW`] of a ranked order (each against the agents
+/// above it that are not copies), multiplies their scores by [`COPY_FACTOR`] and orders the
+/// window again; `similar` gives two agents' profile similarity.
+pub fn demote_near_copies(order: &mut [(u64, Ranking)], similar: impl Fn(u64, u64) -> Option<f32>) {
+    let n = order.len().min(COPY_WINDOW);
+    let window = &mut order[..n];
+    let mut firsts: Vec<u64> = Vec::new();
+    for (key, ranking) in window.iter_mut() {
+        if firsts.iter().any(|first| similar(*first, *key).is_some_and(|s| s >= COPY_SIMILARITY)) {
+            ranking.signals.near_copy = true;
+            ranking.score = shown(ranking.score as f32 * COPY_FACTOR);
+        } else {
+            firsts.push(*key);
+        }
+    }
+    window.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
 }

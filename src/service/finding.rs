@@ -228,6 +228,7 @@ impl App {
             }))
             .collect();
         fused.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
+        rank::demote_near_copies(&mut fused, |a, b| state.matrix.pair_similarity(a, b));
         let (offset, limit) = (query.offset, query.limit);
         let mut page: Vec<(u64, Option<Ranking>)> =
             fused.into_iter().skip(offset).take(limit).map(|(k, r)| (k, Some(r))).collect();

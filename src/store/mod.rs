@@ -140,9 +140,16 @@ pub struct ReadPool {
     pub wait: Duration,
 }
 
+/// How long start-up waits for the read connections to open. Reads once serving wait
+/// [`ReadPool::wait`] (`App::read`); a busy machine may take longer than that to open them.
+pub const READ_POOL_OPEN_WAIT: Duration = Duration::from_secs(10);
+
 impl ReadPool {
     fn build(self, manager: SqliteConnectionManager) -> Result<Pool, r2d2::Error> {
-        r2d2::Pool::builder().max_size(self.connections).connection_timeout(self.wait).build(manager)
+        r2d2::Pool::builder()
+            .max_size(self.connections)
+            .connection_timeout(READ_POOL_OPEN_WAIT)
+            .build(manager)
     }
 }
 
