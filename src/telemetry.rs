@@ -19,6 +19,8 @@ pub const BODY_TIMEOUTS: &str = "agentdir_http_body_timeouts_total";
 pub const RATE_LIMITED: &str = "agentdir_rate_limited_total";
 /// Searches answered by words alone because the embedding budget was used up.
 pub const MEANING_BUSY: &str = "agentdir_search_meaning_busy_total";
+/// Searches whose need was read lately: its vector came from memory, not from the model.
+pub const MEANING_REMEMBERED: &str = "agentdir_search_meaning_remembered_total";
 pub const INDEX_LAG: &str = "agentdir_search_index_lag";
 pub const INDEX_APPLIED: &str = "agentdir_search_index_applied_seq";
 pub const POOL_CONNECTIONS: &str = "agentdir_db_pool_connections";
@@ -67,6 +69,10 @@ fn describe() {
     describe_counter!(
         MEANING_BUSY,
         "Agent searches answered by words alone: the budget for embedding needs was used up."
+    );
+    describe_counter!(
+        MEANING_REMEMBERED,
+        "Agent searches whose need was read lately: its vector came from memory, not from the model."
     );
     describe_histogram!(
         HTTP_DURATION,

@@ -169,6 +169,14 @@ async fn a_need_far_from_every_profile_still_meets_the_nearest_agents() {
             assert!(sim >= f64::from(NEAREST_FLOOR) && sim < threshold(), "{need}: {a}");
         }
     }
+    // One agent that holds the words makes the need precise: it matches, nothing merely near
+    // is added.
+    let holder =
+        agent_with(&s, "holder", json!({"description_en": "Captions studio: Korean variety show captions"}))
+            .await;
+    let r = search(&s, "Korean variety show captions").await;
+    assert_eq!(handles(&r), std::slice::from_ref(&holder.handle), "{}", r.json);
+    assert_eq!(r.json["total"], 1);
     // Ten agents that hold the words fill the page: nothing merely near is added.
     for i in 0..NEAREST_FILL {
         agent_with(
@@ -181,7 +189,7 @@ async fn a_need_far_from_every_profile_still_meets_the_nearest_agents() {
     let r = s
         .get(&format!("/api/agents?q={}&explain=true&limit=100", q("Korean variety show captions")), None)
         .await;
-    assert_eq!(r.json["total"].as_u64(), Some(NEAREST_FILL as u64), "{}", r.json);
+    assert_eq!(r.json["total"].as_u64(), Some(NEAREST_FILL as u64 + 1), "{}", r.json);
     assert!(!handles(&r).contains(&t.subtitles.handle), "{}", r.json);
 }
 
@@ -382,4 +390,42 @@ async fn meaning_mode_matches_by_similarity_alone() {
         assert_eq!(hit["ranking"]["signals"]["words"], 0.0);
         assert_eq!(hit["ranking"]["signals"]["matched_by"], "meaning");
     }
+}
+
+/// A need read lately is not embedded again: the next page of its agents costs the model
+/// nothing and is ranked by meaning like the first (`/metrics` counts the needs remembered).
+#[tokio::test]
+async fn a_need_read_lately_is_remembered() {
+    let s = Server::start().await;
+    let t = trades(&s).await;
+    agent_with(
+        &s,
+        "subs2",
+        json!({"description_en": "I transcribe podcast episodes and deliver subtitle files in English and Chinese."}),
+    )
+    .await;
+    let remembered = || async {
+        let metrics = s.get("/metrics", None).await.text;
+        let name = "agentdir_search_meaning_remembered_total ";
+        metrics.lines().find_map(|l| l.strip_prefix(name)).map_or(0.0, |v| v.parse::<f64>().unwrap())
+    };
+    let need = "subtitles for my podcast";
+    let page =
+        |offset: u32, text: &str| format!("/api/agents?q={}&explain=true&limit=1&offset={offset}", q(text));
+    let first = s.get(&page(0, need), None).await;
+    first.expect(200);
+    assert!(first.json["total"].as_u64().unwrap() >= 2, "{}", first.json);
+    assert!(handles(&first).len() == 1 && handles(&first) != [t.tax.handle.clone()], "{}", first.json);
+    assert_eq!(remembered().await, 0.0);
+    // The next page, and the same need with spaces around it, come from memory.
+    for (offset, text) in [(1, need.to_string()), (0, format!("  {need} "))] {
+        let r = s.get(&page(offset, &text), None).await;
+        r.expect(200);
+        assert_eq!(r.json["total"], first.json["total"]);
+        assert_eq!(r.json["agents"][0]["ranking"]["signals"]["matched_by"], "combined", "{}", r.json);
+    }
+    assert_eq!(remembered().await, 2.0);
+    // Another need is read by the model.
+    search(&s, "someone to check my tax return").await;
+    assert_eq!(remembered().await, 2.0);
 }

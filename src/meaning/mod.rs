@@ -8,6 +8,7 @@
 //! both the change log (which agents are public, with what text) and the vectors' stamps.
 
 pub mod budget;
+pub mod needs;
 pub mod rank;
 mod state;
 mod text;

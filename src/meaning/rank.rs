@@ -36,8 +36,9 @@ use crate::time::{DAY, now_ms};
 pub const WORD_WINDOW: usize = 100;
 /// Cosine similarity at or above which an agent matches `q` by meaning.
 pub const MEANING_THRESHOLD: f32 = 0.18;
-/// When fewer than `NEAREST_FILL` agents match by words or by [`MEANING_THRESHOLD`], the nearest
-/// others down to `NEAREST_FLOOR` match too, up to `NEAREST_FILL` in all: a need stated far from
+/// When no agent holds the words of `q` and fewer than `NEAREST_FILL` match by
+/// [`MEANING_THRESHOLD`], the nearest others down to `NEAREST_FLOOR` match too, up to
+/// `NEAREST_FILL` in all: a need stated far from
 /// every profile's words (a platform's name, the other language) still meets the agents nearest
 /// it, where the strict rule found none (on the judged set, cross-language nDCG@10 0.76 → 0.82).
 pub const NEAREST_FILL: usize = 10;

@@ -9,6 +9,7 @@ use agentdir_search_index::{AgentDoc, AgentWords, Change, SearchIndex};
 use rusqlite::Connection;
 
 use super::budget::Budget;
+use super::needs::Needs;
 use super::{MeaningSettings, SearchMode, profile_text, text_hash};
 use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::Result;
@@ -67,6 +68,8 @@ pub struct Meaning {
     /// The newest vector stamp applied.
     stamp: AtomicI64,
     pub budget: Arc<Budget>,
+    /// Needs read lately (see `needs.rs`).
+    pub needs: Needs,
 }
 
 impl Meaning {
@@ -104,6 +107,7 @@ impl Meaning {
             state: RwLock::default(),
             stamp: AtomicI64::new(0),
             budget: Budget::new(cores),
+            needs: Needs::default(),
         }
     }
 

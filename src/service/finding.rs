@@ -4,8 +4,9 @@
 //!
 //! - An agent matches when it holds every word of `q` (the index's rule) or its profile's
 //!   similarity to `q` is at least [`MEANING_THRESHOLD`]; every filter applies to both.
-//!   When that finds fewer than [`NEAREST_FILL`] agents, the nearest others with similarity at
-//!   least [`NEAREST_FLOOR`] match too, up to [`NEAREST_FILL`] in all.
+//!   When no agent holds the words and fewer than [`NEAREST_FILL`] match by meaning, the
+//!   nearest others with similarity at least [`NEAREST_FLOOR`] match too, up to
+//!   [`NEAREST_FILL`] in all.
 //!   `total` counts the agents matching either way, each once.
 //! - The first [`WORD_WINDOW`] word matches and every meaning-only match are ordered by
 //!   `rank::rank`; the remaining word matches follow in word order.
@@ -49,31 +50,41 @@ fn index_failed(e: impl std::fmt::Display) -> Error {
 }
 
 impl App {
-    /// `GET /api/agents` and MCP `search_agents`: reads the need with the model when the budget
-    /// admits it (on the blocking pool, outside the search permits), then searches.
+    /// `GET /api/agents` and MCP `search_agents`: reads the need (see [`App::read_need`]), then
+    /// searches.
     pub async fn find_agents(&self, q: AgentSearch, client: &str) -> Result<AgentList> {
         let text = q.q.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
         let need = match text {
             Some(text) if self.meaning.enabled() && self.meaning.mode != SearchMode::Words => {
-                match self.meaning.budget.admit(client) {
-                    Some(admitted) => {
-                        let vector = self
-                            .blocking(move |d| {
-                                let _admitted = admitted;
-                                Ok(d.meaning.embed_query(&text))
-                            })
-                            .await?;
-                        vector.map_or(Need::Words, Need::Vector)
-                    }
-                    None => {
-                        metrics::counter!(crate::telemetry::MEANING_BUSY).increment(1);
-                        Need::Busy
-                    }
-                }
+                self.read_need(text, client).await?
             }
             _ => Need::Words,
         };
         self.bounded(Bound::Search, move |app| app.search_agents_now(q, need)).await
+    }
+
+    /// The need's vector: remembered when it was read lately, else from the model when the
+    /// budget admits it (on the blocking pool, outside the search permits), else words alone.
+    async fn read_need(&self, text: String, client: &str) -> Result<Need> {
+        if let Some(vector) = self.meaning.needs.get(&text) {
+            metrics::counter!(crate::telemetry::MEANING_REMEMBERED).increment(1);
+            return Ok(Need::Vector(vector));
+        }
+        let Some(admitted) = self.meaning.budget.admit(client) else {
+            metrics::counter!(crate::telemetry::MEANING_BUSY).increment(1);
+            return Ok(Need::Busy);
+        };
+        let vector = self
+            .blocking(move |d| {
+                let _admitted = admitted;
+                let vector = d.meaning.embed_query(&text);
+                if let Some(v) = &vector {
+                    d.meaning.needs.put(&text, v);
+                }
+                Ok(vector)
+            })
+            .await?;
+        Ok(vector.map_or(Need::Words, Need::Vector))
     }
 
     /// A search by words alone (or recency without `q`), weighed by evidence, whatever the
@@ -192,8 +203,11 @@ impl App {
                 .into_iter()
                 .partition(|hit| hit.similarity >= MEANING_THRESHOLD);
             meaning_only.extend(strong.into_iter().filter(|hit| meaning_only_match(&hit.key)));
-            let found = words_total as usize + meaning_only.len();
-            if found < NEAREST_FILL {
+            // A need whose words some profile holds is precise (a rare term, a name): what holds
+            // them and what is near enough in meaning is the answer; only a need that no profile
+            // states in its words meets the merely nearest.
+            let found = meaning_only.len();
+            if words_total == 0 && found < NEAREST_FILL {
                 near.sort_by(|a, b| b.similarity.total_cmp(&a.similarity).then(a.key.cmp(&b.key)));
                 let nearest = near.into_iter().filter(|hit| meaning_only_match(&hit.key));
                 meaning_only.extend(nearest.take(NEAREST_FILL - found));

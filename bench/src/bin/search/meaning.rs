@@ -1,7 +1,8 @@
 //! `--meaning`: the agent queries with search by meaning on (`App::find_agents`, the REST
 //! handler's path: the need embedded by the model within its budget, then words and meaning
 //! fused) beside words alone (`App::search_agents`), in the same run, result cache off.
-//! There is no embedding cache: every query is embedded. Before measuring, every agent's vector
+//! The uncached rows remember no need (every query is embedded) and keep no results; the
+//! cached row beside them runs with both caches on, as the server does. Before measuring, every agent's vector
 //! is computed the way the server's background worker does (its time is the rebuild figure).
 
 use std::sync::Arc;
@@ -82,10 +83,11 @@ async fn meaning(
 
 pub async fn measure(app: &App, qs: &Arc<Vec<Query>>, rounds: usize, rounds16: usize) {
     app.index().set_result_cache_capacity(0);
+    app.meaning().needs.set_capacity(0);
     // Warm-up pass of each.
     words(app, qs, 1, 1).await;
     meaning(app, qs, 1, 1, Arc::default()).await;
-    println!("\n-- agents: words only vs with meaning, result cache off, no embedding cache --");
+    println!("\n-- agents: words only vs with meaning; result cache and remembered needs off, then on --");
     println!(
         "{:<8} | {:>17} | {:>8} | {:>17} | {:>8} | {:>10} | {:>12}",
         "clients", "words p50/p99 ms", "q/s", "meaning p50/p99", "q/s", "by meaning", "load average"
@@ -94,9 +96,10 @@ pub async fn measure(app: &App, qs: &Arc<Vec<Query>>, rounds: usize, rounds16: u
         let r = if clients == 1 { rounds } else { rounds16 };
         side_by_side(app, qs, clients, r, &clients.to_string()).await;
     }
-    // Beside it, a cached run: the index's result cache on (the server's default). Needs are
-    // still embedded every time: the server keeps no embedding cache.
+    // Beside it, a cached run: the index's result cache and the remembered needs on, as the
+    // server has them.
     app.index().set_result_cache_capacity(agentdir_search_index::DEFAULT_CACHE_ENTRIES);
+    app.meaning().needs.set_capacity(agentdir::meaning::needs::NEEDS_REMEMBERED);
     side_by_side(app, qs, 16, rounds16, "16 cache").await;
     scan_cost(100_000);
 }
