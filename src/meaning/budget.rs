@@ -1,4 +1,4 @@
-//! Who may have a query embedded now. Embedding a query costs 4–9 ms of one core; admitted
+//! Who may have a query embedded now. Embedding a query costs 2–6 ms of one core; admitted
 //! without bound, sixteen clients would make every search wait for the model. A search that is
 //! not admitted does not wait: it is answered by words alone (and its explanation says so).
 

@@ -1,5 +1,5 @@
 //! The needs read lately, with their vectors. A client that pages through the agents for one
-//! need, or many clients asking the same popular need, would otherwise pay the model (~7 ms of
+//! need, or many clients asking the same popular need, would otherwise pay the model (~5 ms of
 //! a core) for every page; remembered, a need costs no embedding and no place in the budget, so
 //! page two is ranked by meaning whenever page one was, even under load.
 //!
