@@ -33,9 +33,12 @@ async fn client_at(s: &Server, address: &str) -> Client {
 }
 
 /// How the search found its first result (`explain`): `combined` with a query embedding,
-/// `words_busy` when the budget had no place for it.
-async fn matched_by(client: &Client) -> String {
-    let arguments = json!({"q": "subtitles for a podcast", "explain": true});
+/// `words_busy` when the budget had no place for it. Each need is new (`take`), so none is
+/// remembered from an earlier search and every one asks the budget for a place; each holds
+/// only words of the profile, so words alone find it too.
+async fn matched_by(client: &Client, take: usize) -> String {
+    let need = format!("subtitles for a podcast{}", " and captions".repeat(take));
+    let arguments = json!({"q": need, "explain": true});
     let Value::Object(arguments) = arguments else { unreachable!() };
     let result = client
         .call_tool(CallToolRequestParams::new("search_agents").with_arguments(arguments))
@@ -63,15 +66,15 @@ async fn two_addresses_search_with_separate_budgets_one_address_shares_its_own()
     // on one core has one place in all.)
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores >= 2 {
-        for _ in 0..5 {
-            let (one, other) = tokio::join!(matched_by(&first), matched_by(&second));
+        for i in 0..5 {
+            let (one, other) = tokio::join!(matched_by(&first, 2 * i), matched_by(&second, 2 * i + 1));
             assert_eq!((one.as_str(), other.as_str()), ("combined", "combined"));
         }
     }
     // One address has one place: searches it sends at once take turns or fall back to words.
     let mut busy = 0;
-    for _ in 0..5 {
-        let (one, other) = tokio::join!(matched_by(&first), matched_by(&first_again));
+    for i in 10..20 {
+        let (one, other) = tokio::join!(matched_by(&first, 2 * i), matched_by(&first_again, 2 * i + 1));
         busy += [one, other].iter().filter(|m| *m == "words_busy").count();
     }
     assert!(busy > 0, "searches at once from one address never met its budget");
