@@ -429,3 +429,38 @@ async fn a_need_read_lately_is_remembered() {
     search(&s, "someone to check my tax return").await;
     assert_eq!(remembered().await, 2.0);
 }
+
+/// Meaning turned on over a directory whose agents have no vectors (an upgrade, a model
+/// change): the server answers at once while its worker computes them, and then the agents are
+/// found by meaning. `/readyz` counts the agents with a vector.
+#[tokio::test]
+async fn vectors_missing_at_start_are_computed_while_the_server_serves() {
+    let words_only: Vec<(&str, &str)> =
+        common::RELAXED_LIMITS.iter().copied().chain([("AGENTDIR_SEARCH_MODE", "words")]).collect();
+    let mut before = Server::start_with(&words_only).await;
+    let t = trades(&before).await;
+    for i in 0..20 {
+        agent_with(&before, "more", json!({
+            "description_en": format!("Agent {i} of a long list: bookkeeping, payroll and year-end accounts for small firms, with monthly reports and a named accountant who answers questions by email within a day."),
+        }))
+        .await;
+    }
+    before.stop();
+    let s = Server::start_in(&before.data_dir, common::RELAXED_LIMITS).await;
+    let need = "someone who can turn my podcast into Chinese subtitles";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let ready = s.get("/readyz", None).await;
+        ready.expect(200);
+        // Searches are answered whatever the worker has done so far.
+        search(&s, need).await;
+        let meaning = &ready.json["meaning"];
+        assert_eq!(meaning["agents"], 25, "{meaning}");
+        if meaning["agents_with_vectors"] == meaning["agents"] {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the worker never computed every vector: {meaning}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(handles(&search(&s, need).await).first(), Some(&t.subtitles.handle));
+}
