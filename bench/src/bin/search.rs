@@ -265,7 +265,7 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
         let qs = Arc::new(queries::fixed(target));
         reports.extend(runtime.block_on(measure_target(&app, baseline.as_ref(), &qs, target, o)));
         if o.meaning && target == Target::Agents {
-            runtime.block_on(meaning::measure(&app, &qs, o.rounds, o.rounds16));
+            runtime.block_on(meaning::measure(&app, &qs, o.rounds16));
         }
     }
 

@@ -1,8 +1,9 @@
 //! `--meaning`: the agent queries with search by meaning on (`App::find_agents`, the REST
 //! handler's path: the need embedded by the model within its budget, then words and meaning
 //! fused) beside words alone (`App::search_agents`), in the same run, result cache off.
-//! The uncached rows remember no need (every query is embedded) and keep no results; the
-//! cached row beside them runs with both caches on, as the server does. Before measuring, every agent's vector
+//! The uncached rows search distinct needs, each once, and remember no need and keep no
+//! results: every search embeds its need. The cached row beside them repeats the fixed set
+//! with both caches on, as the server has them. Before measuring, every agent's vector
 //! is computed the way the server's background worker does (its time is the rebuild figure).
 
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use agentdir::App;
 use agentdir_meaning::{DIM, Matrix, Quantized};
 
 use crate::measure::{self, Run, pct};
-use crate::queries::Query;
+use crate::queries::{self, Query};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -44,75 +45,107 @@ pub fn fill(app: &App, runtime: &tokio::runtime::Runtime) -> Result<(), Error> {
     Ok(())
 }
 
-async fn words(app: &App, qs: &Arc<Vec<Query>>, clients: usize, rounds: usize) -> Run {
+/// How the searches of a row are issued: the distinct needs once each (back to back, or at a
+/// fixed rate in searches per second), or the fixed set again and again.
+#[derive(Clone, Copy)]
+enum Order {
+    OnceEach,
+    Paced(f64),
+    Repeat(usize),
+}
+
+async fn run<F, Fut>(qs: &Arc<Vec<Query>>, clients: usize, order: Order, search: F) -> Run
+where
+    F: Fn(Query) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<u64, agentdir::error::Error>> + Send,
+{
+    match order {
+        Order::OnceEach => measure::run_once_each(qs, clients, None, search).await,
+        Order::Paced(rate) => measure::run_once_each(qs, clients, Some(rate), search).await,
+        Order::Repeat(rounds) => measure::run(qs, clients, rounds, search).await,
+    }
+}
+
+async fn words(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order) -> Run {
     let app = app.clone();
-    measure::run(qs, clients, rounds, move |q| {
+    run(qs, clients, order, move |q| {
         let app = app.clone();
         async move { app.search_agents(q.agent_search()).await.map(|l| l.total) }
     })
     .await
 }
 
-/// Searches with meaning; each call comes from the next of `clients` addresses, and `busy`
-/// counts those the budget answered by words alone.
-async fn meaning(
-    app: &App,
-    qs: &Arc<Vec<Query>>,
-    clients: usize,
-    rounds: usize,
-    busy: Arc<AtomicUsize>,
-) -> Run {
+/// Searches with meaning; each call comes from the next of `clients` addresses.
+async fn meaning(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order) -> Run {
     let app = app.clone();
     let next = Arc::new(AtomicUsize::new(0));
-    measure::run(qs, clients, rounds, move |q| {
-        let (app, busy, next) = (app.clone(), busy.clone(), next.clone());
+    run(qs, clients, order, move |q| {
+        let (app, next) = (app.clone(), next.clone());
         async move {
             let client = format!("10.0.0.{}", next.fetch_add(1, Ordering::Relaxed) % clients);
-            let mut search = q.agent_search();
-            search.explain = Some(true);
-            let list = app.find_agents(search, &client).await?;
-            let by_words = list.agents.first().and_then(|a| a.ranking.as_ref()).map(|r| r.signals.matched_by);
-            if by_words == Some("words_busy") {
-                busy.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok::<u64, agentdir::error::Error>(list.total)
+            app.find_agents(q.agent_search(), &client).await.map(|l| l.total)
         }
     })
     .await
 }
 
-pub async fn measure(app: &App, qs: &Arc<Vec<Query>>, rounds: usize, rounds16: usize) {
+/// Searches the embedding budget answered by words alone so far (the server's own counter).
+fn answered_by_words_busy() -> f64 {
+    let rendered = agentdir::telemetry::install().render();
+    let name = format!("{} ", agentdir::telemetry::MEANING_BUSY);
+    rendered.lines().find_map(|l| l.strip_prefix(&name)).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+}
+
+/// Distinct needs per client of each uncached row.
+const NEEDS_ONE_CLIENT: usize = 300;
+const NEEDS_PER_CLIENT_16: usize = 100;
+/// Searches per second offered by the paced rows (all 16 clients together): a directory busy
+/// with people and agents stating needs, below what two cores can embed.
+const PACED_RATES: [f64; 2] = [100.0, 200.0];
+
+pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize) {
+    let per_row = 16 * NEEDS_PER_CLIENT_16;
+    let needs = queries::distinct_needs(NEEDS_ONE_CLIENT + per_row * (1 + PACED_RATES.len()));
+    let (one, rest) = needs.split_at(NEEDS_ONE_CLIENT);
+    let rows: Vec<Arc<Vec<Query>>> = rest.chunks(per_row).map(|c| Arc::new(c.to_vec())).collect();
+    let one = Arc::new(one.to_vec());
     app.index().set_result_cache_capacity(0);
     app.meaning().needs.set_capacity(0);
-    // Warm-up pass of each.
-    words(app, qs, 1, 1).await;
-    meaning(app, qs, 1, 1, Arc::default()).await;
-    println!("\n-- agents: words only vs with meaning; result cache and remembered needs off, then on --");
+    // Warm-up pass of each, over the fixed set (never searched below with the caches off).
+    words(app, fixed, 1, Order::Repeat(1)).await;
+    meaning(app, fixed, 1, Order::Repeat(1)).await;
     println!(
-        "{:<8} | {:>17} | {:>8} | {:>17} | {:>8} | {:>10} | {:>12}",
+        "\n-- agents: words only vs with meaning, {} distinct needs searched once each \
+         (English, Chinese, mixed; keywords and sentences; half with filters), result cache \
+         and remembered needs off: back to back, then at a fixed rate (@N/s, timed from when \
+         each search was due); last, the fixed set repeated with both caches on --",
+        needs.len()
+    );
+    println!(
+        "{:<11} | {:>17} | {:>8} | {:>17} | {:>8} | {:>10} | {:>12}",
         "clients", "words p50/p99 ms", "q/s", "meaning p50/p99", "q/s", "by meaning", "load average"
     );
-    for clients in [1, 16] {
-        let r = if clients == 1 { rounds } else { rounds16 };
-        side_by_side(app, qs, clients, r, &clients.to_string()).await;
+    side_by_side(app, &one, 1, Order::OnceEach, "1").await;
+    side_by_side(app, &rows[0], 16, Order::OnceEach, "16").await;
+    for (rate, needs) in PACED_RATES.iter().zip(&rows[1..]) {
+        side_by_side(app, needs, 16, Order::Paced(*rate), &format!("16 @{rate}/s")).await;
     }
-    // Beside it, a cached run: the index's result cache and the remembered needs on, as the
-    // server has them.
     app.index().set_result_cache_capacity(agentdir_search_index::DEFAULT_CACHE_ENTRIES);
     app.meaning().needs.set_capacity(agentdir::meaning::needs::NEEDS_REMEMBERED);
-    side_by_side(app, qs, 16, rounds16, "16 cache").await;
+    side_by_side(app, fixed, 16, Order::Repeat(rounds16.max(3)), "16 cache").await;
     scan_cost(100_000);
 }
 
 /// One row: words only, then with meaning, at `clients` clients.
-async fn side_by_side(app: &App, qs: &Arc<Vec<Query>>, clients: usize, rounds: usize, label: &str) {
-    let w = words(app, qs, clients, rounds).await;
-    let busy = Arc::new(AtomicUsize::new(0));
-    let m = meaning(app, qs, clients, rounds, busy.clone()).await;
+async fn side_by_side(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order, label: &str) {
+    let w = words(app, qs, clients, order).await;
+    let busy_before = answered_by_words_busy();
+    let m = meaning(app, qs, clients, order).await;
+    let busy = answered_by_words_busy() - busy_before;
     let (wa, ma) = (w.all("agents"), m.all("agents"));
-    let served = 100.0 * (1.0 - busy.load(Ordering::Relaxed) as f64 / m.queries().max(1) as f64);
+    let served = 100.0 * (1.0 - busy / m.queries().max(1) as f64);
     println!(
-        "{label:<8} | {:>17} | {:>8.0} | {:>17} | {:>8.0} | {:>9.0}% | {:>12}",
+        "{label:<11} | {:>17} | {:>8.0} | {:>17} | {:>8.0} | {:>9.0}% | {:>12}",
         format!("{:.2} / {:.2}", pct(&wa, 0.5), pct(&wa, 0.99)),
         w.throughput(),
         format!("{:.2} / {:.2}", pct(&ma, 0.5), pct(&ma, 0.99)),

@@ -4,7 +4,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::corpus::Rng;
@@ -55,30 +55,95 @@ where
     Fut: Future<Output = Result<u64, E>> + Send,
     E: std::fmt::Display,
 {
+    let queries = queries.clone();
+    drive(clients, search, move |c| {
+        let queries = queries.clone();
+        let mut r = Rng::new(c as u64 * 31 + 5);
+        let n = queries.len();
+        (0..rounds).flat_map(move |_| {
+            let start = if clients == 1 { 0 } else { r.below(n) };
+            let queries = queries.clone();
+            (0..n).map(move |i| queries[(start + i) % n].clone())
+        })
+    })
+    .await
+}
+
+/// `clients` tasks share the set: each query is searched once, by whichever client is free, so
+/// no search repeats an earlier one. With a `rate` (searches per second, all clients
+/// together) the clients do not search back to back but on a schedule, and each search is timed
+/// from the moment it was due, so a search held up by the one before it counts its wait.
+pub async fn run_once_each<F, Fut, E>(
+    queries: &Arc<Vec<Query>>,
+    clients: usize,
+    rate: Option<f64>,
+    search: F,
+) -> Run
+where
+    F: Fn(Query) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<u64, E>> + Send,
+    E: std::fmt::Display,
+{
+    let next = Arc::new(AtomicUsize::new(0));
+    let queries = queries.clone();
+    let pace = rate.map(|r| Duration::from_secs_f64(clients as f64 / r));
+    drive_paced(clients, search, pace, move |_| {
+        let (queries, next) = (queries.clone(), next.clone());
+        std::iter::from_fn(move || queries.get(next.fetch_add(1, Ordering::Relaxed)).cloned())
+    })
+    .await
+}
+
+/// `clients` tasks, client `c` searching what `order(c)` gives, back to back, each search timed.
+async fn drive<F, Fut, E, O, I>(clients: usize, search: F, order: O) -> Run
+where
+    F: Fn(Query) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<u64, E>> + Send,
+    E: std::fmt::Display,
+    O: Fn(usize) -> I,
+    I: Iterator<Item = Query> + Send + 'static,
+{
+    drive_paced(clients, search, None, order).await
+}
+
+/// [`drive`], each client's searches `pace` apart when given (clients evenly offset).
+async fn drive_paced<F, Fut, E, O, I>(clients: usize, search: F, pace: Option<Duration>, order: O) -> Run
+where
+    F: Fn(Query) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<u64, E>> + Send,
+    E: std::fmt::Display,
+    O: Fn(usize) -> I,
+    I: Iterator<Item = Query> + Send + 'static,
+{
     let cpu0 = process_cpu();
     let started = Instant::now();
     let tasks: Vec<_> = (0..clients)
         .map(|c| {
-            let queries = queries.clone();
+            let queries = order(c);
             let search = search.clone();
             tokio::spawn(async move {
-                let mut out = Vec::with_capacity(queries.len() * rounds);
+                let mut out = Vec::new();
                 let mut errors = 0;
-                let mut r = Rng::new(c as u64 * 31 + 5);
-                for _ in 0..rounds {
-                    let start = if clients == 1 { 0 } else { r.below(queries.len()) };
-                    for i in 0..queries.len() {
-                        let q = queries[(start + i) % queries.len()].clone();
-                        let class = q.class;
-                        let t = Instant::now();
-                        match search(q).await {
-                            Ok(total) => out.push((class, t.elapsed(), total)),
-                            Err(e) => {
-                                if errors == 0 {
-                                    eprintln!("search failed: {e}");
-                                }
-                                errors += 1;
+                let first = started + pace.map_or(Duration::ZERO, |p| p.mul_f64(c as f64 / clients as f64));
+                for (k, q) in queries.enumerate() {
+                    let class = q.class;
+                    let t = match pace {
+                        // Behind schedule (the search before ran long): timed from when it was
+                        // due. Ahead: timed from the wake-up, not charging the timer's lateness.
+                        Some(p) if Instant::now() >= first + p * k as u32 => first + p * k as u32,
+                        Some(p) => {
+                            tokio::time::sleep_until((first + p * k as u32).into()).await;
+                            Instant::now()
+                        }
+                        None => Instant::now(),
+                    };
+                    match search(q).await {
+                        Ok(total) => out.push((class, t.elapsed(), total)),
+                        Err(e) => {
+                            if errors == 0 {
+                                eprintln!("search failed: {e}");
                             }
+                            errors += 1;
                         }
                     }
                 }

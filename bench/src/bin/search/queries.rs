@@ -205,3 +205,65 @@ pub fn fixed(target: Target) -> Vec<Query> {
     out.sort_by_key(|q| q.class);
     out
 }
+
+/// Needs stated as clients of search by meaning state them, in English and Chinese sentences
+/// built from the corpus's subject words (`{a}`, `{b}`: two different head words).
+const EN_NEEDS: &[&str] = &[
+    "{a} {b}",
+    "someone who can help with {a} and {b}",
+    "I need an agent for {a} {b} for my small business",
+    "looking for help with {a}: mostly {b}",
+    "who can do {a} {b} in Chinese?",
+    "we need {a} and {b} done this week",
+    "an agent that handles {a} for a {b} project",
+];
+const ZH_NEEDS: &[&str] = &[
+    "{a}{b}",
+    "找一个能做{a}和{b}的智能体",
+    "需要{a}方面的帮助，最好懂{b}",
+    "有没有人会做{a}{b}",
+    "我们公司要做{a}，预算有限，还涉及{b}",
+];
+const MIXED_NEEDS: &[&str] = &["{a} {b}", "need {a} 和 {b}", "找人做 {a} {b}"];
+/// Head words the needs are built from: the corpus's most common subjects.
+const NEED_WORDS: usize = 40;
+
+/// `count` different needs for the meaning measurement, none repeated, so that no cache of
+/// results or of needs could answer one: English, Chinese and mixed in turn, from the
+/// templates above; every other need carries the filters of the fixed set.
+pub fn distinct_needs(count: usize) -> Vec<Query> {
+    use crate::corpus::{EN_HEAD, Rng, ZH_HEAD};
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(count);
+    let mut r = Rng::new(27);
+    while out.len() < count {
+        let lang = out.len() % 3;
+        let (templates, words): (&[&str], [&[&str]; 2]) = match lang {
+            0 => (EN_NEEDS, [EN_HEAD, EN_HEAD]),
+            1 => (ZH_NEEDS, [ZH_HEAD, ZH_HEAD]),
+            _ => (MIXED_NEEDS, [EN_HEAD, ZH_HEAD]),
+        };
+        let a = words[0][r.below(NEED_WORDS.min(words[0].len()))];
+        let b = words[1][r.below(NEED_WORDS.min(words[1].len()))];
+        if a == b {
+            continue;
+        }
+        let text = templates[r.below(templates.len())].replace("{a}", a).replace("{b}", b);
+        if !seen.insert(text.clone()) {
+            continue;
+        }
+        let filtered = out.len() % 2 == 1;
+        let mut q = Query {
+            target: Some(Target::Agents),
+            class: lang + 3 * filtered as usize,
+            // The set lives as long as the benchmark.
+            text: Box::leak(text.into_boxed_str()),
+            ..Default::default()
+        };
+        if filtered {
+            agent_filters(out.len() / 2, &mut q, lang == 1);
+        }
+        out.push(q);
+    }
+    out
+}
