@@ -10,6 +10,7 @@
 pub mod budget;
 pub mod needs;
 pub mod rank;
+pub mod row;
 mod state;
 mod text;
 

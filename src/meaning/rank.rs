@@ -30,12 +30,17 @@
 use serde::Serialize;
 
 use super::Facts;
-use crate::time::{DAY, now_ms};
+use crate::time::DAY;
 
 /// Word matches ranked together with meaning; later ones follow in word order.
 pub const WORD_WINDOW: usize = 100;
 /// Cosine similarity at or above which an agent matches `q` by meaning.
 pub const MEANING_THRESHOLD: f32 = 0.18;
+/// Agents matched by meaning alone per search: the nearest this many at or above
+/// [`MEANING_THRESHOLD`] that pass the filters and do not hold the words (those are word
+/// matches). A broad need over a large directory is near tens of thousands of profiles; ranking
+/// them all would cost far more than the scan, and nobody pages that far.
+pub const MEANING_CANDIDATES: usize = 1_000;
 /// When no agent holds the words of `q` and fewer than `NEAREST_FILL` match by
 /// [`MEANING_THRESHOLD`], the nearest others down to `NEAREST_FLOOR` match too, up to
 /// `NEAREST_FILL` in all: a need stated far from
@@ -124,6 +129,8 @@ pub struct Candidate<'a> {
     pub facts: Option<&'a Facts>,
     /// The handle `q` names, if it names one.
     pub handle: Option<&'a str>,
+    /// The time of the search (unix ms), for the days since each agent was active.
+    pub now: i64,
 }
 
 pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> Ranking {
@@ -141,7 +148,7 @@ pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> 
         + TRUST_PER_PROOF * e.live_proofs.min(2) as f32
         + TRUST_PER_COLLABORATION * e.collaborations.min(3) as f32)
         .min(1.0);
-    let days = f.map_or(i64::MAX / DAY, |f| (now_ms() - f.last_active_at).max(0) / DAY);
+    let days = f.map_or(i64::MAX / DAY, |f| (c.now - f.last_active_at).max(0) / DAY);
     let activity = if days <= ACTIVITY_RECENT_DAYS {
         ACTIVITY_BONUS
     } else if days < ACTIVITY_FADE_DAYS {

@@ -4,12 +4,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 
-use agentdir_meaning::{Hit, MODEL_ID, Matrix, Model, Quantized};
+use agentdir_meaning::{MODEL_ID, Matrix, Model, Quantized};
 use agentdir_search_index::{AgentDoc, AgentWords, Change, SearchIndex};
 use rusqlite::Connection;
 
 use super::budget::Budget;
 use super::needs::Needs;
+use super::row::Row;
 use super::{MeaningSettings, SearchMode, profile_text, text_hash};
 use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::Result;
@@ -54,8 +55,9 @@ pub struct Status {
 #[derive(Default)]
 pub(crate) struct State {
     pub facts: HashMap<u64, Facts>,
-    /// Rows only for public agents whose stored vector is of their current text.
-    pub matrix: Matrix<()>,
+    /// Rows only for public agents whose stored vector is of their current text, each with
+    /// what the scan checks of the agent.
+    pub matrix: Matrix<Row>,
     /// The text hash of each agent's stored vector (public or not).
     stored: HashMap<u64, Vec<u8>>,
 }
@@ -157,18 +159,6 @@ impl Meaning {
         Some(vectors.iter().map(|v| Quantized::new(v)).collect())
     }
 
-    /// Rows at or above `threshold` whose agent passes `keep`.
-    pub fn search(&self, query: &Quantized, threshold: f32, keep: impl Fn(&Facts) -> bool) -> Vec<Hit> {
-        let state = self.read();
-        let hits = state.matrix.search(query, threshold, |_| true);
-        hits.into_iter().filter(|h| state.facts.get(&h.key).is_some_and(&keep)).collect()
-    }
-
-    /// The similarity of one agent to a need, when it has a current vector.
-    pub fn similarity(&self, query: &Quantized, key: u64) -> Option<f32> {
-        self.read().matrix.similarity(query, key)
-    }
-
     /// Applies the agents of a batch of the change log (documents as the index got them).
     pub fn apply_agents(&self, conn: &Connection, index: &SearchIndex, changes: &[Change]) -> Result<()> {
         let mut updates = Vec::new();
@@ -189,7 +179,7 @@ impl Meaning {
                 Some((facts, stored)) => {
                     if let Some(v) = stored {
                         state.stored.insert(key, stored_hash(&v));
-                        place(&mut state, key, &facts.text_hash, &v);
+                        place(&mut state, key, &facts.text_hash, Row::of(&facts), &v);
                     }
                     let current = state.stored.get(&key) == Some(&facts.text_hash);
                     if !current {
@@ -217,8 +207,8 @@ impl Meaning {
             for v in &batch {
                 let key = v.agent_id as u64;
                 state.stored.insert(key, stored_hash(v));
-                if let Some(hash) = state.facts.get(&key).map(|f| f.text_hash.clone()) {
-                    place(&mut state, key, &hash, v);
+                if let Some((hash, row)) = state.facts.get(&key).map(|f| (f.text_hash.clone(), Row::of(f))) {
+                    place(&mut state, key, &hash, row, v);
                 }
             }
             self.stamp.store(last, Ordering::Release);
@@ -244,9 +234,9 @@ fn stored_hash(v: &StoredVector) -> Vec<u8> {
 }
 
 /// Puts a stored vector in the matrix when it is of the agent's current text and this model.
-fn place(state: &mut State, key: u64, current: &[u8], v: &StoredVector) {
+fn place(state: &mut State, key: u64, current: &[u8], row: Row, v: &StoredVector) {
     match &v.vector {
-        Some(q) if v.text_hash == current && v.model == MODEL_ID => state.matrix.upsert(key, q, ()),
+        Some(q) if v.text_hash == current && v.model == MODEL_ID => state.matrix.upsert(key, q, row),
         _ => state.matrix.remove(key),
     }
 }

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use agentdir_meaning::Quantized;
+use agentdir_meaning::{Hit, Quantized};
 use agentdir_search_index::{AgentQuery, Page as IndexPage};
 
 use super::App;
@@ -25,8 +25,9 @@ use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result};
 use crate::meaning::rank::{
-    self, Candidate, MEANING_THRESHOLD, NEAREST_FILL, NEAREST_FLOOR, Ranking, WORD_WINDOW,
+    self, Candidate, MEANING_CANDIDATES, MEANING_THRESHOLD, NEAREST_FILL, NEAREST_FLOOR, Ranking, WORD_WINDOW,
 };
+use crate::meaning::row::{RowFilter, normalised};
 use crate::meaning::{Facts, SearchMode};
 use crate::time::{DAY, SECOND, now_ms};
 
@@ -99,7 +100,8 @@ impl App {
         let explain = q.explain == Some(true);
         // Whole minutes: the same `new=true` search then has the same index cache key for a
         // minute instead of a millisecond.
-        let joined_since = (now_ms() - agent::NEW_WINDOW_DAYS * DAY).div_euclid(MINUTE) * MINUTE;
+        let now = now_ms();
+        let joined_since = (now - agent::NEW_WINDOW_DAYS * DAY).div_euclid(MINUTE) * MINUTE;
         let handle = q.q.as_deref().and_then(agent::as_handle);
         let query = AgentQuery {
             text: q.q.as_deref(),
@@ -120,7 +122,7 @@ impl App {
                 let ranked = found.keys.iter().map(|k| (*k, None)).collect();
                 (found.total, ranked)
             }
-            Some(text) => self.rank_agents(&query, text, handle.as_deref(), need)?,
+            Some(text) => self.rank_agents(&query, text, handle.as_deref(), need, now)?,
         };
         let ids: Vec<i64> = ordered.iter().map(|(k, _)| *k as i64).collect();
         let mut rankings: HashMap<String, Ranking> = HashMap::new();
@@ -135,6 +137,7 @@ impl App {
                             similarity: None,
                             facts: state.facts.get(&key),
                             handle: None,
+                            now,
                         },
                         false,
                         "recency",
@@ -163,6 +166,7 @@ impl App {
         text: &str,
         handle: Option<&str>,
         need: Need,
+        now: i64,
     ) -> Result<RankedPage> {
         let mode = self.meaning.mode;
         let (vector, matched_by) = match need {
@@ -197,20 +201,21 @@ impl App {
                         .is_some_and(|c| c.matches(&f.words) || handle == Some(f.handle.as_str()));
                 !word_match
             };
-            let (strong, mut near): (Vec<_>, Vec<_>) = state
-                .matrix
-                .search(v, NEAREST_FLOOR, |_| true)
-                .into_iter()
-                .partition(|hit| hit.similarity >= MEANING_THRESHOLD);
-            meaning_only.extend(strong.into_iter().filter(|hit| meaning_only_match(&hit.key)));
+            let rows = RowFilter::of(query);
+            let mut strong = state.matrix.search(v, MEANING_THRESHOLD, |row| rows.admits(row));
+            meaning_only = nearest_first(&mut strong, MEANING_CANDIDATES, &meaning_only_match);
             // A need whose words some profile holds is precise (a rare term, a name): what holds
             // them and what is near enough in meaning is the answer; only a need that no profile
             // states in its words meets the merely nearest.
-            let found = meaning_only.len();
-            if words_total == 0 && found < NEAREST_FILL {
-                near.sort_by(|a, b| b.similarity.total_cmp(&a.similarity).then(a.key.cmp(&b.key)));
-                let nearest = near.into_iter().filter(|hit| meaning_only_match(&hit.key));
-                meaning_only.extend(nearest.take(NEAREST_FILL - found));
+            if words_total == 0 && meaning_only.len() < NEAREST_FILL {
+                let mut near: Vec<Hit> = state
+                    .matrix
+                    .search(v, NEAREST_FLOOR, |row| rows.admits(row))
+                    .into_iter()
+                    .filter(|hit| hit.similarity < MEANING_THRESHOLD)
+                    .collect();
+                let fill = NEAREST_FILL - meaning_only.len();
+                meaning_only.extend(nearest_first(&mut near, fill, &meaning_only_match));
             }
         }
         let total = words_total + meaning_only.len() as u64;
@@ -227,6 +232,7 @@ impl App {
                     similarity,
                     facts: state.facts.get(k),
                     handle,
+                    now,
                 };
                 (*k, rank::rank(&c, vector.is_some(), matched_by))
             })
@@ -237,6 +243,7 @@ impl App {
                     similarity: Some(h.similarity),
                     facts: state.facts.get(&h.key),
                     handle,
+                    now,
                 };
                 (h.key, rank::rank(&c, true, matched_by))
             }))
@@ -267,6 +274,7 @@ impl App {
                     similarity: vector.as_ref().and_then(|v| state.matrix.similarity(v, k)),
                     facts: state.facts.get(&k),
                     handle,
+                    now,
                 };
                 page.push((k, Some(rank::rank(&c, vector.is_some(), matched_by))));
             }
@@ -278,13 +286,54 @@ impl App {
 /// Whether an agent passes the filters of a search (the index's exact filters, restated over
 /// the facts the meaning side holds).
 fn passes(q: &AgentQuery, f: &Facts) -> bool {
-    let exact = |want: Option<&str>, have: &[String]| {
-        want.map(|w| w.trim().to_lowercase()).filter(|w| !w.is_empty()).is_none_or(|w| have.contains(&w))
-    };
+    let exact = |want: Option<&str>, have: &[String]| normalised(want).is_none_or(|w| have.contains(&w));
     exact(q.capability, &f.capabilities)
         && exact(q.language, &f.languages)
         && q.mailbox_verified.is_none_or(|v| v == f.verified)
         && q.live.is_none_or(|v| v == f.live)
         && q.min_level.is_none_or(|l| u64::from(f.level) >= l)
         && q.joined_since.is_none_or(|t| f.joined_at >= t)
+}
+
+/// Up to `wanted` of `hits` that `accept` takes, nearest first (equal similarities by key):
+/// sorts only as far down as it has to.
+fn nearest_first(hits: &mut [Hit], wanted: usize, accept: impl Fn(&u64) -> bool) -> Vec<Hit> {
+    let order = |a: &Hit, b: &Hit| b.similarity.total_cmp(&a.similarity).then(a.key.cmp(&b.key));
+    let mut taken = Vec::new();
+    let mut rest = hits;
+    while taken.len() < wanted && !rest.is_empty() {
+        // Twice what is still wanted: most of the nearest are taken.
+        let chunk = (2 * (wanted - taken.len())).max(64).min(rest.len());
+        if chunk < rest.len() {
+            rest.select_nth_unstable_by(chunk - 1, order);
+        }
+        let (head, tail) = rest.split_at_mut(chunk);
+        head.sort_unstable_by(order);
+        taken.extend(head.iter().filter(|hit| accept(&hit.key)).take(wanted - taken.len()));
+        rest = tail;
+    }
+    taken
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nearest_accepted_hits_come_first_and_no_more_than_wanted() {
+        let hit = |key: u64, similarity: f32| Hit { key, similarity };
+        let mut hits: Vec<Hit> = (0..1_000).map(|k| hit(k, ((k * 7919) % 1_000) as f32 / 1_000.0)).collect();
+        hits.push(hit(5_000, 0.999));
+        // Odd keys refused.
+        let taken = nearest_first(&mut hits, 100, |k| k % 2 == 0);
+        assert_eq!(taken.len(), 100);
+        assert!(taken.windows(2).all(|w| w[0].similarity > w[1].similarity
+            || (w[0].similarity == w[1].similarity && w[0].key < w[1].key)));
+        assert!(taken.iter().all(|h| h.key % 2 == 0));
+        let mut expected: Vec<Hit> = hits.iter().copied().filter(|h| h.key % 2 == 0).collect();
+        expected.sort_by(|a, b| b.similarity.total_cmp(&a.similarity).then(a.key.cmp(&b.key)));
+        assert_eq!(taken, expected[..100]);
+        // Fewer acceptable than wanted: all of them.
+        assert_eq!(nearest_first(&mut hits, 10_000, |k| k % 2 == 0).len(), 501);
+    }
 }
