@@ -4,9 +4,10 @@
 //!
 //! - An agent matches when it holds every word of `q` (the index's rule) or its profile's
 //!   similarity to `q` is at least [`MEANING_THRESHOLD`]; every filter applies to both.
-//!   When no agent holds the words and fewer than [`NEAREST_FILL`] match by meaning, the
-//!   nearest others with similarity at least [`NEAREST_FLOOR`] match too, up to
-//!   [`NEAREST_FILL`] in all.
+//!   Of the meaning matches, the [`MEANING_CANDIDATES`] nearest count. When fewer than
+//!   [`NEAREST_FILL`] agents match, the nearest others with similarity at least
+//!   [`NEAREST_FLOOR`] match too, up to [`NEAREST_FILL`] in all, unless the agents that match
+//!   all hold the words (a precise need: a rare term, a name).
 //!   `total` counts the agents matching either way, each once.
 //! - The first [`WORD_WINDOW`] word matches and every meaning-only match are ordered by
 //!   `rank::rank`; the remaining word matches follow in word order.
@@ -204,17 +205,18 @@ impl App {
             let rows = RowFilter::of(query);
             let mut strong = state.matrix.search(v, MEANING_THRESHOLD, |row| rows.admits(row));
             meaning_only = nearest_first(&mut strong, MEANING_CANDIDATES, &meaning_only_match);
-            // A need whose words some profile holds is precise (a rare term, a name): what holds
-            // them and what is near enough in meaning is the answer; only a need that no profile
-            // states in its words meets the merely nearest.
-            if words_total == 0 && meaning_only.len() < NEAREST_FILL {
+            // A need that profiles meet only by holding its words, none by meaning alone (a rare
+            // term, a name), is precise: it does not meet the merely nearest.
+            let precise = words_total > 0 && meaning_only.is_empty();
+            let found = words_total as usize + meaning_only.len();
+            if !precise && found < NEAREST_FILL {
                 let mut near: Vec<Hit> = state
                     .matrix
                     .search(v, NEAREST_FLOOR, |row| rows.admits(row))
                     .into_iter()
                     .filter(|hit| hit.similarity < MEANING_THRESHOLD)
                     .collect();
-                let fill = NEAREST_FILL - meaning_only.len();
+                let fill = NEAREST_FILL - found;
                 meaning_only.extend(nearest_first(&mut near, fill, &meaning_only_match));
             }
         }
