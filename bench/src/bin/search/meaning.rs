@@ -34,6 +34,10 @@ pub fn fill(app: &App, runtime: &tokio::runtime::Runtime) -> Result<(), Error> {
     }
     let secs = started.elapsed().as_secs_f64();
     let status = app.meaning().status();
+    if done == 0 {
+        println!("\nmeaning: every one of the {} agents already has its vector", status.agents);
+        return Ok(());
+    }
     println!(
         "\nmeaning: computed {done} profile vectors in {secs:.1} s ({:.1} ms each, all cores); \
          {} of {} agents have one; at this rate 100,000 agents take {:.0} min",
