@@ -56,7 +56,7 @@ where
     E: std::fmt::Display,
 {
     let queries = queries.clone();
-    drive(clients, search, move |c| {
+    drive(clients, search, None, move |c| {
         let queries = queries.clone();
         let mut r = Rng::new(c as u64 * 31 + 5);
         let n = queries.len();
@@ -87,27 +87,16 @@ where
     let next = Arc::new(AtomicUsize::new(0));
     let queries = queries.clone();
     let pace = rate.map(|r| Duration::from_secs_f64(clients as f64 / r));
-    drive_paced(clients, search, pace, move |_| {
+    drive(clients, search, pace, move |_| {
         let (queries, next) = (queries.clone(), next.clone());
         std::iter::from_fn(move || queries.get(next.fetch_add(1, Ordering::Relaxed)).cloned())
     })
     .await
 }
 
-/// `clients` tasks, client `c` searching what `order(c)` gives, back to back, each search timed.
-async fn drive<F, Fut, E, O, I>(clients: usize, search: F, order: O) -> Run
-where
-    F: Fn(Query) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<u64, E>> + Send,
-    E: std::fmt::Display,
-    O: Fn(usize) -> I,
-    I: Iterator<Item = Query> + Send + 'static,
-{
-    drive_paced(clients, search, None, order).await
-}
-
-/// [`drive`], each client's searches `pace` apart when given (clients evenly offset).
-async fn drive_paced<F, Fut, E, O, I>(clients: usize, search: F, pace: Option<Duration>, order: O) -> Run
+/// `clients` tasks, client `c` searching what `order(c)` gives, each search timed: back to
+/// back, or `pace` apart when given (the clients evenly offset).
+async fn drive<F, Fut, E, O, I>(clients: usize, search: F, pace: Option<Duration>, order: O) -> Run
 where
     F: Fn(Query) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Result<u64, E>> + Send,
