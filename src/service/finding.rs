@@ -52,41 +52,48 @@ fn index_failed(e: impl std::fmt::Display) -> Error {
 }
 
 impl App {
-    /// `GET /api/agents` and MCP `search_agents`: reads the need (see [`App::read_need`]), then
-    /// searches.
+    /// `GET /api/agents` and MCP `search_agents`. The need's vector is remembered when it was
+    /// read lately; else the model reads it when the budget admits this client now; else the
+    /// search is by words alone (see [`crate::meaning::budget`]).
     pub async fn find_agents(&self, q: AgentSearch, client: &str) -> Result<AgentList> {
         let text = q.q.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
         let need = match text {
             Some(text) if self.meaning.enabled() && self.meaning.mode != SearchMode::Words => {
-                self.read_need(text, client).await?
+                if let Some(vector) = self.meaning.needs.get(&text) {
+                    metrics::counter!(crate::telemetry::MEANING_REMEMBERED).increment(1);
+                    Need::Vector(vector)
+                } else if let Some(admitted) = self.meaning.budget.admit(client) {
+                    // The embedding and the search run as one job, outside the search permits:
+                    // the budget already bounds these jobs, and a search that has paid for its
+                    // embedding should not then queue behind every search by words (at 16
+                    // clients that wait was most of its time).
+                    return self
+                        .blocking(move |app| {
+                            let _admitted = admitted;
+                            let need = app.read_need(&text);
+                            app.search_agents_now(q, need)
+                        })
+                        .await;
+                } else {
+                    metrics::counter!(crate::telemetry::MEANING_BUSY).increment(1);
+                    Need::Busy
+                }
             }
             _ => Need::Words,
         };
         self.bounded(Bound::Search, move |app| app.search_agents_now(q, need)).await
     }
 
-    /// The need's vector: remembered when it was read lately, else from the model when the
-    /// budget admits it (on the blocking pool, outside the search permits), else words alone.
-    async fn read_need(&self, text: String, client: &str) -> Result<Need> {
-        if let Some(vector) = self.meaning.needs.get(&text) {
-            metrics::counter!(crate::telemetry::MEANING_REMEMBERED).increment(1);
-            return Ok(Need::Vector(vector));
+    /// The need's vector from the model, remembered for the next page; words alone when the
+    /// model fails.
+    fn read_need(&self, text: &str) -> Need {
+        match self.meaning.embed_query(text) {
+            Some(vector) => {
+                self.meaning.needs.put(text, &vector);
+                Need::Vector(vector)
+            }
+            None => Need::Words,
         }
-        let Some(admitted) = self.meaning.budget.admit(client) else {
-            metrics::counter!(crate::telemetry::MEANING_BUSY).increment(1);
-            return Ok(Need::Busy);
-        };
-        let vector = self
-            .blocking(move |d| {
-                let _admitted = admitted;
-                let vector = d.meaning.embed_query(&text);
-                if let Some(v) = &vector {
-                    d.meaning.needs.put(&text, v);
-                }
-                Ok(vector)
-            })
-            .await?;
-        Ok(vector.map_or(Need::Words, Need::Vector))
     }
 
     /// A search by words alone (or recency without `q`), weighed by evidence, whatever the
@@ -204,7 +211,7 @@ impl App {
             };
             let rows = RowFilter::of(query);
             let mut strong = state.matrix.search(v, MEANING_THRESHOLD, |row| rows.admits(row));
-            meaning_only = nearest_first(&mut strong, MEANING_CANDIDATES, &meaning_only_match);
+            meaning_only = nearest_first(&mut strong, MEANING_CANDIDATES, meaning_only_match);
             // A need that profiles meet only by holding its words, none by meaning alone (a rare
             // term, a name), is precise: it does not meet the merely nearest.
             let precise = words_total > 0 && meaning_only.is_empty();
@@ -217,7 +224,7 @@ impl App {
                     .filter(|hit| hit.similarity < MEANING_THRESHOLD)
                     .collect();
                 let fill = NEAREST_FILL - found;
-                meaning_only.extend(nearest_first(&mut near, fill, &meaning_only_match));
+                meaning_only.extend(nearest_first(&mut near, fill, meaning_only_match));
             }
         }
         let total = words_total + meaning_only.len() as u64;

@@ -6,11 +6,12 @@
 //! with both caches on, as the server has them. Before measuring, every agent's vector
 //! is computed the way the server's background worker does (its time is the rebuild figure).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentdir::App;
+use agentdir::domain::agent::AgentSearch;
 use agentdir_meaning::{DIM, Matrix, Quantized};
 
 use crate::measure::{self, Run, pct};
@@ -79,18 +80,32 @@ async fn words(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order) ->
     .await
 }
 
-/// Searches with meaning; each call comes from the next of `clients` addresses.
-async fn meaning(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order) -> Run {
+/// Searches with meaning; each call comes from the next of `clients` addresses. Each search
+/// asks for the explanation, so the ones the model read (not answered by words because the
+/// budget was full) are timed apart too, around the call, in `embedded`.
+async fn meaning(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order) -> (Run, Vec<Duration>) {
     let app = app.clone();
     let next = Arc::new(AtomicUsize::new(0));
-    run(qs, clients, order, move |q| {
-        let (app, next) = (app.clone(), next.clone());
+    let embedded = Arc::new(Mutex::new(Vec::new()));
+    let timed = embedded.clone();
+    let run = run(qs, clients, order, move |q| {
+        let (app, next, embedded) = (app.clone(), next.clone(), embedded.clone());
         async move {
             let client = format!("10.0.0.{}", next.fetch_add(1, Ordering::Relaxed) % clients);
-            app.find_agents(q.agent_search(), &client).await.map(|l| l.total)
+            let started = Instant::now();
+            let list =
+                app.find_agents(AgentSearch { explain: Some(true), ..q.agent_search() }, &client).await?;
+            let read = list.agents.first().and_then(|a| a.ranking.as_ref()).map(|r| r.signals.matched_by);
+            if read.is_some_and(|m| m != "words_busy") {
+                embedded.lock().unwrap_or_else(|e| e.into_inner()).push(started.elapsed());
+            }
+            Ok(list.total)
         }
     })
-    .await
+    .await;
+    let mut embedded = std::mem::take(&mut *timed.lock().unwrap_or_else(|e| e.into_inner()));
+    embedded.sort_unstable();
+    (run, embedded)
 }
 
 /// Searches the embedding budget answered by words alone so far (the server's own counter).
@@ -122,12 +137,20 @@ pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize) {
         "\n-- agents: words only vs with meaning, {} distinct needs searched once each \
          (English, Chinese, mixed; keywords and sentences; half with filters), result cache \
          and remembered needs off: back to back, then at a fixed rate (@N/s, timed from when \
-         each search was due); last, the fixed set repeated with both caches on --",
+         each search was due); last, the fixed set repeated with both caches on; \
+         \"of which\": the searches by meaning alone, timed around the call --",
         needs.len()
     );
     println!(
-        "{:<11} | {:>17} | {:>8} | {:>17} | {:>8} | {:>10} | {:>12}",
-        "clients", "words p50/p99 ms", "q/s", "meaning p50/p99", "q/s", "by meaning", "load average"
+        "{:<11} | {:>17} | {:>8} | {:>17} | {:>8} | {:>10} | {:>17} | {:>12}",
+        "clients",
+        "words p50/p99 ms",
+        "q/s",
+        "meaning p50/p99",
+        "q/s",
+        "by meaning",
+        "of which p50/p99",
+        "load average"
     );
     side_by_side(app, &one, 1, Order::OnceEach, "1").await;
     side_by_side(app, &rows[0], 16, Order::OnceEach, "16").await;
@@ -144,17 +167,18 @@ pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize) {
 async fn side_by_side(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order, label: &str) {
     let w = words(app, qs, clients, order).await;
     let busy_before = answered_by_words_busy();
-    let m = meaning(app, qs, clients, order).await;
+    let (m, embedded) = meaning(app, qs, clients, order).await;
     let busy = answered_by_words_busy() - busy_before;
     let (wa, ma) = (w.all("agents"), m.all("agents"));
     let served = 100.0 * (1.0 - busy / m.queries().max(1) as f64);
     println!(
-        "{label:<11} | {:>17} | {:>8.0} | {:>17} | {:>8.0} | {:>9.0}% | {:>12}",
+        "{label:<11} | {:>17} | {:>8.0} | {:>17} | {:>8.0} | {:>9.0}% | {:>17} | {:>12}",
         format!("{:.2} / {:.2}", pct(&wa, 0.5), pct(&wa, 0.99)),
         w.throughput(),
         format!("{:.2} / {:.2}", pct(&ma, 0.5), pct(&ma, 0.99)),
         m.throughput(),
         served,
+        format!("{:.2} / {:.2}", pct(&embedded, 0.5), pct(&embedded, 0.99)),
         measure::load_average()
     );
 }
