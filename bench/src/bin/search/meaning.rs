@@ -14,6 +14,7 @@ use agentdir::App;
 use agentdir::domain::agent::AgentSearch;
 use agentdir_meaning::{DIM, Matrix, Quantized};
 
+use crate::corpus::Rng;
 use crate::measure::{self, Run, pct};
 use crate::queries::{self, Query};
 
@@ -186,16 +187,9 @@ async fn side_by_side(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Or
 /// The brute-force scan alone over `rows` vectors (random unit vectors: the scan reads every
 /// row whatever they hold).
 fn scan_cost(rows: u64) {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rng = Rng::new(7);
     let mut random_unit = || {
-        let v: Vec<f32> = (0..DIM)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state % 2001) as f32 / 1000.0 - 1.0
-            })
-            .collect();
+        let v: Vec<f32> = (0..DIM).map(|_| rng.below(2001) as f32 / 1000.0 - 1.0).collect();
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         Quantized::new(&v.iter().map(|x| x / norm).collect::<Vec<_>>())
     };
