@@ -197,10 +197,11 @@ impl App {
         let words_total = if use_words { window.total } else { 0 };
         if let Some(v) = &vector {
             let check = (window.total as usize > window.keys.len()).then(|| self.index.word_check(text));
-            // A meaning-only match: passes the filters and is not already a word match.
+            // A meaning-only match (of the rows the scan let through): passes the filters and is
+            // not already a word match.
             let meaning_only_match = |key: &u64| {
                 let Some(f) = state.facts.get(key) else { return false };
-                if !passes(query, f) || word_rank.contains_key(key) {
+                if !holds_named_values(query, f) || word_rank.contains_key(key) {
                     return false;
                 }
                 let word_match = use_words
@@ -209,20 +210,21 @@ impl App {
                         .is_some_and(|c| c.matches(&f.words) || handle == Some(f.handle.as_str()));
                 !word_match
             };
+            // One scan: down to the floor only while the word matches leave room for the nearest.
             let rows = RowFilter::of(query);
-            let mut strong = state.matrix.search(v, MEANING_THRESHOLD, |row| rows.admits(row));
+            let fill_possible = (words_total as usize) < NEAREST_FILL;
+            let floor = if fill_possible { NEAREST_FLOOR } else { MEANING_THRESHOLD };
+            let (mut strong, mut near): (Vec<Hit>, Vec<Hit>) = state
+                .matrix
+                .search(v, floor, |row| rows.admits(row))
+                .into_iter()
+                .partition(|hit| hit.similarity >= MEANING_THRESHOLD);
             meaning_only = nearest_first(&mut strong, MEANING_CANDIDATES, meaning_only_match);
             // A need that profiles meet only by holding its words, none by meaning alone (a rare
             // term, a name), is precise: it does not meet the merely nearest.
             let precise = words_total > 0 && meaning_only.is_empty();
             let found = words_total as usize + meaning_only.len();
             if !precise && found < NEAREST_FILL {
-                let mut near: Vec<Hit> = state
-                    .matrix
-                    .search(v, NEAREST_FLOOR, |row| rows.admits(row))
-                    .into_iter()
-                    .filter(|hit| hit.similarity < MEANING_THRESHOLD)
-                    .collect();
                 let fill = NEAREST_FILL - found;
                 meaning_only.extend(nearest_first(&mut near, fill, meaning_only_match));
             }
@@ -292,16 +294,11 @@ impl App {
     }
 }
 
-/// Whether an agent passes the filters of a search (the index's exact filters, restated over
-/// the facts the meaning side holds).
-fn passes(q: &AgentQuery, f: &Facts) -> bool {
+/// Whether an agent holds the capability and the language a search names: the scan's
+/// [`RowFilter`] checks the other filters exactly, these two only by one bit of their hash.
+fn holds_named_values(q: &AgentQuery, f: &Facts) -> bool {
     let exact = |want: Option<&str>, have: &[String]| normalised(want).is_none_or(|w| have.contains(&w));
-    exact(q.capability, &f.capabilities)
-        && exact(q.language, &f.languages)
-        && q.mailbox_verified.is_none_or(|v| v == f.verified)
-        && q.live.is_none_or(|v| v == f.live)
-        && q.min_level.is_none_or(|l| u64::from(f.level) >= l)
-        && q.joined_since.is_none_or(|t| f.joined_at >= t)
+    exact(q.capability, &f.capabilities) && exact(q.language, &f.languages)
 }
 
 /// Up to `wanted` of `hits` that `accept` takes, nearest first (equal similarities by key):
