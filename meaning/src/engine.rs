@@ -157,8 +157,14 @@ impl Drop for Model {
 /// The text as C sees it: NULs (which would end it early) become spaces, and it is cut to
 /// [`MAX_PASSAGE_CHARS`] characters.
 fn c_text(text: &str) -> CString {
-    let cut: String = text.chars().take(MAX_PASSAGE_CHARS).map(|c| if c == '\0' { ' ' } else { c }).collect();
-    CString::new(cut).unwrap_or_default()
+    CString::new(read_part(text)).unwrap_or_default()
+}
+
+/// The part of `text` the model reads: cut to [`MAX_PASSAGE_CHARS`] characters, NULs (which
+/// would end a C string early) read as spaces. Two texts with the same part have the same
+/// vector, so whatever remembers vectors keys them by it.
+pub fn read_part(text: &str) -> String {
+    text.chars().take(MAX_PASSAGE_CHARS).map(|c| if c == '\0' { ' ' } else { c }).collect()
 }
 
 #[cfg(all(e5_avx2, target_arch = "x86_64"))]

@@ -11,7 +11,7 @@ mod centres;
 mod engine;
 mod matrix;
 
-pub use engine::{Model, ModelError, built_in_weights, unavailable_reason};
+pub use engine::{Model, ModelError, built_in_weights, read_part, unavailable_reason};
 pub use matrix::{Hit, Matrix};
 
 /// Dimensions of every vector.

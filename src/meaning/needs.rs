@@ -3,20 +3,27 @@
 //! a core) for every page; remembered, a need costs no embedding and no place in the budget, so
 //! page two is ranked by meaning whenever page one was, even under load.
 //!
-//! A need's vector depends on its text and the model only, so a remembered one is never stale.
+//! A need's vector depends on the part of its text the model reads and on the model only, so a
+//! remembered one is never stale. Needs are remembered by a digest of that part, never by their
+//! text: a need may be up to 60 KB long (MCP), and 4,096 of them would otherwise pin ~250 MB.
 
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
 
-use agentdir_meaning::Quantized;
+use agentdir_meaning::{Quantized, read_part};
 use lru::LruCache;
+use sha2::{Digest, Sha256};
 
-/// Needs remembered, least recently used out first: ~400 bytes of vector each.
+/// Needs remembered, least recently used out first: ~450 bytes each (the vector and its digest),
+/// whatever the need's length.
 pub const NEEDS_REMEMBERED: usize = 4_096;
+
+/// What a need is remembered by: the digest of the part of it the model reads.
+type NeedKey = [u8; 32];
 
 pub struct Needs {
     /// `None` when remembering is off (capacity 0: the search benchmark measures without it).
-    vectors: Mutex<Option<LruCache<String, Quantized>>>,
+    vectors: Mutex<Option<LruCache<NeedKey, Quantized>>>,
 }
 
 impl Default for Needs {
@@ -27,15 +34,21 @@ impl Default for Needs {
     }
 }
 
+fn key(text: &str) -> NeedKey {
+    Sha256::digest(read_part(text).as_bytes()).into()
+}
+
 impl Needs {
     /// The vector of `text` if it was read lately.
     pub fn get(&self, text: &str) -> Option<Quantized> {
-        self.lock().as_mut()?.get(text).cloned()
+        let key = key(text);
+        self.lock().as_mut()?.get(&key).cloned()
     }
 
     pub fn put(&self, text: &str, vector: &Quantized) {
+        let key = key(text);
         if let Some(cache) = self.lock().as_mut() {
-            cache.put(text.to_string(), vector.clone());
+            cache.put(key, vector.clone());
         }
     }
 
@@ -44,7 +57,28 @@ impl Needs {
         *self.lock() = NonZeroUsize::new(entries).map(LruCache::new);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<LruCache<String, Quantized>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<LruCache<NeedKey, Quantized>>> {
         self.vectors.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_need_is_remembered_by_what_the_model_reads_of_it() {
+        let needs = Needs::default();
+        let v = Quantized { scale: 1.0, values: vec![1; agentdir_meaning::DIM] };
+        let long = "x".repeat(60_000);
+        needs.put(&long, &v);
+        // Past the part the model reads, two needs are one need.
+        let mut other = "x".repeat(agentdir_meaning::MAX_PASSAGE_CHARS);
+        other.push_str("something else entirely");
+        assert_eq!(needs.get(&other), Some(v.clone()));
+        assert_eq!(needs.get("x"), None);
+        // A NUL is read as a space.
+        needs.put("a\0b", &v);
+        assert_eq!(needs.get("a b"), Some(v));
     }
 }
