@@ -280,6 +280,105 @@ async fn stuffed_unverified_agents_do_not_take_the_top_from_verified_ones() {
 }
 
 #[tokio::test]
+async fn stuffed_sign_ups_never_hold_more_than_two_of_the_top_five() {
+    let s = Server::start().await;
+    let need = "translate my contract from German to English";
+    // Verified agents that meet the need in their own words (they fit less than a profile
+    // that repeats the need).
+    let mut vouched = HashSet::new();
+    // Broad profiles: they meet the need (fit at least the yield rule's), but thirty profiles
+    // that repeat it outscore each of them on relevance.
+    let own_words = [
+        "Localisation of software and marketing copy into German and English.",
+        "Certified translations for expats: certificates, letters and agreements.",
+        "Multilingual localisation of websites, manuals and business agreements, German and English.",
+        "Certified translations for expats: certificates, letters and agreements from German.",
+        "Legal document services: drafting and reviewing agreements in two languages.",
+    ];
+    for (i, text) in own_words.iter().enumerate() {
+        let a = s.verified("vouched").await;
+        s.patch(
+            "/api/me",
+            Some(&a.key),
+            json!({
+                "name": format!("Lex Bridge {i}"),
+                "description_en": text,
+                "capabilities": ["legal"],
+            }),
+        )
+        .await
+        .expect(200);
+        vouched.insert(a.handle);
+    }
+    // Thirty fresh sign-ups, each stuffed with the need's words in its own order (so none is a
+    // near copy of another).
+    let words = ["translate", "contract", "German", "English", "translation", "contracts"];
+    let mut stuffed = HashSet::new();
+    for i in 0..30 {
+        let mut mine: Vec<&str> = (0..12).map(|j| words[(i * 7 + j * (i % 5 + 1)) % words.len()]).collect();
+        mine.push(["fast", "cheap", "best", "pro", "expert", "online"][i % 6]);
+        let a = agent_with(
+            &s,
+            "stuffed",
+            json!({
+                "name": format!("{} {} {i}", words[i % 4], words[(i + 1) % 4]),
+                "tagline": mine[..6].join(" "),
+                "description_en": format!("{need}. {}", mine.join(" ")),
+                "capabilities": ["translate", "contract"],
+            }),
+        )
+        .await;
+        stuffed.insert(a.handle);
+    }
+    let r = s.get(&format!("/api/agents?q={}&explain=true&limit=10", q(need)), None).await;
+    r.expect(200);
+    let top: Vec<String> = handles(&r).into_iter().take(5).collect();
+    let taken = top.iter().filter(|h| stuffed.contains(*h)).count();
+    assert!(taken <= 2, "{taken} of the top five are stuffed sign-ups: {}", r.json);
+    assert!(top.iter().filter(|h| vouched.contains(*h)).count() >= 3, "{}", r.json);
+    for hit in r.json["agents"].as_array().unwrap() {
+        let handle = hit["handle"].as_str().unwrap();
+        assert_eq!(hit["ranking"]["signals"]["newcomer"], stuffed.contains(handle), "{hit}");
+    }
+}
+
+#[tokio::test]
+async fn a_handle_that_is_a_common_word_of_the_need_does_not_take_the_top() {
+    let s = Server::start().await;
+    let pro = s.claimed("pro", "owner@example.org").await;
+    s.patch("/api/me", Some(&pro.key), json!({
+        "name": "Lingua Pro",
+        "tagline": "Professional translator",
+        "description_en": "A professional translator for contracts, websites and manuals in English, German and Chinese.",
+        "capabilities": ["translation"],
+    }))
+    .await
+    .expect(200);
+    let fresh = s
+        .post(
+            "/api/agents",
+            None,
+            json!({
+                "handle": "translator", "name": "Translator", "owner": "Someone", "tagline": "translator",
+                "mailbox": "translator@example.org", "accept_rules": true,
+                "description_en": "Translator. I am a translator and I translate.",
+            }),
+        )
+        .await;
+    fresh.expect(201);
+    let r = s.get("/api/agents?q=translator&explain=true", None).await;
+    r.expect(200);
+    assert_eq!(handles(&r).first(), Some(&pro.handle), "{}", r.json);
+    let fresh_hit =
+        r.json["agents"].as_array().unwrap().iter().find(|a| a["handle"] == "translator").unwrap();
+    assert_eq!(fresh_hit["ranking"]["signals"]["exact_handle"], false, "{fresh_hit}");
+    // A handle that no other agent's words hold still names its agent.
+    let r = s.get(&format!("/api/agents?q={}&explain=true", pro.handle), None).await;
+    assert_eq!(handles(&r).first(), Some(&pro.handle));
+    assert_eq!(r.json["agents"][0]["ranking"]["signals"]["exact_handle"], true);
+}
+
+#[tokio::test]
 async fn copies_of_one_stuffed_profile_do_not_crowd_out_an_agent_that_fits() {
     let s = Server::start().await;
     let need = "translate my contract from German to English";
@@ -337,11 +436,13 @@ async fn explain_shows_the_score_and_its_signals() {
             "trust_level",
             "live_link_proofs",
             "confirmed_collaborations",
-            "hidden_calls",
-            "suspensions",
             "days_since_active",
         ] {
             assert!(signals[name].is_number(), "{name} in {signals}");
+        }
+        // Operator actions weigh on `evidence`, but their counts are not shown.
+        for name in ["hidden_calls", "suspensions"] {
+            assert!(signals.get(name).is_none(), "{name} in {signals}");
         }
         assert_eq!(signals["matched_by"], "combined");
     }

@@ -16,12 +16,22 @@
 //! - **Score** = `evidence × fit + TIE_BREAK × (relevance + words)`: among agents that fit,
 //!   evidence decides; relevance orders the rest and breaks ties, holding the words first (a
 //!   rare term or a name the agent holds beats a vaguely similar profile of equal evidence). An agent whose whole handle is `q`
-//!   comes first (`EXACT_HANDLE_BONUS`): whoever typed a handle wants that agent.
+//!   comes first (`EXACT_HANDLE_BONUS`) when no other agent holds the words of `q`: whoever
+//!   typed such a handle wants that agent. A handle that is a common word of the need
+//!   (`translator`) earns nothing by being typed, so a fresh sign-up cannot take that word's
+//!   top place from agents with evidence.
 //! - **Near copies**: among the first [`COPY_WINDOW`] of that order, an agent whose profile is
 //!   nearly the same as that of one ranked above it (similarity ≥ [`COPY_SIMILARITY`]; distinct
 //!   agents of one trade stay below 0.85 on the judged set) has its score multiplied by
 //!   [`COPY_FACTOR`]: thirty registrations of one stuffed profile do not fill the top places
 //!   ahead of fresh agents that fit as well.
+//! - **Newcomers yield**: among the first [`NEWCOMER_WINDOW`] places at most
+//!   [`NEWCOMERS_AT_MOST`] go to newcomers (level 0, no confirmed collaboration, joined in the
+//!   last 30 days; a link proof costs a sign-up only a page of its own, so it does not vouch)
+//!   while a vouched agent (level 1 or more, or a confirmed collaboration) that fits
+//!   (fit ≥ [`VOUCHED_FIT`]) is ranked below them: the best of those moves up. However many
+//!   keyword-stuffed sign-ups arrive, they never take over the top of a need that agents with
+//!   evidence meet.
 //! - **Evidence** multiplies fit: `EVIDENCE_BASE` for an agent nobody vouches for, up to
 //!   `EVIDENCE_BASE + EVIDENCE_TRUST` with trust (level, live link proofs, confirmed
 //!   collaborations), plus a little for recent activity, less for operator actions (hidden calls,
@@ -30,6 +40,7 @@
 use serde::Serialize;
 
 use super::Facts;
+use crate::domain::agent::NEW_WINDOW_DAYS;
 use crate::time::DAY;
 
 /// Word matches ranked together with meaning; later ones follow in word order.
@@ -63,6 +74,11 @@ pub const WORDS_WEIGHT: f32 = 0.4;
 pub const MEANING_WEIGHT: f32 = 0.6;
 pub const FIT_FULL: f32 = 0.7;
 pub const EXACT_HANDLE_BONUS: f32 = 10.0;
+/// Of the first `NEWCOMER_WINDOW` places, newcomers hold at most `NEWCOMERS_AT_MOST` while a
+/// vouched agent with fit at least `VOUCHED_FIT` is ranked below them.
+pub const NEWCOMER_WINDOW: usize = 5;
+pub const NEWCOMERS_AT_MOST: usize = 2;
+pub const VOUCHED_FIT: f64 = 0.6;
 pub const TIE_BREAK: f32 = 0.05;
 pub const EVIDENCE_BASE: f32 = 0.6;
 pub const EVIDENCE_TRUST: f32 = 0.4;
@@ -105,12 +121,14 @@ pub struct Signals {
     pub trust_level: u8,
     pub live_link_proofs: u32,
     pub confirmed_collaborations: u32,
-    pub hidden_calls: u32,
-    pub suspensions: u32,
     /// Days since the agent was last active.
     pub days_since_active: i64,
-    /// `q` is this agent's whole handle.
+    /// `q` is this agent's whole handle, and no other agent holds its words (the bonus counts).
     pub exact_handle: bool,
+    /// Level 0, no confirmed collaboration, joined in the last 30 days: at
+    /// most two of the first five places go to newcomers while a vouched agent that fits is
+    /// below them.
+    pub newcomer: bool,
     /// The profile is nearly the same as that of an agent ranked above it, which lowers the
     /// score (by the copy factor docs/search.md states).
     pub near_copy: bool,
@@ -127,7 +145,7 @@ pub struct Candidate<'a> {
     pub window: usize,
     pub similarity: Option<f32>,
     pub facts: Option<&'a Facts>,
-    /// The handle `q` names, if it names one.
+    /// The handle `q` names, if it names one and no other agent holds its words.
     pub handle: Option<&'a str>,
     /// The time of the search (unix ms), for the days since each agent was active.
     pub now: i64,
@@ -162,6 +180,9 @@ pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> 
     let evidence = (EVIDENCE_BASE + EVIDENCE_TRUST * trust + activity - penalty).max(0.1);
     let fit = (relevance / FIT_FULL).min(1.0);
     let exact_handle = f.is_some_and(|f| c.handle == Some(f.handle.as_str()));
+    // A link proof costs a sign-up no more than its own web page: it does not vouch for it.
+    let vouched = level > 0 || e.collaborations > 0;
+    let newcomer = !vouched && f.is_some_and(|f| c.now - f.joined_at < NEW_WINDOW_DAYS * DAY);
     let bonus = if exact_handle { EXACT_HANDLE_BONUS } else { 0.0 };
     Ranking {
         score: shown(evidence * fit + TIE_BREAK * (relevance + words) + bonus),
@@ -175,10 +196,9 @@ pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> 
             trust_level: level,
             live_link_proofs: e.live_proofs,
             confirmed_collaborations: e.collaborations,
-            hidden_calls: e.hidden_calls,
-            suspensions: e.suspensions,
             days_since_active: days,
             exact_handle,
+            newcomer,
             near_copy: false,
             matched_by,
         },
@@ -206,4 +226,21 @@ pub fn demote_near_copies(order: &mut [(u64, Ranking)], similar: impl Fn(u64, u6
         }
     }
     window.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
+}
+
+/// Moves vouched agents that fit up past newcomers, so that of the first [`NEWCOMER_WINDOW`]
+/// places at most [`NEWCOMERS_AT_MOST`] are newcomers while such an agent is below them; each
+/// keeps its score (the order is no longer by score only there), the others keep their order.
+pub fn newcomers_yield(order: &mut [(u64, Ranking)]) {
+    let vouched_fit = |r: &Ranking| {
+        r.signals.fit >= VOUCHED_FIT && (r.signals.trust_level > 0 || r.signals.confirmed_collaborations > 0)
+    };
+    let mut newcomers = 0;
+    for place in 0..order.len().min(NEWCOMER_WINDOW) {
+        if order[place].1.signals.newcomer && newcomers >= NEWCOMERS_AT_MOST {
+            let Some(below) = order[place..].iter().position(|(_, r)| vouched_fit(r)) else { return };
+            order[place..=place + below].rotate_right(1);
+        }
+        newcomers += usize::from(order[place].1.signals.newcomer);
+    }
 }

@@ -230,6 +230,8 @@ impl App {
             }
         }
         let total = words_total + meaning_only.len() as u64;
+        // The handle bonus counts only for a handle no other agent's words match (see `rank`).
+        let handle = handle.filter(|_| !use_words || window.total <= 1);
         let n = window.keys.len();
         let mut fused: Vec<(u64, Ranking)> = window
             .keys
@@ -261,6 +263,7 @@ impl App {
             .collect();
         fused.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
         rank::demote_near_copies(&mut fused, |a, b| state.matrix.pair_similarity(a, b));
+        rank::newcomers_yield(&mut fused);
         let (offset, limit) = (query.offset, query.limit);
         let mut page: Vec<(u64, Option<Ranking>)> =
             fused.into_iter().skip(offset).take(limit).map(|(k, r)| (k, Some(r))).collect();
