@@ -345,26 +345,30 @@ async fn link_proofs_refuse_internal_targets() {
     let a = s.register("ssrf").await;
     let base = site(&a.handle).await;
     let port = base.rsplit(':').next().unwrap().to_owned();
-    for target in [
-        format!("{base}/proof"),
-        format!("http://localhost:{port}/proof"),
-        format!("http://[::1]:{port}/proof"),
-        format!("http://[::ffff:127.0.0.1]:{port}/proof"),
-        format!("http://2130706433:{port}/proof"),
-        format!("http://0.0.0.0:{port}/proof"),
-        "http://169.254.169.254/latest/meta-data/".into(),
-        "http://10.0.0.1/".into(),
-        "http://192.168.1.1/".into(),
-        "http://100.64.0.1/".into(),
-        "http://[fd00::1]/".into(),
+    let ports = "only ports 80, 443, 8000, 8080 and 8443";
+    for (target, why) in [
+        // On web ports, where nothing of the test listens: the address alone is refused.
+        ("http://127.0.0.1/proof".to_owned(), "non-public"),
+        ("http://localhost:8080/proof".into(), "non-public"),
+        ("http://[::1]:8000/proof".into(), "non-public"),
+        ("http://[::ffff:127.0.0.1]:8443/proof".into(), "non-public"),
+        ("http://2130706433/proof".into(), "non-public"),
+        ("http://0.0.0.0:80/proof".into(), "non-public"),
+        ("http://169.254.169.254/latest/meta-data/".into(), "non-public"),
+        ("http://10.0.0.1/".into(), "non-public"),
+        ("http://192.168.1.1/".into(), "non-public"),
+        ("http://100.64.0.1/".into(), "non-public"),
+        ("http://[fd00::1]/".into(), "non-public"),
+        // Web ports only, as for endpoints: the live page on its own port, and any host.
+        (format!("{base}/proof"), ports),
+        (format!("http://localhost:{port}/proof"), ports),
+        ("http://example.org:22/".into(), ports),
+        ("https://example.org:8081/proof".into(), ports),
     ] {
         let r = s.post("/api/me/links", Some(&a.key), json!({"url": target})).await;
         r.expect_error(422, "link_fetch_failed");
-        assert!(
-            r.json["error"]["message_en"].as_str().unwrap().contains("non-public"),
-            "{target}: {}",
-            r.text
-        );
+        assert!(r.json["error"]["message_en"].as_str().unwrap().contains(why), "{target}: {}", r.text);
+        assert!(r.json["error"]["message_zh"].as_str().is_some_and(|m| !m.is_empty()));
     }
     assert_eq!(
         s.get(&format!("/api/agents/{}", a.handle), None).await.json["agent"]["trust"]["links"],
