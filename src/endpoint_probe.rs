@@ -2,8 +2,9 @@
 //! server completes its handshake and lists its tools, an HTTP service answers 2xx.
 //!
 //! Every request goes through `link_fetch::exchange`, so the SSRF rules of link proofs hold for
-//! checks too (public addresses only, pinned connections, redirects rechecked, a deadline, a
-//! read bound). That is also why MCP is spoken here as a few JSON-RPC posts rather than through
+//! checks too (public addresses and web ports only, pinned connections, redirects rechecked, a
+//! deadline, a read bound), and every hop of every request is admitted by the caller's
+//! `HopGate` (the schedule's turns per host). That is also why MCP is spoken here as a few JSON-RPC posts rather than through
 //! an MCP client crate: a generic client opens its own connections and would bypass the checks.
 //!
 //! It owns no state: scheduling checks and recording what they find is `service::endpoint_checks`.
@@ -15,20 +16,34 @@ use crate::domain::endpoint::{
     A2A_WELL_KNOWN, CHECK_DEADLINE, CHECK_READ_BYTES, EndpointKind, EndpointStatus, Finding,
     MCP_DISCOVER_REVISION, MCP_INITIALIZE_REVISION,
 };
-use crate::link_fetch::{self, Answer, FetchPolicy, LinkFetchError, PrivateTargets, Request};
+use crate::link_fetch::{self, Answer, FetchPolicy, HopGate, LinkFetchError, PrivateTargets, Request};
 
-/// Checks one endpoint within `CHECK_DEADLINE`.
-pub async fn check(kind: EndpointKind, url: &str, private: &PrivateTargets) -> Finding {
+/// How a check reaches the network: the fetch rules, and the gate every hop passes.
+#[derive(Clone, Copy)]
+struct Reach<'a> {
+    policy: &'a FetchPolicy,
+    gate: &'a dyn HopGate,
+}
+
+impl Reach<'_> {
+    async fn exchange(&self, url: &str, request: &Request) -> Result<Answer, LinkFetchError> {
+        link_fetch::exchange(url, request, self.policy, self.gate).await
+    }
+}
+
+/// Checks one endpoint within `CHECK_DEADLINE`; `gate` admits every hop of every request.
+pub async fn check(kind: EndpointKind, url: &str, private: &PrivateTargets, gate: &dyn HopGate) -> Finding {
     let policy = FetchPolicy {
         timeout: CHECK_DEADLINE,
         max_bytes: CHECK_READ_BYTES,
         ..FetchPolicy::reaching(private)
     };
+    let reach = Reach { policy: &policy, gate };
     let checked = async {
         match kind {
-            EndpointKind::Http => http(url, &policy).await,
-            EndpointKind::A2a => a2a(url, &policy).await,
-            EndpointKind::Mcp => mcp(url, &policy).await,
+            EndpointKind::Http => http(url, reach).await,
+            EndpointKind::A2a => a2a(url, reach).await,
+            EndpointKind::Mcp => mcp(url, reach).await,
         }
     };
     tokio::time::timeout(CHECK_DEADLINE, checked).await.unwrap_or_else(|_| Finding::down())
@@ -39,8 +54,10 @@ fn failed(e: &LinkFetchError) -> Finding {
     use LinkFetchError::*;
     match e {
         Resolve(_) | Connect(_) | Timeout | Http(_) => Finding::down(),
-        InvalidUrl(_) | UnsupportedScheme(_) | CredentialsInUrl | RefusedAddress(_) | TooManyRedirects
-        | Status(_) => Finding::invalid(),
+        // Never recorded: the schedule tries again when the host is free.
+        HostBusy => Finding::down(),
+        InvalidUrl(_) | UnsupportedScheme(_) | CredentialsInUrl | RefusedAddress(_) | RefusedPort(_)
+        | TooManyRedirects | Status(_) => Finding::invalid(),
     }
 }
 
@@ -57,8 +74,8 @@ fn success(status: u16) -> bool {
     (200..300).contains(&status)
 }
 
-async fn http(url: &str, policy: &FetchPolicy) -> Finding {
-    match link_fetch::exchange(url, &Request::get(), policy).await {
+async fn http(url: &str, reach: Reach<'_>) -> Finding {
+    match reach.exchange(url, &Request::get()).await {
         Ok(a) if success(a.status) => Finding::live(),
         Ok(a) => not_success(a.status),
         Err(e) => failed(&e),
@@ -68,9 +85,9 @@ async fn http(url: &str, policy: &FetchPolicy) -> Finding {
 /// The URL itself when it serves a valid card, else the card at its origin's well-known path.
 /// When neither is valid, a JSON object at the URL itself (a card gone wrong) makes the
 /// endpoint invalid; otherwise the well-known path's answer decides.
-async fn a2a(url: &str, policy: &FetchPolicy) -> Finding {
+async fn a2a(url: &str, reach: Reach<'_>) -> Finding {
     let get = || Request::get().header("accept", "application/json");
-    let first = match link_fetch::exchange(url, &get(), policy).await {
+    let first = match reach.exchange(url, &get()).await {
         Ok(a) => a,
         Err(e) => return failed(&e),
     };
@@ -86,7 +103,7 @@ async fn a2a(url: &str, policy: &FetchPolicy) -> Finding {
             if success(first.status) { Finding::invalid() } else { not_success(first.status) }
         });
     };
-    let there = match link_fetch::exchange(well_known.as_str(), &get(), policy).await {
+    let there = match reach.exchange(well_known.as_str(), &get()).await {
         Ok(a) if success(a.status) => {
             json_object(&a.body).map_or_else(Finding::invalid, |card| a2a_card(&card))
         }
@@ -159,9 +176,9 @@ fn clip(s: &str, max: usize) -> String {
 /// The newest revision's handshake first (`server/discover`), then `initialize` for servers of
 /// earlier revisions; then `tools/list`. A 401 with an OAuth challenge is a live server that
 /// wants its clients to authorise.
-async fn mcp(url: &str, policy: &FetchPolicy) -> Finding {
+async fn mcp(url: &str, reach: Reach<'_>) -> Finding {
     let mut session =
-        McpSession { url, policy, session_id: None, revision: MCP_DISCOVER_REVISION, next_id: 1 };
+        McpSession { url, reach, session_id: None, revision: MCP_DISCOVER_REVISION, next_id: 1 };
     let discovered = match session.call("server/discover", json!({})).await {
         Ok(Reply::Result(r)) => {
             let speaks = r
@@ -265,7 +282,7 @@ enum Reply {
 
 struct McpSession<'a> {
     url: &'a str,
-    policy: &'a FetchPolicy,
+    reach: Reach<'a>,
     session_id: Option<String>,
     revision: &'static str,
     next_id: u64,
@@ -310,10 +327,16 @@ impl McpSession<'_> {
         let id = self.next_id;
         self.next_id += 1;
         let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": self.params(params) });
-        let answered =
-            |headers: &HeaderMap, body: &[u8]| is_sse(headers) && jsonrpc_answer(headers, body, id).is_some();
         let request = self.request(method, &body);
-        let answer = link_fetch::exchange_until(self.url, &request, self.policy, &answered).await?;
+        let mut stream = SseAnswer::new(id);
+        let answer = link_fetch::exchange_until(
+            self.url,
+            &request,
+            self.reach.policy,
+            self.reach.gate,
+            &mut |headers, part| stream.read(headers, part),
+        )
+        .await?;
         if answer.status == 401 && bearer_challenge(&answer) {
             return Ok(Reply::AuthRequired);
         }
@@ -323,7 +346,8 @@ impl McpSession<'_> {
         if let Some(sid) = answer.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
             self.session_id = Some(sid.to_owned());
         }
-        Ok(match jsonrpc_answer(&answer.headers, &answer.body, id) {
+        let reply = if is_sse(&answer.headers) { stream.finish() } else { json_answer(&answer.body, id) };
+        Ok(match reply {
             Some(Value::Object(m)) if m.contains_key("error") => Reply::Error,
             Some(Value::Object(mut m)) => match m.remove("result") {
                 Some(Value::Object(result)) => Reply::Result(result),
@@ -335,7 +359,7 @@ impl McpSession<'_> {
 
     async fn notify(&mut self, method: &str) -> Result<(), LinkFetchError> {
         let body = json!({ "jsonrpc": "2.0", "method": method });
-        let answer = link_fetch::exchange(self.url, &self.request(method, &body), self.policy).await?;
+        let answer = self.reach.exchange(self.url, &self.request(method, &body)).await?;
         if success(answer.status) { Ok(()) } else { Err(LinkFetchError::Status(answer.status)) }
     }
 }
@@ -356,31 +380,94 @@ fn is_sse(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.to_ascii_lowercase().starts_with("text/event-stream"))
 }
 
-/// The JSON-RPC message answering request `id`, from a JSON body or an SSE stream.
-fn jsonrpc_answer(headers: &HeaderMap, body: &[u8], id: u64) -> Option<Value> {
-    let answers = |v: &Value| v.get("id").and_then(Value::as_u64) == Some(id);
-    if !is_sse(headers) {
-        let v: Value = serde_json::from_slice(body).ok()?;
-        return match v {
-            Value::Array(batch) => batch.into_iter().find(answers),
-            v if answers(&v) => Some(v),
-            _ => None,
-        };
+/// The JSON-RPC message answering request `id` in a JSON body (one message or a batch).
+fn json_answer(body: &[u8], id: u64) -> Option<Value> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    match v {
+        Value::Array(batch) => batch.into_iter().find(|v| answers(v, id)),
+        v if answers(&v, id) => Some(v),
+        _ => None,
     }
-    let text = String::from_utf8_lossy(body);
-    sse_data(&text).filter_map(|data| serde_json::from_str::<Value>(&data).ok()).find(answers)
 }
 
-/// The `data` of each event of an SSE stream (multi-line data joined by newlines).
-fn sse_data(stream: &str) -> impl Iterator<Item = String> + '_ {
-    stream.split("\n\n").flat_map(|block| block.split("\r\n\r\n")).filter_map(|event| {
-        let lines: Vec<&str> = event
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-            .collect();
-        (!lines.is_empty()).then(|| lines.join("\n"))
-    })
+fn answers(v: &Value, id: u64) -> bool {
+    v.get("id").and_then(Value::as_u64) == Some(id)
+}
+
+/// Reads an SSE answer as it arrives, looking for the JSON-RPC message answering request `id`.
+/// Each byte is looked at once and each event parsed once, when its blank line arrives, so a
+/// server sending its stream a byte at a time costs no more than one sending it at once.
+struct SseAnswer {
+    id: u64,
+    /// Whether the answer is an SSE stream at all (known from its headers).
+    sse: Option<bool>,
+    /// The line read so far.
+    line: Vec<u8>,
+    /// The last line ended with CR: an LF right after it ends nothing more.
+    after_cr: bool,
+    /// The `data` lines of the event read so far.
+    data: Vec<String>,
+    found: Option<Value>,
+}
+
+impl SseAnswer {
+    fn new(id: u64) -> SseAnswer {
+        SseAnswer { id, sse: None, line: Vec::new(), after_cr: false, data: Vec::new(), found: None }
+    }
+
+    /// Takes the next part of the body; true once the answer was found (reading may stop).
+    fn read(&mut self, headers: &HeaderMap, part: &[u8]) -> bool {
+        if !*self.sse.get_or_insert_with(|| is_sse(headers)) {
+            return false;
+        }
+        for &b in part {
+            if self.found.is_some() {
+                break;
+            }
+            match b {
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\n' | b'\r' => {
+                    self.after_cr = b == b'\r';
+                    self.end_line();
+                }
+                _ => {
+                    self.after_cr = false;
+                    self.line.push(b);
+                }
+            }
+        }
+        self.found.is_some()
+    }
+
+    /// The answer, once the stream has ended (an event cut off by the end still counts).
+    fn finish(mut self) -> Option<Value> {
+        if !self.line.is_empty() {
+            self.end_line();
+        }
+        self.end_event();
+        self.found
+    }
+
+    fn end_line(&mut self) {
+        if self.line.is_empty() {
+            self.end_event();
+            return;
+        }
+        let line = std::mem::take(&mut self.line);
+        if let Some(data) = line.strip_prefix(b"data:") {
+            let data = data.strip_prefix(b" ").unwrap_or(data);
+            self.data.push(String::from_utf8_lossy(data).into_owned());
+        }
+    }
+
+    fn end_event(&mut self) {
+        if self.data.is_empty() || self.found.is_some() {
+            self.data.clear();
+            return;
+        }
+        let data = std::mem::take(&mut self.data).join("\n");
+        self.found = serde_json::from_str::<Value>(&data).ok().filter(|v| answers(v, self.id));
+    }
 }
 
 #[cfg(test)]
@@ -431,11 +518,112 @@ mod tests {
         assert_eq!((f.status(), f.protocol_version.as_deref()), (EndpointStatus::Live, Some("0.3.0")));
     }
 
+    fn sse_headers() -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert("content-type", reqwest::header::HeaderValue::from_static("text/event-stream"));
+        h
+    }
+
     #[test]
-    fn sse_bodies_are_read() {
-        let stream = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\r\n\r\n";
-        let found: Vec<String> = sse_data(stream).collect();
-        assert_eq!(found.len(), 2);
-        assert!(found[1].contains("\"id\":3"));
+    fn sse_answers_are_read_however_the_stream_is_cut() {
+        let stream = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n\n: comment\r\nevent: message\r\ndata: {\"jsonrpc\":\"2.0\",\r\ndata: \"id\":3,\"result\":{}}\r\n\r\n";
+        for size in [1, 2, 3, 7, stream.len()] {
+            let mut sse = SseAnswer::new(3);
+            let done = stream.as_bytes().chunks(size).any(|part| sse.read(&sse_headers(), part));
+            assert!(done, "parts of {size}");
+            assert_eq!(sse.finish().map(|v| v["result"].clone()), Some(json!({})), "parts of {size}");
+        }
+        let mut other = SseAnswer::new(4);
+        assert!(!other.read(&sse_headers(), stream.as_bytes()));
+        assert_eq!(other.finish(), None, "an answer to another request");
+        let mut cut = SseAnswer::new(5);
+        assert!(!cut.read(&sse_headers(), b"data: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}"));
+        assert!(cut.finish().is_some(), "an event cut off by the end of the stream");
+        let mut json_body = SseAnswer::new(3);
+        assert!(!json_body.read(&HeaderMap::new(), stream.as_bytes()), "not an SSE answer");
+    }
+
+    /// An MCP server on loopback that answers every POST with an SSE stream of `notices`
+    /// notifications and then (if `answer`) the answer to request 1, each byte in an HTTP chunk
+    /// of its own, and keeps the stream open.
+    async fn trickling_server(notices: usize, answer: bool) -> u16 {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 4096];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let notice = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"still working\"}}\n\n";
+                    let mut events = notice.repeat(notices);
+                    if answer {
+                        events.push_str("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"tools\":[]}}\n\n");
+                    }
+                    let mut wire = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+                    for b in events.bytes() {
+                        wire.extend_from_slice(b"1\r\n");
+                        wire.push(b);
+                        wire.extend_from_slice(b"\r\n");
+                    }
+                    if stream.write_all(&wire).await.is_ok() {
+                        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+                    }
+                });
+            }
+        });
+        port
+    }
+
+    fn session<'a>(url: &'a str, reach: Reach<'a>) -> McpSession<'a> {
+        McpSession { url, reach, session_id: None, revision: MCP_INITIALIZE_REVISION, next_id: 1 }
+    }
+
+    #[tokio::test]
+    async fn an_sse_answer_sent_a_byte_at_a_time_is_read_in_time() {
+        // ~40 KB of notifications before the answer: each read looks at its own byte only.
+        let port = trickling_server(300, true).await;
+        let policy = FetchPolicy {
+            timeout: CHECK_DEADLINE,
+            max_bytes: CHECK_READ_BYTES,
+            ..FetchPolicy::reaching(&PrivateTargets::All)
+        };
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let started = std::time::Instant::now();
+        let reply = session(&url, Reach { policy: &policy, gate: &link_fetch::Open })
+            .call("tools/list", json!({}))
+            .await;
+        let took = started.elapsed();
+        match reply {
+            Ok(Reply::Result(r)) => assert_eq!(r.get("tools"), Some(&json!([]))),
+            Ok(_) => panic!("the answer was not read"),
+            Err(e) => panic!("{e} after {took:?}"),
+        }
+        assert!(took < CHECK_DEADLINE / 2, "took {took:?}");
+    }
+
+    #[tokio::test]
+    async fn a_trickling_stream_without_an_answer_ends_at_the_deadline() {
+        let port = trickling_server(1500, false).await;
+        let deadline = std::time::Duration::from_secs(1);
+        let policy = FetchPolicy {
+            timeout: deadline,
+            max_bytes: CHECK_READ_BYTES,
+            ..FetchPolicy::reaching(&PrivateTargets::All)
+        };
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let started = std::time::Instant::now();
+        let reply = session(&url, Reach { policy: &policy, gate: &link_fetch::Open })
+            .call("tools/list", json!({}))
+            .await;
+        let took = started.elapsed();
+        assert!(matches!(reply, Err(LinkFetchError::Timeout)), "took {took:?}");
+        assert!(took < deadline + std::time::Duration::from_millis(500), "took {took:?}");
     }
 }

@@ -597,6 +597,11 @@ fn link_reason(e: &crate::link_fetch::LinkFetchError) -> (String, String) {
         CredentialsInUrl => "不会获取包含用户名或密码的网址".to_owned(),
         Resolve(host) => format!("无法解析主机名 {host}"),
         RefusedAddress(_) => "已拒绝：该网址指向非公网地址".to_owned(),
+        RefusedPort(port) => format!(
+            "已拒绝：该网址使用端口 {port}，只获取以下端口：{}",
+            crate::domain::endpoint::allowed_ports_text("、", "、")
+        ),
+        HostBusy => "另一项检查正在访问该主机".to_owned(),
         Connect(_) => "无法连接到该服务器".to_owned(),
         Timeout => "页面未能在规定时间内加载完成".to_owned(),
         TooManyRedirects => "重定向次数过多".to_owned(),

@@ -2,7 +2,8 @@
 //! given text, without letting the URL reach anything but the public internet (SSRF).
 //!
 //! Every hop (the first URL and each redirect) is checked the same way: http or https only, no
-//! credentials, and every address its host resolves to must be public. The connection is then
+//! credentials, one of the web ports (`domain::endpoint::ALLOWED_PORTS`, unless the operator lifted
+//! the port rule with the address rule), and every address its host resolves to must be public. The connection is then
 //! pinned to exactly those checked addresses, so a second DNS answer (DNS rebinding) can never
 //! redirect it; the HTTP client is given a resolver that refuses every name, so nothing outside
 //! the checked set is reachable even by mistake. Redirects are followed by hand, the whole fetch
@@ -10,6 +11,7 @@
 //!
 //! It owns no state: recording or expiring proofs is the caller's business.
 
+use std::any::Any;
 use std::error::Error as _;
 use std::future::Future;
 use std::io;
@@ -19,6 +21,8 @@ use std::time::Duration;
 
 use ipnet::{Ipv4Net, Ipv6Net};
 use url::{Host, Url};
+
+use crate::domain::endpoint::{ALLOWED_PORTS, allowed_ports_text};
 
 /// Sent on every request so site owners can recognise (and allow) the proof fetcher.
 pub const USER_AGENT: &str = "agentdir-link-proof/1";
@@ -54,6 +58,8 @@ pub struct FetchPolicy {
     pub max_bytes: usize,
     /// How many redirects are followed before giving up.
     pub max_redirects: usize,
+    /// The ports every hop may use; None lets any port through (local testing only).
+    pub ports: Option<Vec<u16>>,
 }
 
 impl Default for FetchPolicy {
@@ -64,19 +70,23 @@ impl Default for FetchPolicy {
             timeout: FETCH_TIMEOUT,
             max_bytes: PROOF_SCAN_BYTES,
             max_redirects: MAX_REDIRECTS,
+            ports: Some(ALLOWED_PORTS.to_vec()),
         }
     }
 }
 
 impl FetchPolicy {
-    /// The production policy, reaching the non-public addresses `targets` lets through.
+    /// The production policy, reaching the non-public addresses `targets` lets through. Letting
+    /// any non-public address through lifts the port rule too (local test servers listen on any
+    /// port), as it does for the endpoints an agent may list.
     pub fn reaching(targets: &PrivateTargets) -> FetchPolicy {
         let (allow_private, also_allow) = match targets {
             PrivateTargets::None => (false, Vec::new()),
             PrivateTargets::All => (true, Vec::new()),
             PrivateTargets::Only(nets) => (false, nets.clone()),
         };
-        FetchPolicy { allow_private, also_allow, ..FetchPolicy::default() }
+        let ports = (*targets == PrivateTargets::None).then(|| ALLOWED_PORTS.to_vec());
+        FetchPolicy { allow_private, also_allow, ports, ..FetchPolicy::default() }
     }
 }
 
@@ -105,6 +115,11 @@ pub enum LinkFetchError {
     /// The address is kept for logs; it is not shown.
     #[error("refused: the URL leads to a non-public address")]
     RefusedAddress(IpAddr),
+    #[error("refused: the URL leads to port {0}; only ports {ports} are fetched", ports = allowed_ports_text(", ", " and "))]
+    RefusedPort(u16),
+    /// Another endpoint check is talking to the same host: checks take turns (`HopGate`).
+    #[error("another check is talking to this host")]
+    HostBusy,
     #[error("could not connect: {0}")]
     Connect(String),
     #[error("the page did not load in time")]
@@ -137,6 +152,35 @@ fn check_parsed_url(url: &Url) -> Result<(), LinkFetchError> {
         return Err(LinkFetchError::InvalidUrl("the URL has no host".into()));
     }
     Ok(())
+}
+
+/// Whether `policy` lets a hop use the URL's port (the scheme's own port when it names none).
+fn check_port(url: &Url, policy: &FetchPolicy) -> Result<(), LinkFetchError> {
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| LinkFetchError::InvalidUrl("the URL has no port".into()))?;
+    match &policy.ports {
+        Some(ports) if !ports.contains(&port) => Err(LinkFetchError::RefusedPort(port)),
+        _ => Ok(()),
+    }
+}
+
+/// Asked before every hop connects (the first URL and each redirect, for every request), with
+/// the addresses the hop was checked and pinned to: the endpoint checks use it so that no two of
+/// them talk to one host at once, whichever hop brings them there. What `admit` returns is kept
+/// while the hop is in use (until its answer has been read, or the next redirect is followed)
+/// and dropped after it; an error ends the fetch.
+pub trait HopGate: Sync {
+    fn admit(&self, url: &Url, addrs: &[SocketAddr]) -> Result<Box<dyn Any + Send>, LinkFetchError>;
+}
+
+/// The gate of fetches that take no turns (link proofs: their budget is the agent's rate limit).
+pub struct Open;
+
+impl HopGate for Open {
+    fn admit(&self, _: &Url, _: &[SocketAddr]) -> Result<Box<dyn Any + Send>, LinkFetchError> {
+        Ok(Box::new(()))
+    }
 }
 
 /// Resolves a redirect's `Location` against the URL that answered it and applies `check_url`'s
@@ -300,7 +344,7 @@ async fn fetch_with(
 ) -> Result<FetchOutcome, LinkFetchError> {
     let url = check_url(url)?;
     let find = async {
-        let (url, response) = send(url, &Request::get(), policy, resolver, allowed).await?;
+        let (url, response, _hop) = send(url, &Request::get(), policy, resolver, allowed, &Open).await?;
         let status = response.status();
         if !status.is_success() {
             return Err(LinkFetchError::Status(status.as_u16()));
@@ -343,52 +387,69 @@ pub struct Answer {
     pub body: Vec<u8>,
 }
 
-/// Sends `request` to `url` under `policy`'s rules (the same address checks, pinning, deadline
-/// and read bound as proof fetches) and returns the answer, whatever its status. A GET follows
-/// redirects like a proof fetch; a POST does not (its answer is the redirect).
-pub async fn exchange(url: &str, request: &Request, policy: &FetchPolicy) -> Result<Answer, LinkFetchError> {
-    exchange_until(url, request, policy, &|_, _| false).await
+/// Sends `request` to `url` under `policy`'s rules (the same address and port checks, pinning,
+/// deadline and read bound as proof fetches, every hop admitted by `gate`) and returns the
+/// answer, whatever its status. A GET follows redirects like a proof fetch; a POST does not (its
+/// answer is the redirect).
+pub async fn exchange(
+    url: &str,
+    request: &Request,
+    policy: &FetchPolicy,
+    gate: &dyn HopGate,
+) -> Result<Answer, LinkFetchError> {
+    exchange_until(url, request, policy, gate, &mut |_, _| false).await
 }
 
-/// `exchange`, but the body is read only until `enough` says the part read so far (with the
-/// answer's headers) holds what the caller needs: a stream the server keeps open after its
-/// answer (an SSE response) then ends there instead of at the deadline.
+/// `exchange`, but the body is read only until `enough` says it has what the caller needs: a
+/// stream the server keeps open after its answer (an SSE response) then ends there instead of
+/// at the deadline. `enough` is given each part of the body as it arrives (with the answer's
+/// headers), once, so a caller that parses as it goes does work in proportion to the body,
+/// however small the parts a server sends.
 pub async fn exchange_until(
     url: &str,
     request: &Request,
     policy: &FetchPolicy,
-    enough: &(dyn Fn(&reqwest::header::HeaderMap, &[u8]) -> bool + Sync),
+    gate: &dyn HopGate,
+    enough: &mut (dyn FnMut(&reqwest::header::HeaderMap, &[u8]) -> bool + Send),
 ) -> Result<Answer, LinkFetchError> {
     let url = check_url(url)?;
     let allowed = allowed_by(policy);
     let answer = async {
-        let (_, mut response) = send(url, request, policy, &SystemResolver, &allowed).await?;
+        let (_, mut response, _hop) = send(url, request, policy, &SystemResolver, &allowed, gate).await?;
         let status = response.status().as_u16();
         let headers = std::mem::take(response.headers_mut());
         let mut body = Vec::new();
-        while body.len() < policy.max_bytes && !enough(&headers, &body) {
+        while body.len() < policy.max_bytes {
             let Some(chunk) = response.chunk().await.map_err(request_error)? else { break };
             let take = chunk.len().min(policy.max_bytes - body.len());
-            body.extend_from_slice(chunk.get(..take).unwrap_or_default());
+            let part = chunk.get(..take).unwrap_or_default();
+            body.extend_from_slice(part);
+            if enough(&headers, part) {
+                break;
+            }
         }
         Ok(Answer { status, headers, body })
     };
     tokio::time::timeout(policy.timeout, answer).await.unwrap_or(Err(LinkFetchError::Timeout))
 }
 
-/// Sends one request, hop by hop: every hop's addresses are checked and pinned; redirects of a
-/// GET are followed (at most `max_redirects`, each checked the same way). Returns the final
-/// URL and its response, whatever its status.
+/// Sends one request, hop by hop: every hop's port and addresses are checked and pinned, and
+/// the hop is admitted by `gate`; redirects of a GET are followed (at most `max_redirects`, each
+/// checked the same way). Returns the final URL, its response, whatever its status, and what
+/// the gate gave for it (to be kept while the answer is read).
 async fn send(
     mut url: Url,
     request: &Request,
     policy: &FetchPolicy,
     resolver: &impl Resolver,
     allowed: &(dyn Fn(IpAddr) -> bool + Sync),
-) -> Result<(Url, reqwest::Response), LinkFetchError> {
+    gate: &dyn HopGate,
+) -> Result<(Url, reqwest::Response, Box<dyn Any + Send>), LinkFetchError> {
     let mut redirects = 0;
     loop {
+        check_port(&url, policy)?;
         let addrs = resolve_checked(&url, resolver, allowed).await?;
+        let hop = gate.admit(&url, &addrs)?;
         let client = pinned_client(&url, &addrs, policy)?;
         let mut builder = match &request.json_body {
             Some(body) => client
@@ -403,7 +464,7 @@ async fn send(
         let response = builder.send().await.map_err(request_error)?;
         let status = response.status();
         if request.json_body.is_some() || !matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
-            return Ok((url, response));
+            return Ok((url, response, hop));
         }
         let Some(location) = response.headers().get(reqwest::header::LOCATION) else {
             return Err(LinkFetchError::Status(status.as_u16()));
@@ -415,7 +476,12 @@ async fn send(
         let location = location
             .to_str()
             .map_err(|_| LinkFetchError::InvalidUrl("redirect location is not valid text".into()))?;
-        url = redirect_target(&url, location)?;
+        let next = redirect_target(&url, location)?;
+        // Done with this hop before the next is admitted: a redirect back to a host held only
+        // for this hop must not wait for itself.
+        drop(response);
+        drop(hop);
+        url = next;
     }
 }
 
@@ -525,8 +591,9 @@ mod tests {
     const NEEDLE: &str = "agentdir-proof:alice";
     const LIMIT: usize = PROOF_SCAN_BYTES;
 
+    /// Loopback test servers listen on any port: the port rule is lifted with the address rule.
     fn local_policy() -> FetchPolicy {
-        FetchPolicy { allow_private: true, ..FetchPolicy::default() }
+        FetchPolicy { allow_private: true, ports: None, ..FetchPolicy::default() }
     }
 
     fn loopback_or_public(ip: IpAddr) -> bool {
@@ -644,6 +711,9 @@ mod tests {
                 send(stream, "302 Found", &to, b"").await
             }
             "/to-ftp" => send(stream, "302 Found", &redirect("ftp://127.0.0.1/x".into()), b"").await,
+            "/to-port-22" => {
+                send(stream, "302 Found", &redirect("http://127.0.0.1:22/found".into()), b"").await
+            }
             "/to-creds" => {
                 let to = redirect(format!("http://user:secret@127.0.0.1:{port}/found"));
                 send(stream, "301 Moved Permanently", &to, b"").await
@@ -882,7 +952,7 @@ mod tests {
     #[tokio::test]
     async fn live_local_server_is_refused_without_allow_private() {
         let port = serve().await;
-        let policy = FetchPolicy::default();
+        let policy = FetchPolicy { ports: None, ..FetchPolicy::default() };
         for url in [
             format!("http://127.0.0.1:{port}/found"),
             format!("http://localhost:{port}/found"),
@@ -971,7 +1041,7 @@ mod tests {
         // The first hop is our loopback server, allowed through a test gate that otherwise is
         // the production check: the second hop (169.254.169.254) must be refused, and so never
         // connected to.
-        let policy = FetchPolicy::default();
+        let policy = FetchPolicy { ports: None, ..FetchPolicy::default() };
         let dns = FakeDns::new(&[]);
         let url = format!("http://127.0.0.1:{port}/to-metadata");
         let result = fetch_with(&url, NEEDLE, &policy, &dns, &loopback_or_public).await;
@@ -1046,7 +1116,8 @@ mod tests {
         let other: ipnet::IpNet = "10.0.0.0/8".parse().expect("net");
         let refused = Err(LinkFetchError::RefusedAddress(Ipv4Addr::LOCALHOST.into()));
         for (targets, expected) in [
-            (PrivateTargets::None, refused.clone()),
+            // The port rule holds too, and is checked first (it needs no lookup).
+            (PrivateTargets::None, Err(LinkFetchError::RefusedPort(port))),
             (PrivateTargets::Only(vec![other]), refused),
             (PrivateTargets::Only(vec![loopback]), found(port, "/found")),
             (PrivateTargets::All, found(port, "/found")),
@@ -1054,5 +1125,102 @@ mod tests {
             let policy = FetchPolicy::reaching(&targets);
             assert_eq!(fetch_contains(&url, NEEDLE, &policy).await, expected, "{targets:?}");
         }
+    }
+
+    #[test]
+    fn the_port_rule_is_lifted_only_with_the_address_rule() {
+        let net: ipnet::IpNet = "127.0.0.0/8".parse().expect("net");
+        assert_eq!(FetchPolicy::reaching(&PrivateTargets::None).ports, Some(ALLOWED_PORTS.to_vec()));
+        assert_eq!(FetchPolicy::default().ports, Some(ALLOWED_PORTS.to_vec()));
+        assert_eq!(FetchPolicy::reaching(&PrivateTargets::All).ports, None);
+        assert_eq!(FetchPolicy::reaching(&PrivateTargets::Only(vec![net])).ports, None);
+        let policy = FetchPolicy::default();
+        for ok in [
+            "https://example.org/",
+            "http://example.org/",
+            "http://example.org:8080/",
+            "http://example.org:443/",
+            "https://[2001:db8::1]:8443/",
+        ] {
+            assert_eq!(check_port(&check_url(ok).expect("url"), &policy), Ok(()), "{ok}");
+        }
+        for (bad, port) in [("http://example.org:22/", 22), ("https://example.org:8081/", 8081)] {
+            let checked = check_port(&check_url(bad).expect("url"), &policy);
+            assert_eq!(checked, Err(LinkFetchError::RefusedPort(port)), "{bad}");
+        }
+        let text = LinkFetchError::RefusedPort(22).to_string();
+        assert!(text.contains("port 22") && text.contains("80, 443, 8000, 8080 and 8443"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn every_hop_keeps_to_the_ports() {
+        let port = serve().await;
+        // The test server's own port stands for the web ports.
+        let policy = FetchPolicy { ports: Some(vec![port]), ..local_policy() };
+        let url = |path: &str| format!("http://127.0.0.1:{port}{path}");
+        assert_eq!(fetch_contains(&url("/hops/2"), NEEDLE, &policy).await, found(port, "/hops/0"));
+        assert_eq!(
+            fetch_contains(&url("/to-port-22"), NEEDLE, &policy).await,
+            Err(LinkFetchError::RefusedPort(22)),
+            "a redirect to another port"
+        );
+        let answer = exchange(&url("/to-port-22"), &Request::get(), &policy, &Open).await;
+        assert_eq!(answer.map(|a| a.status), Err(LinkFetchError::RefusedPort(22)), "an endpoint check's hop");
+        let elsewhere = FetchPolicy { ports: Some(vec![80, 443]), ..local_policy() };
+        assert_eq!(
+            fetch_contains(&url("/found"), NEEDLE, &elsewhere).await,
+            Err(LinkFetchError::RefusedPort(port)),
+            "the first URL"
+        );
+    }
+
+    /// Records the hops it admits and how many of them are held at once.
+    #[derive(Default)]
+    struct CountingGate {
+        admitted: std::sync::Mutex<Vec<String>>,
+        held: Arc<AtomicUsize>,
+        most: Arc<AtomicUsize>,
+        refuse: bool,
+    }
+
+    struct CountedHold(Arc<AtomicUsize>);
+
+    impl Drop for CountedHold {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    impl HopGate for CountingGate {
+        fn admit(&self, url: &Url, addrs: &[SocketAddr]) -> Result<Box<dyn Any + Send>, LinkFetchError> {
+            assert!(!addrs.is_empty(), "the gate is given the checked addresses");
+            self.admitted.lock().expect("lock").push(url.to_string());
+            if self.refuse {
+                return Err(LinkFetchError::HostBusy);
+            }
+            let now = self.held.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(now, Ordering::SeqCst);
+            Ok(Box::new(CountedHold(self.held.clone())))
+        }
+    }
+
+    #[tokio::test]
+    async fn every_hop_passes_the_gate_one_at_a_time() {
+        let port = serve().await;
+        let gate = CountingGate::default();
+        let url = format!("http://127.0.0.1:{port}/hops/3");
+        let answer = exchange(&url, &Request::get(), &local_policy(), &gate).await.expect("answer");
+        assert_eq!(answer.status, 200);
+        let admitted = gate.admitted.lock().expect("lock").clone();
+        let want: Vec<String> = (0..=3).rev().map(|n| format!("http://127.0.0.1:{port}/hops/{n}")).collect();
+        assert_eq!(admitted, want);
+        assert_eq!(gate.most.load(Ordering::SeqCst), 1, "a hop is let go before the next is admitted");
+        assert_eq!(gate.held.load(Ordering::SeqCst), 0, "and the last once its answer is read");
+
+        let refusing = CountingGate { refuse: true, ..CountingGate::default() };
+        let answer =
+            exchange(&format!("http://127.0.0.1:{port}/found"), &Request::get(), &local_policy(), &refusing)
+                .await;
+        assert_eq!(answer.map(|a| a.status), Err(LinkFetchError::HostBusy));
     }
 }

@@ -769,6 +769,8 @@ fn every_validation_rule_and_variant_reads_naturally_in_both_languages() {
         L::CredentialsInUrl,
         L::Resolve("example.invalid".into()),
         L::RefusedAddress([10, 0, 0, 1].into()),
+        L::RefusedPort(22),
+        L::HostBusy,
         L::Connect("connection refused".into()),
         L::Timeout,
         L::TooManyRedirects,

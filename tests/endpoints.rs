@@ -5,9 +5,14 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use common::{Agent, RELAXED_LIMITS, Server};
 use serde_json::{Value, json};
@@ -86,7 +91,18 @@ async fn register_with(s: &Server, handle: &str, endpoints: Value) -> Agent {
 
 /// The card's endpoints once `done` holds for them (checks answer within seconds).
 async fn endpoints_when(s: &Server, handle: &str, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    endpoints_within(s, handle, what, Duration::from_secs(60), done).await
+}
+
+/// The card's endpoints once `done` holds for them, failing after `limit`.
+async fn endpoints_within(
+    s: &Server,
+    handle: &str,
+    what: &str,
+    limit: Duration,
+    done: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let deadline = Instant::now() + limit;
     loop {
         let card = s.get(&format!("/api/agents/{handle}"), None).await;
         card.expect(200);
@@ -460,4 +476,168 @@ async fn mcp_returns_the_statement_and_filters_live_agents() {
     let out = verify_saved(&s, &handle, Some(&body["statement"]));
     assert!(out.starts_with("ok agt_"), "{out}");
     client.cancel().await.expect("close");
+}
+
+/// A web server of the test's own on a loopback address (127.0.0.2 is another host than
+/// 127.0.0.1 to the directory): each request is answered after `delay`, with a 200 or a redirect
+/// to `redirect`, unless the client hangs up first. It counts requests per path, and how many
+/// it is serving at once.
+#[derive(Clone)]
+struct Site {
+    base: String,
+    paths: Arc<Mutex<HashMap<String, usize>>>,
+    at_once: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+}
+
+impl Site {
+    async fn start(ip: &str, delay: Duration, redirect: Option<String>) -> Site {
+        let listener = tokio::net::TcpListener::bind((ip, 0)).await.expect("bind a loopback address");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let site = Site { base, paths: Arc::default(), at_once: Arc::default(), most: Arc::default() };
+        let serving = site.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serving.clone().serve(stream, delay, redirect.clone()));
+            }
+        });
+        site
+    }
+
+    async fn serve(self, mut stream: tokio::net::TcpStream, delay: Duration, redirect: Option<String>) {
+        let mut head = Vec::new();
+        let mut buf = [0u8; 2048];
+        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+        let path = String::from_utf8_lossy(&head).split_whitespace().nth(1).unwrap_or("/").to_owned();
+        *self.paths.lock().expect("lock").entry(path).or_default() += 1;
+        let now = self.at_once.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        let answered = tokio::select! {
+            _ = tokio::time::sleep(delay) => true,
+            // The client gave up (its deadline): it is no longer being served.
+            _ = stream.read(&mut buf) => false,
+        };
+        if answered {
+            let reply = match &redirect {
+                Some(to) => format!(
+                    "HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                ),
+                None => "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".to_owned(),
+            };
+            let _ = stream.write_all(reply.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        }
+        self.at_once.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    fn requests(&self, path: &str) -> usize {
+        self.paths.lock().expect("lock").get(path).copied().unwrap_or(0)
+    }
+
+    fn all_requests(&self) -> usize {
+        self.paths.lock().expect("lock").values().sum()
+    }
+}
+
+#[tokio::test]
+async fn a_slow_host_does_not_hold_up_unrelated_checks() {
+    let s = checking_server().await;
+    // Seven agents, three endpoints each, all on one host that never answers in time.
+    let slow = Site::start("127.0.0.1", Duration::from_secs(60), None).await;
+    for a in 0..7 {
+        let listed: Vec<Value> =
+            (0..3).map(|e| json!({"kind": "http", "url": slow.url(&format!("/{a}/{e}"))})).collect();
+        register_with(&s, &common::unique_handle("slowpoke"), Value::Array(listed)).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while slow.all_requests() == 0 {
+        assert!(Instant::now() < deadline, "the slow host's checks did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let fast = Site::start("127.0.0.2", Duration::ZERO, None).await;
+    let handle = common::unique_handle("unrelated");
+    let asked = Instant::now();
+    register_with(&s, &handle, json!([{"kind": "http", "url": fast.url("/")}])).await;
+    let e = endpoints_within(&s, &handle, "the unrelated check", Duration::from_secs(15), |e| {
+        status_of(&e[0]) != "unchecked"
+    })
+    .await;
+    assert_eq!(status_of(&e[0]), "live", "{e:#?}");
+    assert!(asked.elapsed() < Duration::from_secs(15), "took {:?}", asked.elapsed());
+    assert_eq!(slow.most.load(Ordering::SeqCst), 1, "one check at a time on the slow host");
+}
+
+#[tokio::test]
+async fn redirects_take_turns_with_the_host_they_lead_to() {
+    let s = checking_server().await;
+    let target = Site::start("127.0.0.1", Duration::from_millis(1500), None).await;
+    let via_a = Site::start("127.0.0.2", Duration::ZERO, Some(target.url("/from-a"))).await;
+    let via_b = Site::start("127.0.0.3", Duration::ZERO, Some(target.url("/from-b"))).await;
+    let own = common::unique_handle("target");
+    register_with(
+        &s,
+        &own,
+        json!([{"kind": "http", "url": target.url("/1")}, {"kind": "http", "url": target.url("/2")}]),
+    )
+    .await;
+    let redirected = common::unique_handle("redirected");
+    register_with(
+        &s,
+        &redirected,
+        json!([{"kind": "http", "url": via_a.url("/")}, {"kind": "a2a", "url": via_b.url("/")}]),
+    )
+    .await;
+    endpoints_when(&s, &own, "both live", |e| e.iter().all(|e| status_of(e) == "live")).await;
+    endpoints_when(&s, &redirected, "both checked", |e| e.iter().all(|e| status_of(e) != "unchecked")).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while target.requests("/from-a") < 2 || target.requests("/from-b") < 2 {
+        assert!(Instant::now() < deadline, "the redirects were not followed again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        target.most.load(Ordering::SeqCst),
+        1,
+        "a redirect reached a host another check was talking to"
+    );
+}
+
+#[tokio::test]
+async fn endpoints_of_deleted_and_suspended_agents_are_not_checked() {
+    let s = checking_server().await;
+    let site = Site::start("127.0.0.1", Duration::ZERO, None).await;
+    let mut agents = Vec::new();
+    for path in ["/deleted", "/suspended", "/listed"] {
+        let handle = common::unique_handle("hidden");
+        let agent = register_with(&s, &handle, json!([{"kind": "http", "url": site.url(path)}])).await;
+        endpoints_when(&s, &handle, "live", |e| status_of(&e[0]) == "live").await;
+        agents.push(agent);
+    }
+    s.delete("/api/me", Some(&agents[0].key)).await.expect(200);
+    s.admin_ok(&["suspend", &agents[1].handle]);
+    // A check under way when they left may still reach them; none after it.
+    let wait_for_listed = |more: usize| {
+        let (site, deadline) = (site.clone(), Instant::now() + Duration::from_secs(60));
+        let until = site.requests("/listed") + more;
+        async move {
+            while site.requests("/listed") < until {
+                assert!(Instant::now() < deadline, "the listed endpoint is no longer checked");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    wait_for_listed(2).await;
+    let (deleted, suspended) = (site.requests("/deleted"), site.requests("/suspended"));
+    wait_for_listed(3).await;
+    assert_eq!(site.requests("/deleted"), deleted, "a deleted agent's endpoint was checked");
+    assert_eq!(site.requests("/suspended"), suspended, "a suspended agent's endpoint was checked");
 }

@@ -281,8 +281,16 @@ async fn owner_claim_by_mail_reaches_level_two() {
 
 /// A tiny site: a page with the proof, one without, a 404, redirects.
 async fn site(handle: &str) -> String {
+    site_on("127.0.0.1", handle, None).await
+}
+
+/// `site` on a loopback address of its own (another host), redirecting `/elsewhere` to
+/// `elsewhere` when given.
+async fn site_on(ip: &str, handle: &str, elsewhere: Option<String>) -> String {
     let proof = format!("<html><body><p>agentdir-proof:{handle}</p></body></html>");
+    let elsewhere = elsewhere.unwrap_or_else(|| "/proof".into());
     let app = Router::new()
+        .route("/elsewhere", get(move || async move { Redirect::temporary(&elsewhere) }))
         .route("/proof", get(move || async move { proof }))
         .route("/plain", get(|| async { "nothing to see" }))
         .route("/to-proof", get(|| async { Redirect::temporary("/proof") }))
@@ -290,10 +298,10 @@ async fn site(handle: &str) -> String {
             "/to-metadata",
             get(|| async { Redirect::temporary("http://169.254.169.254/latest/meta-data/") }),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("http://127.0.0.1:{}", addr.port())
+    format!("http://{addr}")
 }
 
 #[tokio::test]
@@ -317,7 +325,11 @@ async fn link_proofs_are_fetched_recorded_and_removed() {
     let card = s.get(&format!("/api/agents/{}", a.handle), None).await;
     assert_eq!(card.json["agent"]["trust"]["links"][0]["url"], format!("{base}/proof"));
 
-    s.post("/api/me/links", Some(&a.key), link(format!("{base}/to-proof"))).await.expect(200);
+    // Found after a redirect: recorded where it was found, one proof with the first.
+    let r = s.post("/api/me/links", Some(&a.key), link(format!("{base}/to-proof"))).await;
+    r.expect(200);
+    assert_eq!(r.json["links"].as_array().map(|l| l.len()), Some(1), "{}", r.text);
+    assert_eq!(r.json["links"][0]["url"], format!("{base}/proof"));
     s.post("/api/me/links", Some(&a.key), link(format!("{base}/plain")))
         .await
         .expect_error(422, "proof_not_found");
@@ -332,11 +344,58 @@ async fn link_proofs_are_fetched_recorded_and_removed() {
         s.post("/api/me/links", Some(&a.key), link(bad.into())).await.expect_error(400, "validation_failed");
     }
 
-    let r =
-        s.post("/api/me/links", Some(&a.key), json!({"url": format!("{base}/proof"), "remove": true})).await;
+    // Removed by the URL submitted, or by the one recorded.
+    let remove = |url: String| json!({"url": url, "remove": true});
+    let r = s.post("/api/me/links", Some(&a.key), remove(format!("{base}/to-proof"))).await;
     r.expect(200);
-    assert_eq!(r.json["links"].as_array().unwrap().len(), 1);
+    assert_eq!(r.json["links"], json!([]), "removed by the URL submitted");
+    s.post("/api/me/links", Some(&a.key), link(format!("{base}/to-proof"))).await.expect(200);
+    let r = s.post("/api/me/links", Some(&a.key), remove(format!("{base}/proof"))).await;
+    r.expect(200);
+    assert_eq!(r.json["links"], json!([]), "removed by the URL recorded");
     s.post("/api/me/links", None, link(format!("{base}/proof"))).await.expect_error(401, "unauthorized");
+}
+
+#[tokio::test]
+async fn a_proof_found_after_a_redirect_proves_the_origin_it_was_found_on() {
+    let mut env = RELAXED_LIMITS.to_vec();
+    env.push(("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "127.0.0.0/8"));
+    let s = Server::start_with(&env).await;
+    let a = s.register("moved").await;
+    // The proof lives on 127.0.0.2; a page on 127.0.0.1 redirects there.
+    let there = site_on("127.0.0.2", &a.handle, None).await;
+    let here = site_on("127.0.0.1", &a.handle, Some(format!("{there}/proof"))).await;
+    let endpoints = json!({"endpoints": [
+        {"kind": "http", "url": format!("{here}/service")},
+        {"kind": "http", "url": format!("{there}/service")},
+    ]});
+    s.patch("/api/me", Some(&a.key), endpoints).await.expect(200);
+
+    let r = s.post("/api/me/links", Some(&a.key), json!({"url": format!("{here}/elsewhere")})).await;
+    r.expect(200);
+    assert_eq!(r.json["links"][0]["url"], format!("{there}/proof"), "{}", r.text);
+    assert_eq!(r.json["links"][0]["host"], "127.0.0.2");
+    let card = s.get(&format!("/api/agents/{}", a.handle), None).await;
+    let agent = &card.json["agent"];
+    assert_eq!(agent["trust"]["links"][0]["url"], format!("{there}/proof"));
+    assert_eq!(agent["endpoints"][0]["owned"], false, "the origin that redirected proves nothing");
+    assert_eq!(agent["endpoints"][1]["owned"], true, "the origin where the proof was found");
+
+    // A proof on the first origin's own page proves it; removing the first proof by the URL
+    // submitted leaves only that one.
+    let r = s.post("/api/me/links", Some(&a.key), json!({"url": format!("{here}/proof")})).await;
+    r.expect(200);
+    let links: Vec<&str> =
+        r.json["links"].as_array().unwrap().iter().filter_map(|l| l["url"].as_str()).collect();
+    assert_eq!(links.len(), 2, "{links:?}");
+    s.post("/api/me/links", Some(&a.key), json!({"url": format!("{here}/elsewhere"), "remove": true}))
+        .await
+        .expect(200);
+    let card = s.get(&format!("/api/agents/{}", a.handle), None).await;
+    let agent = &card.json["agent"];
+    assert_eq!(agent["trust"]["links"].as_array().map(|l| l.len()), Some(1));
+    assert_eq!(agent["endpoints"][0]["owned"], true);
+    assert_eq!(agent["endpoints"][1]["owned"], false);
 }
 
 #[tokio::test]
@@ -345,26 +404,30 @@ async fn link_proofs_refuse_internal_targets() {
     let a = s.register("ssrf").await;
     let base = site(&a.handle).await;
     let port = base.rsplit(':').next().unwrap().to_owned();
-    for target in [
-        format!("{base}/proof"),
-        format!("http://localhost:{port}/proof"),
-        format!("http://[::1]:{port}/proof"),
-        format!("http://[::ffff:127.0.0.1]:{port}/proof"),
-        format!("http://2130706433:{port}/proof"),
-        format!("http://0.0.0.0:{port}/proof"),
-        "http://169.254.169.254/latest/meta-data/".into(),
-        "http://10.0.0.1/".into(),
-        "http://192.168.1.1/".into(),
-        "http://100.64.0.1/".into(),
-        "http://[fd00::1]/".into(),
+    let ports = "only ports 80, 443, 8000, 8080 and 8443";
+    for (target, why) in [
+        // On web ports, where nothing of the test listens: the address alone is refused.
+        ("http://127.0.0.1/proof".to_owned(), "non-public"),
+        ("http://localhost:8080/proof".into(), "non-public"),
+        ("http://[::1]:8000/proof".into(), "non-public"),
+        ("http://[::ffff:127.0.0.1]:8443/proof".into(), "non-public"),
+        ("http://2130706433/proof".into(), "non-public"),
+        ("http://0.0.0.0:80/proof".into(), "non-public"),
+        ("http://169.254.169.254/latest/meta-data/".into(), "non-public"),
+        ("http://10.0.0.1/".into(), "non-public"),
+        ("http://192.168.1.1/".into(), "non-public"),
+        ("http://100.64.0.1/".into(), "non-public"),
+        ("http://[fd00::1]/".into(), "non-public"),
+        // Web ports only, as for endpoints: the live page on its own port, and any host.
+        (format!("{base}/proof"), ports),
+        (format!("http://localhost:{port}/proof"), ports),
+        ("http://example.org:22/".into(), ports),
+        ("https://example.org:8081/proof".into(), ports),
     ] {
         let r = s.post("/api/me/links", Some(&a.key), json!({"url": target})).await;
         r.expect_error(422, "link_fetch_failed");
-        assert!(
-            r.json["error"]["message_en"].as_str().unwrap().contains("non-public"),
-            "{target}: {}",
-            r.text
-        );
+        assert!(r.json["error"]["message_en"].as_str().unwrap().contains(why), "{target}: {}", r.text);
+        assert!(r.json["error"]["message_zh"].as_str().is_some_and(|m| !m.is_empty()));
     }
     assert_eq!(
         s.get(&format!("/api/agents/{}", a.handle), None).await.json["agent"]["trust"]["links"],

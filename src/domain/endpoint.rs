@@ -14,8 +14,20 @@ use crate::validation::declared;
 
 /// Endpoints one agent may list.
 pub const MAX_ENDPOINTS: u32 = 3;
-/// The only ports an endpoint may use (web ports; anything else is refused when it is set).
+/// The only ports the directory fetches from (web ports): an endpoint may use no other (it is
+/// refused when it is set), and neither may a link proof's URL nor any redirect hop of a check
+/// or a proof (the fetch is refused there). Lifted with the address rule for local testing.
 pub const ALLOWED_PORTS: [u16; 5] = [80, 443, 8000, 8080, 8443];
+
+/// `ALLOWED_PORTS` as a sentence says them: "80, 443, 8000, 8080 and 8443" with `sep` and `last`.
+pub fn allowed_ports_text(sep: &str, last: &str) -> String {
+    let ports = ALLOWED_PORTS.map(|p| p.to_string());
+    match ports.split_last() {
+        Some((tail, [])) => tail.clone(),
+        Some((tail, head)) => format!("{}{last}{tail}", head.join(sep)),
+        None => String::new(),
+    }
+}
 /// How often an endpoint is checked again, unless the operator says otherwise.
 pub const DEFAULT_CHECK_INTERVAL: Duration = Duration::from_secs(6 * 3600);
 /// Each scheduled check moves by up to this share of the interval either way, so checks of

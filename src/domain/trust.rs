@@ -68,7 +68,9 @@ pub enum ProofStatus {
 
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct LinkProofView {
+    /// Where the proof text was found, after redirects: the origin this proof proves.
     pub url: String,
+    /// The host of `url`.
     pub host: String,
     pub verified_at: Timestamp,
     pub expires_at: Timestamp,
@@ -84,10 +86,12 @@ pub struct LinkList {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[schemars(transform = super::reject_null)]
 pub struct LinkProofInput {
-    /// An http(s) page that contains the text `agentdir-proof:<handle>`.
+    /// An http(s) page that contains the text `agentdir-proof:<handle>`, on port 80, 443, 8000,
+    /// 8080 or 8443 (as is every redirect it leads through). The proof is recorded under the URL
+    /// where the text is found, after redirects, and proves that origin only.
     #[schemars(with = "super::fields::HttpUrl")]
     pub url: String,
-    /// true removes the proof for this url instead.
+    /// true removes the proof instead: the one submitted as this url, or recorded under it.
     pub remove: Option<bool>,
 }
 

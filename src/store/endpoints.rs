@@ -136,18 +136,35 @@ pub fn finding(conn: &Connection, target: &Target) -> Result<Option<Finding>> {
         .map(|r| r.finding))
 }
 
-/// Whether the endpoint is still listed (a check of one that is gone leaves the schedule). A
-/// suspended agent's endpoints stay on it: a suspension can be lifted by the operator command,
-/// which the schedule would not hear of.
-pub fn is_listed(conn: &Connection, target: &Target) -> Result<bool> {
-    Ok(conn
-        .prepare_cached("SELECT 1 FROM endpoints WHERE agent_id = :agent_id AND kind = :kind AND url = :url")?
+/// Whether an endpoint is to be checked (see `listing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing {
+    /// On the card of an agent the public sees.
+    Shown,
+    /// Its agent is deleted (not yet erased) or suspended: nothing is fetched for it. It stays
+    /// on the schedule, since a deletion can be undone and a suspension lifted (by recovery, by
+    /// the operator command) without the schedule hearing of it.
+    Hidden,
+    /// No longer listed: a check of it leaves the schedule.
+    Gone,
+}
+
+pub fn listing(conn: &Connection, target: &Target) -> Result<Listing> {
+    let listed: Option<bool> = conn
+        .prepare_cached(
+            "SELECT a.listed AS listed FROM endpoints e JOIN agents a ON a.id = e.agent_id
+             WHERE e.agent_id = :agent_id AND e.kind = :kind AND e.url = :url",
+        )?
         .query_row(
             named_params! {":agent_id": target.agent_id, ":kind": target.kind, ":url": target.url},
-            |_| Ok(()),
+            |r| r.get("listed"),
         )
-        .optional()?
-        .is_some())
+        .optional()?;
+    Ok(match listed {
+        Some(true) => Listing::Shown,
+        Some(false) => Listing::Hidden,
+        None => Listing::Gone,
+    })
 }
 
 /// Every listed endpoint, with whether it was ever checked (for the schedule a starting server

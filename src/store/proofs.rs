@@ -41,23 +41,44 @@ pub fn for_agents(conn: &Connection, agent_ids: &[i64]) -> Result<HashMap<i64, V
     Ok(out)
 }
 
-/// Records (or renews) a proof.
-pub fn upsert(conn: &Connection, agent_id: i64, url: &str, host: &str, at: i64) -> Result<()> {
+/// Records (or renews) a proof found at `url` (where the text was, after redirects), for the
+/// URL the agent `submitted`. What the submitted URL proved before under another URL is
+/// removed: it leads elsewhere now, and proves only where it leads.
+pub fn upsert(
+    conn: &Connection,
+    agent_id: i64,
+    url: &str,
+    submitted: &str,
+    host: &str,
+    at: i64,
+) -> Result<()> {
     conn.prepare_cached(
-        "INSERT INTO link_proofs (agent_id, url, host, verified_at) VALUES (:agent_id, :url, :host, :at)
-         ON CONFLICT (agent_id, url) DO UPDATE SET host = excluded.host, verified_at = excluded.verified_at,
-            expiry_noted = 0",
+        "DELETE FROM link_proofs WHERE agent_id = :agent_id AND url <> :url
+            AND (url = :submitted OR submitted_url = :submitted)",
     )?
-    .execute(named_params! {":agent_id": agent_id, ":url": url, ":host": host, ":at": at})?;
+    .execute(named_params! {":agent_id": agent_id, ":url": url, ":submitted": submitted})?;
+    conn.prepare_cached(
+        "INSERT INTO link_proofs (agent_id, url, submitted_url, host, verified_at)
+         VALUES (:agent_id, :url, :submitted, :host, :at)
+         ON CONFLICT (agent_id, url) DO UPDATE SET submitted_url = excluded.submitted_url,
+            host = excluded.host, verified_at = excluded.verified_at, expiry_noted = 0",
+    )?
+    .execute(
+        named_params! {":agent_id": agent_id, ":url": url, ":submitted": submitted, ":host": host, ":at": at},
+    )?;
     Ok(())
 }
 
-/// Removes a proof; false when there was none for this url.
-pub fn remove(conn: &Connection, agent_id: i64, url: &str) -> Result<bool> {
+/// Removes the proof recorded under `url` or submitted as it; `written` is the same URL as the
+/// fetcher writes it (the form the card shows), which matches too. False when there was none.
+pub fn remove(conn: &Connection, agent_id: i64, url: &str, written: &str) -> Result<bool> {
     Ok(conn
-        .prepare_cached("DELETE FROM link_proofs WHERE agent_id = :agent_id AND url = :url")?
-        .execute(named_params! {":agent_id": agent_id, ":url": url})?
-        == 1)
+        .prepare_cached(
+            "DELETE FROM link_proofs WHERE agent_id = :agent_id
+                AND (url IN (:url, :written) OR submitted_url IN (:url, :written))",
+        )?
+        .execute(named_params! {":agent_id": agent_id, ":url": url, ":written": written})?
+        > 0)
 }
 
 /// Notes the proofs established at or before `established_before` that are not noted yet (they
