@@ -1,7 +1,7 @@
 //! Link proofs: a page at a URL the agent controls says `agentdir-proof:<handle>`. The fetch is
 //! SSRF-safe (see `link_fetch`); a proof lives 180 days after it was established.
 
-use super::rate_limit::InMemory;
+use super::rate_limit::Persistent;
 use super::{App, Caller, views};
 use crate::domain::trust::PROOF_PREFIX;
 use crate::domain::trust::{LinkList, LinkProofInput};
@@ -28,7 +28,7 @@ impl App {
                 })
                 .await;
         }
-        self.limits.take(InMemory::Links, &caller.handle)?;
+        self.spend_agent_budget(Persistent::Links, caller.id).await?;
         let url = link_fetch::check_url(&input.url).map_err(|reason| Error::LinkFetchFailed { reason })?;
         let host = url.host_str().unwrap_or_default().to_owned();
         let policy = FetchPolicy::reaching(&self.settings.link_fetch_allow_private);
