@@ -125,7 +125,8 @@ async fn refused_registrations_of_a_taken_handle_spend_nothing_of_its_agent() {
     assert_limited(&s.patch("/api/me", Some(&victim.key), json!({"endpoints": endpoints()})).await, 3600);
 }
 
-/// Endpoints given at registration spend the new agent's own links budget.
+/// Endpoints given at registration spend the new agent's own links budget, which stays its own
+/// under a new handle.
 #[tokio::test]
 async fn registering_with_endpoints_spends_the_new_agents_links_budget() {
     let s = Server::start_with(&limits(&[
@@ -137,6 +138,7 @@ async fn registering_with_endpoints_spends_the_new_agents_links_budget() {
     let r = s.post("/api/agents", None, registration(&handle, json!({"endpoints": endpoints()}))).await;
     r.expect(201);
     let key = r.json["api_key"].as_str().expect("api_key").to_owned();
+    s.post("/api/me/handle", Some(&key), json!({"handle": unique_handle("renamed")})).await.expect(200);
     assert_limited(&s.patch("/api/me", Some(&key), json!({"endpoints": endpoints()})).await, 3600);
     let other = s.register("without-endpoints").await;
     s.patch("/api/me", Some(&other.key), json!({"endpoints": endpoints()})).await.expect(200);

@@ -433,3 +433,42 @@ impl App {
 fn retry_after_secs(wait: Duration) -> u64 {
     wait.as_secs() + 1
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The events counted by handle before `0011_budgets_by_agent.sql` count for the agent that
+    /// holds the handle, under the subject [`agent_subject`] writes; the others stay as they were.
+    #[test]
+    fn the_migration_moves_events_counted_by_handle_to_the_agents_id() {
+        let conn = Connection::open_in_memory().expect("an in-memory database");
+        conn.execute_batch(
+            "CREATE TABLE agents (id INTEGER PRIMARY KEY, handle TEXT NOT NULL UNIQUE);
+             CREATE TABLE rate_events (name TEXT NOT NULL, subject TEXT NOT NULL, at INTEGER NOT NULL);
+             INSERT INTO agents (id, handle) VALUES (7, 'alice');
+             INSERT INTO rate_events (name, subject, at) VALUES
+                 ('calls', 'alice', 1), ('requests', 'alice', 2), ('registration', '127.0.0.1', 3),
+                 ('calls', 'gone', 4);",
+        )
+        .expect("the schema before");
+        conn.execute_batch(include_str!("../../migrations/0011_budgets_by_agent.sql"))
+            .expect("the migration");
+        let one_a_day = "1/d".parse().expect("a rate");
+        let limits = RateLimits::new(&RateSettings {
+            calls: one_a_day,
+            requests: one_a_day,
+            registration: one_a_day,
+            ..RateSettings::default()
+        });
+        for limit in [Persistent::Calls, Persistent::Requests] {
+            assert!(
+                matches!(limits.check_agent(&conn, limit, 7, 10), Err(Error::RateLimited { .. })),
+                "{limit:?}"
+            );
+        }
+        assert!(limits.check(&conn, Persistent::Registration, "127.0.0.1", 10).is_err());
+        assert_eq!(rate::count_since(&conn, "calls", "gone", 0).expect("a count").0, 1);
+        assert_eq!(rate::count_since(&conn, "calls", "alice", 0).expect("a count").0, 0);
+    }
+}
