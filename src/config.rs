@@ -105,6 +105,10 @@ pub struct ServeArgs {
     /// Key recoveries started per client IP (never per handle, so nobody can block an owner's).
     #[arg(long, env = "AGENTDIR_RATE_LIMIT_RECOVERY", default_value = rates::RECOVERY)]
     pub rate_limit_recovery: Rate,
+    /// Profile writes (`PATCH /api/me`, `PUT /api/me/offerings`) that change what the profile
+    /// means, per agent; writes that leave its embedded text as it is are not counted.
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_PROFILE_EDITS", default_value = rates::PROFILE_EDITS)]
+    pub rate_limit_profile_edits: Rate,
     /// Requests answered at once; past it a request waits its turn (see --queue-wait).
     #[arg(long, env = "AGENTDIR_MAX_IN_FLIGHT", default_value = "64", value_parser = parse_positive)]
     pub max_in_flight: usize,
@@ -193,6 +197,7 @@ impl ServeArgs {
             reports: self.rate_limit_reports,
             key_checks: self.rate_limit_key_checks,
             recovery: self.rate_limit_recovery,
+            profile_edits: self.rate_limit_profile_edits,
         }
     }
 

@@ -21,6 +21,8 @@ pub const RATE_LIMITED: &str = "agentdir_rate_limited_total";
 pub const MEANING_BUSY: &str = "agentdir_search_meaning_busy_total";
 /// Searches whose need was read lately: its vector came from memory, not from the model.
 pub const MEANING_REMEMBERED: &str = "agentdir_search_meaning_remembered_total";
+/// Profiles the model embedded for a registration or a profile write.
+pub const PROFILE_EMBEDDINGS: &str = "agentdir_profile_embeddings_total";
 pub const INDEX_LAG: &str = "agentdir_search_index_lag";
 pub const INDEX_APPLIED: &str = "agentdir_search_index_applied_seq";
 pub const POOL_CONNECTIONS: &str = "agentdir_db_pool_connections";
@@ -74,6 +76,10 @@ fn describe() {
         MEANING_REMEMBERED,
         "Agent searches whose need was read lately: its vector came from memory, not from the model."
     );
+    describe_counter!(
+        PROFILE_EMBEDDINGS,
+        "Profiles the model embedded for a registration or a profile write (a text already embedded is reused, not counted)."
+    );
     describe_histogram!(
         HTTP_DURATION,
         "Time to answer an HTTP request, by route template, method and status."
@@ -123,6 +129,11 @@ fn describe() {
 /// Counts one refusal by a rate limit.
 pub fn rate_limited(limit: &'static str) {
     metrics::counter!(RATE_LIMITED, "limit" => limit).increment(1);
+}
+
+/// Counts one profile the model embedded for a registration or a profile write.
+pub fn profile_embedded() {
+    metrics::counter!(PROFILE_EMBEDDINGS).increment(1);
 }
 
 /// Counts one endpoint check and when it finished.

@@ -79,6 +79,7 @@ pub const BENCH_LIMITS: &[(&str, &str)] = &[
     ("AGENTDIR_RATE_LIMIT_REPLIES", "100000000/h"),
     ("AGENTDIR_RATE_LIMIT_REQUESTS", "100000000/d"),
     ("AGENTDIR_RATE_LIMIT_REPORTS", "100000000/h"),
+    ("AGENTDIR_RATE_LIMIT_PROFILE_EDITS", "100000000/h"),
 ];
 
 /// Starts `agentdir serve` on 127.0.0.1 port 0 over `data_dir` (a fresh temp dir when `None`)

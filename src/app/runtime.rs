@@ -3,7 +3,10 @@
 //! handed out in arrival order (tokio's semaphore is fair). Only the core calls these; adapters
 //! await the operations of [`App`].
 
-use tokio::sync::Semaphore;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{OwnedMutexGuard, Semaphore};
 
 use super::App;
 use crate::error::{Error, Result};
@@ -28,6 +31,8 @@ pub struct Runtime {
     hashes: Semaphore,
     /// Profiles embedded at once: one per core.
     embeddings: Semaphore,
+    /// The agents whose profile write is under way (see [`App::profile_turn`]).
+    profile_turns: Arc<Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 impl Runtime {
@@ -38,6 +43,7 @@ impl Runtime {
             searches: Semaphore::new(SEARCHES_PER_CORE * cores),
             hashes: Semaphore::new(cores),
             embeddings: Semaphore::new(cores),
+            profile_turns: Arc::default(),
         }
     }
 
@@ -83,5 +89,36 @@ impl App {
         };
         let _permit = permits.acquire().await.map_err(|_| Error::Overloaded)?;
         self.blocking(job).await
+    }
+}
+
+/// One agent's turn to write its profile; the next of its writes starts when this is dropped.
+pub(crate) struct ProfileTurn {
+    agent: i64,
+    turns: Arc<Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>>,
+    held: Option<OwnedMutexGuard<()>>,
+}
+
+impl Drop for ProfileTurn {
+    fn drop(&mut self) {
+        let mut turns = self.turns.lock().unwrap_or_else(|e| e.into_inner());
+        self.held = None;
+        // Waiters clone the lock under `turns`: with only the map's clone left, nobody waits.
+        if turns.get(&self.agent).is_some_and(|lock| Arc::strong_count(lock) == 1) {
+            turns.remove(&self.agent);
+        }
+    }
+}
+
+impl App {
+    /// Waits until no other profile write of `agent` is under way. A profile write that
+    /// changes what the profile means holds one embedding permit for up to a second; taking
+    /// turns before the permit keeps one agent to one permit however many writes it sends at
+    /// once, so the others' writes find the rest free. The waiting writes hold no permit.
+    pub(crate) async fn profile_turn(&self, agent: i64) -> ProfileTurn {
+        let turns = self.runtime.profile_turns.clone();
+        let lock = turns.lock().unwrap_or_else(|e| e.into_inner()).entry(agent).or_default().clone();
+        let held = lock.lock_owned().await;
+        ProfileTurn { agent, turns, held: Some(held) }
     }
 }

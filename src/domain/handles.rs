@@ -1,6 +1,8 @@
 //! Handles nobody may take: reserved names, and handles held after a rename or a deletion
 //! (CONTRACT.md "Leaving and renaming").
 
+use std::collections::HashSet;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -9,20 +11,17 @@ use crate::time::{DAY, Timestamp};
 use crate::validation::patterns;
 
 /// Names of the directory's own roles and addresses, and words a reader would take for the
-/// service speaking: refused at registration and rename. `deleted` is how a deleted agent is
-/// shown in the records others keep, so it can never be an agent's handle.
+/// service speaking: refused at registration and rename, and so is every handle that
+/// [`ReservedHandles::contains`] reads as one of them (joined to another word, or spelled with
+/// look-alike characters). `deleted` is how a deleted agent is shown in the records others keep,
+/// so it can never be an agent's handle.
 pub const BUILT_IN_RESERVED: &[&str] = &[
     "abuse",
     "admin",
     "administrator",
     "agentdir",
-    "anonymous",
-    "api",
     "deleted",
-    "help",
     "hostmaster",
-    "info",
-    "mcp",
     "moderator",
     "no-reply",
     "noreply",
@@ -30,16 +29,58 @@ pub const BUILT_IN_RESERVED: &[&str] = &[
     "operator",
     "operators",
     "postmaster",
-    "root",
     "security",
-    "skill",
     "staff",
     "support",
     "system",
     "verify",
     "webmaster",
-    "www",
 ];
+
+/// Words of the directory's own addresses that are also ordinary first words of agents' handles
+/// (`api-tester`, `mcp-weather`, `help-desk-for-kids`, `root-cause-finder`): refused as the whole
+/// handle (look-alike spellings included), not when joined to other words.
+pub const BUILT_IN_RESERVED_WORDS: &[&str] =
+    &["anonymous", "api", "help", "info", "mcp", "root", "skill", "www"];
+
+/// What joins the words of a handle: a handle has only `-`, an operator's list may write `_`.
+pub const SEPARATORS: &[char] = &['-', '_'];
+
+/// Characters that pass for a letter of a reserved word, and what they pass for (`i` and `l`
+/// count as one letter, and so does the digit `1` with them).
+const LOOK_ALIKES: &[(char, char)] = &[
+    ('0', 'o'),
+    ('1', 'l'),
+    ('i', 'l'),
+    ('2', 'z'),
+    ('3', 'e'),
+    ('4', 'a'),
+    ('5', 's'),
+    ('7', 't'),
+    ('8', 'b'),
+    ('9', 'g'),
+];
+
+/// Letter pairs that read as one letter.
+const LOOK_ALIKE_PAIRS: &[(&str, &str)] = &[("rn", "m"), ("vv", "w")];
+
+/// `s` as a reader might mistake it: lower-cased, separators dropped, each look-alike
+/// character ([`LOOK_ALIKES`]) and pair ([`LOOK_ALIKE_PAIRS`]) replaced by the letter it passes
+/// for. Two handles that fold to the same text read the same.
+pub fn fold(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .filter(|c| !SEPARATORS.contains(c))
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            LOOK_ALIKES.iter().find(|(from, _)| *from == c).map_or(c, |(_, to)| *to)
+        })
+        .collect();
+    for (pair, letter) in LOOK_ALIKE_PAIRS {
+        out = out.replace(pair, letter);
+    }
+    out
+}
 
 /// What others' records show in place of a deleted agent's handle and name.
 pub const DELETED: &str = "deleted";
@@ -53,21 +94,52 @@ pub const HOLD_MS: i64 = HOLD_DAYS * DAY;
 pub const RENAME_EVERY_DAYS: i64 = 30;
 pub const RENAME_EVERY_MS: i64 = RENAME_EVERY_DAYS * DAY;
 
-/// The built-in list with the operator's additions (`AGENTDIR_RESERVED_HANDLES`).
-#[derive(Debug, Clone, Default)]
+/// The built-in lists with the operator's additions (`AGENTDIR_RESERVED_HANDLES`), folded.
+#[derive(Debug, Clone)]
 pub struct ReservedHandles {
-    extra: Vec<String>,
+    /// [`BUILT_IN_RESERVED`] and the operator's additions, folded.
+    joined: HashSet<String>,
+    /// [`BUILT_IN_RESERVED_WORDS`], folded.
+    whole: HashSet<String>,
+}
+
+impl Default for ReservedHandles {
+    fn default() -> Self {
+        ReservedHandles::new(&[])
+    }
 }
 
 impl ReservedHandles {
-    /// The operator's additions, compared case-insensitively (handles are lower-case).
+    /// The built-in lists and the operator's additions, which are reserved the way
+    /// [`BUILT_IN_RESERVED`] is.
     pub fn new(extra: &[String]) -> Self {
-        let extra = extra.iter().map(|h| h.trim().to_ascii_lowercase()).filter(|h| !h.is_empty()).collect();
-        ReservedHandles { extra }
+        let extra = extra.iter().map(|h| h.trim()).filter(|h| !h.is_empty());
+        ReservedHandles {
+            joined: BUILT_IN_RESERVED.iter().copied().chain(extra).map(fold).collect(),
+            whole: BUILT_IN_RESERVED_WORDS.iter().copied().map(fold).collect(),
+        }
     }
 
+    /// Whether `handle` is reserved. With `fold` as defined above, it is when
+    /// - `fold(handle)` is the fold of a reserved word of either list (`admin`, `adm1n`,
+    ///   `a-d-m-i-n`, `api`, `ap1`, `no-reply`, `noreply`), or
+    /// - the part before or after one of its separators, folded, is the fold of a word of
+    ///   [`BUILT_IN_RESERVED`] or of the operator's list: the handle starts or ends with such a
+    ///   word joined by `-` or `_` (`admin-team`, `agentdir-support`, `verify-bot`,
+    ///   `no-reply-bot`, `team-4dmin`).
+    ///
+    /// A word inside a longer word is not a reason (`apiary`, `supporter`, `administrative`,
+    /// `helpful`), nor is a word of [`BUILT_IN_RESERVED_WORDS`] joined to others (`api-tester`),
+    /// nor a reserved word between two others (`my-admin-team`).
     pub fn contains(&self, handle: &str) -> bool {
-        BUILT_IN_RESERVED.contains(&handle) || self.extra.iter().any(|h| h == handle)
+        let whole = fold(handle);
+        if self.joined.contains(&whole) || self.whole.contains(&whole) {
+            return true;
+        }
+        handle.char_indices().filter(|(_, c)| SEPARATORS.contains(c)).any(|(at, c)| {
+            let (before, after) = (&handle[..at], &handle[at + c.len_utf8()..]);
+            self.joined.contains(&fold(before)) || self.joined.contains(&fold(after))
+        })
     }
 }
 
@@ -110,4 +182,70 @@ pub struct Renamed {
     pub next_rename_at: Timestamp,
     /// The profile under its new handle.
     pub profile: OwnProfile,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserved_words_their_joins_and_look_alikes_are_refused() {
+        let r = ReservedHandles::default();
+        for h in [
+            "admin",
+            "agentdir-support",
+            "admin-team",
+            "verify-bot",
+            "team-admin",
+            "adm1n",
+            "4dmin",
+            "a-d-m-i-n",
+            "adrnin",
+            "supp0rt-desk",
+            "no-reply",
+            "noreply-bot",
+            "no-reply-bot",
+            "n0-r3ply",
+            "5ecurity-alerts",
+            "official-",
+            "api",
+            "ap1",
+            "vvvvvv",
+            "deleted",
+        ] {
+            assert!(r.contains(h), "{h} should be reserved");
+        }
+    }
+
+    #[test]
+    fn ordinary_handles_that_hold_the_letters_are_not() {
+        let r = ReservedHandles::default();
+        for h in [
+            "apiary",
+            "supporter",
+            "administrative-law",
+            "helpful",
+            "api-tester",
+            "mcp-weather",
+            "help-desk-for-kids",
+            "root-cause-finder",
+            "my-admin-team",
+            "verifying",
+            "staffing-agent",
+            "information",
+        ] {
+            assert!(!r.contains(h), "{h} should not be reserved");
+        }
+    }
+
+    #[test]
+    fn the_operators_additions_are_reserved_the_same_way() {
+        let r = ReservedHandles::new(&[" Acme-Corp ".to_owned(), String::new()]);
+        for h in ["acme-corp", "acmecorp", "4cme-c0rp", "acme-corp-support-bot", "fans-of-acme-corp"] {
+            assert!(r.contains(h), "{h} should be reserved");
+        }
+        for h in ["acme-corporation", "acme", "corp"] {
+            assert!(!r.contains(h), "{h} should not be reserved");
+        }
+    }
 }

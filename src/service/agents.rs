@@ -5,7 +5,8 @@ use std::collections::HashSet;
 
 use agentdir_search_index::AgentDoc;
 
-use super::rate_limit::{InMemory, Persistent};
+use super::meaning::MeaningEdit;
+use super::rate_limit::Persistent;
 use super::{App, Caller, endpoints, keys, meaning, views};
 use crate::domain::agent::{
     self, AgentCard, Evidence, OwnProfile, ProfilePatch, Registered, Registration, RotatedKey,
@@ -21,23 +22,32 @@ use crate::store::{calls, codes, collabs, offerings, recoveries};
 use crate::time::{Timestamp, now_ms};
 
 impl App {
+    /// Registers a new agent. Every check that can refuse it runs first, on a read connection:
+    /// the client's budgets (registrations, refused registrations), the endpoints, and whether
+    /// the handle is free (not taken, reserved or held); only then the argon2 hash and the
+    /// profile's embedding. The write checks the handle and the budget again. A refusal of the
+    /// handle spends one unit of the client's budget of refused registrations (in memory), so
+    /// a flood of them meets 429 and costs no write. The agent's own budgets start when it
+    /// exists: endpoints it registers with spend the new agent's links budget, never one of
+    /// whoever had or wanted its handle.
     pub async fn register(&self, input: Registration, client_ip: String) -> Result<Registered> {
-        if self.settings.reserved_handles.contains(&input.handle) {
-            return Err(Error::HandleReserved);
-        }
         let now = now_ms();
-        // Refuse a flood before the argon2 hash below, so refusals cost no CPU; the check is
-        // repeated inside the write, where concurrent registrations are serialised.
-        self.blocking({
-            let client_ip = client_ip.clone();
-            move |d| d.limits.check(&*d.read()?, Persistent::Registration, &client_ip, now)
-        })
-        .await?;
+        self.limits.registration_allowed(&client_ip)?;
         let endpoints = input.endpoints.unwrap_or_default();
-        if !endpoints.is_empty() {
-            endpoints::validate(&endpoints)?;
-            self.limits.take(InMemory::Links, &input.handle)?;
-        }
+        endpoints::validate(&endpoints)?;
+        self.blocking({
+            let (client_ip, handle) = (client_ip.clone(), input.handle.clone());
+            move |d| {
+                let conn = d.read()?;
+                d.limits.check(&conn, Persistent::Registration, &client_ip, now)?;
+                if d.settings.reserved_handles.contains(&handle) {
+                    return Err(Error::HandleReserved);
+                }
+                super::handles::ensure_free(&conn, &handle, None, now)
+            }
+        })
+        .await
+        .map_err(|e| self.limits.registration_refused(&client_ip, e))?;
         let key = self.new_key().await?;
         let row = AgentRow {
             id: 0,
@@ -68,18 +78,23 @@ impl App {
         };
         let embedded = self.embed_profile(profile_doc(&row)).await?;
         let app = self.clone();
+        let ip = client_ip.clone();
         let (agent, to_check) = self
             .write(move |tx| {
                 super::handles::ensure_free(tx, &row.handle, None, now)?;
-                app.limits.check(tx, Persistent::Registration, &client_ip, now)?;
+                app.limits.check(tx, Persistent::Registration, &ip, now)?;
                 let id = agents_store::insert(tx, &row)?;
                 meaning::store_vector(tx, id, embedded)?;
-                app.limits.record(tx, Persistent::Registration, &client_ip, now)?;
+                app.limits.record(tx, Persistent::Registration, &ip, now)?;
+                if !endpoints.is_empty() {
+                    app.limits.spend_agent(tx, Persistent::Links, id, now)?;
+                }
                 let to_check = endpoints::replace(tx, id, endpoints, now)?;
                 let saved = agents_store::by_id(tx, id)?.ok_or(Error::Internal)?;
                 Ok((views::agent(tx, &saved, now)?, to_check))
             })
-            .await?;
+            .await
+            .map_err(|e| self.limits.registration_refused(&client_ip, e))?;
         self.checks.request(to_check);
         self.keys.remember_issued(&key);
         Ok(Registered { api_key: key.key, agent, how_en: agent::KEY_HOW_EN, how_zh: agent::KEY_HOW_ZH })
@@ -141,21 +156,37 @@ impl App {
         .await
     }
 
+    /// `PATCH /api/me`. Setting endpoints spends the agent's links budget; a change of what the
+    /// profile means (its embedded text) spends one of its profile edits and, unless that text
+    /// is the one already embedded, an embedding. Both budgets are checked before the
+    /// embedding, and again in the write. The agent's profile writes take turns
+    /// ([`App::profile_turn`]).
     pub async fn update_profile(&self, caller: Caller, patch: ProfilePatch) -> Result<OwnProfile> {
-        let now = now_ms();
+        let sets_endpoints = patch.endpoints.is_some();
         if let Some(list) = &patch.endpoints {
             endpoints::validate(list)?;
-            self.limits.take(InMemory::Links, &caller.handle)?;
         }
-        let embedded = match self.agent_doc(caller.id)? {
-            Some(mut doc) if patch.changes_meaning() => {
-                patch.apply_to_doc(&mut doc);
-                self.embed_profile(doc).await?
-            }
-            _ => None,
+        let _turn = self.profile_turn(caller.id).await;
+        let now = now_ms();
+        if sets_endpoints {
+            self.blocking(move |d| d.limits.check_agent(&*d.read()?, Persistent::Links, caller.id, now))
+                .await?;
+        }
+        let meaning = if patch.changes_meaning() {
+            let patch = patch.clone();
+            self.plan_meaning(caller.id, move |doc| patch.apply_to_doc(doc), now).await?
+        } else {
+            MeaningEdit { changes_text: false, embedded: None }
         };
+        let app = self.clone();
         let written = self.write(move |tx| {
             let mut a = caller_row(tx, &caller)?;
+            if sets_endpoints {
+                app.limits.spend_agent(tx, Persistent::Links, a.id, now)?;
+            }
+            if meaning.changes_text {
+                app.limits.spend_agent(tx, Persistent::ProfileEdits, a.id, now)?;
+            }
             if let Some(mailbox) = patch.mailbox
                 && !mailbox.eq_ignore_ascii_case(&a.mailbox)
             {
@@ -210,7 +241,7 @@ impl App {
             a.updated_at = now;
             a.last_active_at = now;
             agents_store::update_profile(tx, &a)?;
-            meaning::store_vector(tx, a.id, embedded)?;
+            meaning::store_vector(tx, a.id, meaning.embedded)?;
             Ok((own_profile(tx, &a, now)?, to_check))
         });
         let (profile, to_check) = written.await?;
@@ -218,40 +249,39 @@ impl App {
         Ok(profile)
     }
 
+    /// `PUT /api/me/offerings`. The ids it names are checked before anything is embedded; a
+    /// change of what the profile means costs as in [`App::update_profile`].
     pub async fn replace_offerings(
         &self,
         caller: Caller,
         input: OfferingsReplacement,
     ) -> Result<OfferingList> {
+        let _turn = self.profile_turn(caller.id).await;
         let now = now_ms();
-        let embedded = match self.agent_doc(caller.id)? {
-            Some(mut doc) => {
-                doc.offering_titles = input.offerings.iter().map(|o| o.title.clone()).collect();
-                doc.offering_deliverables = input.offerings.iter().map(|o| o.deliverable.clone()).collect();
-                doc.offering_tags =
-                    input.offerings.iter().flat_map(|o| o.tags.iter().flatten().cloned()).collect();
-                self.embed_profile(doc).await?
-            }
-            None => None,
+        let named: Vec<Option<String>> = input.offerings.iter().map(|o| o.id.clone()).collect();
+        self.blocking(move |d| offering_ids(&*d.read()?, caller.id, &named).map(|_| ())).await?;
+        let meaning = {
+            let titles: Vec<String> = input.offerings.iter().map(|o| o.title.clone()).collect();
+            let deliverables: Vec<String> = input.offerings.iter().map(|o| o.deliverable.clone()).collect();
+            let tags: Vec<String> =
+                input.offerings.iter().flat_map(|o| o.tags.iter().flatten().cloned()).collect();
+            let edit = move |doc: &mut AgentDoc| {
+                doc.offering_titles = titles;
+                doc.offering_deliverables = deliverables;
+                doc.offering_tags = tags;
+            };
+            self.plan_meaning(caller.id, edit, now).await?
         };
+        let app = self.clone();
         let saved = self
             .write(move |tx| {
-                let existing: HashSet<String> =
-                    offerings::for_agent(tx, caller.id)?.into_iter().map(|o| o.id).collect();
-                let mut seen = HashSet::new();
-                let mut list = Vec::with_capacity(input.offerings.len());
-                for (i, o) in input.offerings.into_iter().enumerate() {
-                    let id = match o.id {
-                        Some(id) if !existing.contains(&id) => {
-                            return Err(Error::UnknownOffering { field: format!("offerings.{i}.id") });
-                        }
-                        Some(id) => id,
-                        None => ids::new_id(ids::OFFERING),
-                    };
-                    if !seen.insert(id.clone()) {
-                        return Err(Error::validation(format!("offerings.{i}.id"), Rule::DuplicateId));
-                    }
-                    list.push(Offering {
+                let named: Vec<Option<String>> = input.offerings.iter().map(|o| o.id.clone()).collect();
+                let ids = offering_ids(tx, caller.id, &named)?;
+                let list: Vec<Offering> = input
+                    .offerings
+                    .into_iter()
+                    .zip(ids)
+                    .map(|(o, id)| Offering {
                         id,
                         title: o.title,
                         deliverable: o.deliverable,
@@ -261,11 +291,14 @@ impl App {
                         turnaround_days: o.turnaround_days,
                         languages: o.languages.unwrap_or_default(),
                         tags: o.tags.unwrap_or_default(),
-                    });
+                    })
+                    .collect();
+                if meaning.changes_text {
+                    app.limits.spend_agent(tx, Persistent::ProfileEdits, caller.id, now)?;
                 }
                 offerings::replace(tx, caller.id, &list)?;
                 agents_store::touch(tx, caller.id, now, true)?;
-                meaning::store_vector(tx, caller.id, embedded)?;
+                meaning::store_vector(tx, caller.id, meaning.embedded)?;
                 Ok(list)
             })
             .await?;
@@ -334,6 +367,28 @@ pub(crate) fn own_profile(conn: &rusqlite::Connection, a: &AgentRow, now: i64) -
         mailbox: a.mailbox.clone(),
         owner_email: a.owner_claimed_at.and(a.owner_email.clone()),
     })
+}
+
+/// The ids of a replacement list of the agent's offerings: each one named must be one of its
+/// offerings, named once; one not named is new.
+fn offering_ids(conn: &rusqlite::Connection, agent_id: i64, named: &[Option<String>]) -> Result<Vec<String>> {
+    let existing: HashSet<String> = offerings::for_agent(conn, agent_id)?.into_iter().map(|o| o.id).collect();
+    let mut seen = HashSet::new();
+    let mut resolved = Vec::with_capacity(named.len());
+    for (i, id) in named.iter().enumerate() {
+        let id = match id {
+            Some(id) if !existing.contains(id) => {
+                return Err(Error::UnknownOffering { field: format!("offerings.{i}.id") });
+            }
+            Some(id) => id.clone(),
+            None => ids::new_id(ids::OFFERING),
+        };
+        if !seen.insert(id.clone()) {
+            return Err(Error::validation(format!("offerings.{i}.id"), Rule::DuplicateId));
+        }
+        resolved.push(id);
+    }
+    Ok(resolved)
 }
 
 /// A new agent's document as the meaning side reads it (it has no offerings yet).

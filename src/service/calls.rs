@@ -45,7 +45,7 @@ impl App {
         let tags = input.tags.unwrap_or_default();
         let app = self.clone();
         self.write(move |tx| {
-            app.limits.check(tx, Persistent::Calls, &caller.handle, now)?;
+            app.limits.check_agent(tx, Persistent::Calls, caller.id, now)?;
             let seq = calls_store::insert(
                 tx,
                 &NewCallRow {
@@ -63,7 +63,7 @@ impl App {
                     created_at: now,
                 },
             )?;
-            app.limits.record(tx, Persistent::Calls, &caller.handle, now)?;
+            app.limits.record_agent(tx, Persistent::Calls, caller.id, now)?;
             agents::touch(tx, caller.id, now, false)?;
             let row = calls_store::by_seq(tx, seq)?.ok_or(Error::Internal)?;
             Ok(row.summary)
@@ -116,7 +116,7 @@ impl App {
         let app = self.clone();
         self.write(move |tx| {
             let c = visible_call(tx, &call_id)?;
-            app.limits.take(InMemory::Replies, &caller.handle)?;
+            app.limits.spend_agent(tx, Persistent::Replies, caller.id, now)?;
             replies::insert(tx, &id, c.seq, caller.id, &input.body, now)?;
             agents::touch(tx, caller.id, now, false)?;
             Ok(views::reply(replies::by_id(tx, &id)?.ok_or(Error::Internal)?))

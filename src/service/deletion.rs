@@ -10,6 +10,7 @@
 use rusqlite::Connection;
 
 use super::agents::caller_row;
+use super::rate_limit::agent_subject;
 use super::{App, Caller};
 use crate::domain::deletion::{AgentDeleted, Erased, Removed, UNDO_MS};
 use crate::domain::handles::{HOLD_MS, HoldReason};
@@ -103,7 +104,7 @@ pub(crate) fn erase_due(tx: &Connection, now: i64, actor: &str) -> Result<Erased
         erased.replies += counts[1];
         erased.offerings += counts[2];
         erased.link_proofs += counts[3];
-        rate::forget_subject(tx, &a.handle)?;
+        rate::forget_subject(tx, &agent_subject(id))?;
         erased.records_scrubbed += deletion::scrub_others_records(tx, id)?;
         deletion::erase_row(tx, id, now)?;
         erased.agents += 1;

@@ -8,8 +8,8 @@ use super::{App, Caller};
 use crate::domain::handles::{HOLD_MS, HandleChange, HoldReason, RENAME_EVERY_MS, Renamed, ReservedHandles};
 use crate::error::{Error, Result};
 use crate::store::agents::{self as agents_store, AgentRow};
+use crate::store::audit;
 use crate::store::holds::{self, HeldRow};
-use crate::store::{audit, rate};
 use crate::time::{Timestamp, now_ms, seconds_until};
 
 /// Whether `agent` (or, with `None`, a new registration) may take `handle`: not another agent's,
@@ -68,8 +68,6 @@ pub(crate) fn rename(
             until: Some(until),
         },
     )?;
-    // The per-agent limits that survive a restart are counted by handle: they follow it.
-    rate::move_subject(tx, &a.handle, handle)?;
     let renamed = agents_store::by_id(tx, a.id)?.ok_or(Error::Internal)?;
     Ok(Renamed {
         previous_handle: a.handle.clone(),

@@ -11,11 +11,13 @@ use agentdir_search_index::{AgentDoc, Change};
 use rusqlite::Connection;
 
 use super::App;
+use super::rate_limit::Persistent;
 use crate::app::Parts;
 use crate::app::runtime::Bound;
 use crate::error::Result;
 use crate::meaning::{profile_text, text_hash};
 use crate::store::{meaning as store, search};
+use crate::telemetry;
 
 /// Agents whose vectors the background worker computes per round, shared out over the cores.
 pub const FILL_BATCH: usize = 32;
@@ -28,6 +30,14 @@ const LOAD_CHUNK: usize = 2_000;
 pub struct Embedded {
     text_hash: Vec<u8>,
     vector: Quantized,
+}
+
+/// What a profile write does to what the agent means (see [`App::plan_meaning`]).
+pub(crate) struct MeaningEdit {
+    /// The embedded text changes: the write spends one of the agent's profile edits.
+    pub changes_text: bool,
+    /// The new text's vector, to store in the write.
+    pub embedded: Option<Embedded>,
 }
 
 impl App {
@@ -52,7 +62,8 @@ impl App {
     }
 
     /// The vector of the profile `doc` will have, on the blocking pool, one per core at a
-    /// time; `None` without a model.
+    /// time; `None` without a model. A text some agent's stored vector was computed from costs
+    /// no embedding.
     pub(crate) async fn embed_profile(&self, doc: AgentDoc) -> Result<Option<Embedded>> {
         if !self.meaning.enabled() {
             return Ok(None);
@@ -63,6 +74,7 @@ impl App {
             if let Some(vector) = store::by_text(&*d.read()?, MODEL_ID, &text_hash)? {
                 return Ok(Some(Embedded { text_hash, vector }));
             }
+            telemetry::profile_embedded();
             Ok(d.meaning
                 .embed_profiles(&[&text])
                 .and_then(|mut v| v.pop())
@@ -71,11 +83,41 @@ impl App {
         .await
     }
 
-    /// The agent's document as it is now, for predicting the text a write will leave.
-    pub(crate) fn agent_doc(&self, id: i64) -> Result<Option<AgentDoc>> {
-        Ok(match search::agent_change(&*self.read()?, id)? {
-            Change::UpsertAgent(doc) => Some(doc),
-            _ => None,
+    /// Before a profile write of agent `agent_id` (under its [`App::profile_turn`], so no other
+    /// write of its own changes the profile meanwhile): applies `edit` to the agent's document
+    /// as it is now and compares the embedded text before and after. A write that changes it
+    /// is refused (429, before any embedding) once the agent's profile-edit budget is spent,
+    /// and gets the new text's vector, unless the agent's stored vector is already of that
+    /// text. A write that leaves the text as it is costs neither.
+    pub(crate) async fn plan_meaning(
+        &self,
+        agent_id: i64,
+        edit: impl FnOnce(&mut AgentDoc) + Send + 'static,
+        now: i64,
+    ) -> Result<MeaningEdit> {
+        let planned = self
+            .blocking(move |d| {
+                let conn = d.read()?;
+                let Change::UpsertAgent(mut doc) = search::agent_change(&conn, agent_id)? else {
+                    // Not listed (being deleted): nothing is embedded for it.
+                    return Ok(None);
+                };
+                let before = profile_text(&doc);
+                edit(&mut doc);
+                let after = profile_text(&doc);
+                if before == after {
+                    return Ok(None);
+                }
+                d.limits.check_agent(&conn, Persistent::ProfileEdits, agent_id, now)?;
+                let stored = store::for_agent(&conn, agent_id)?
+                    .is_some_and(|v| v.model == MODEL_ID && v.text_hash == text_hash(&after));
+                Ok(Some((!stored).then_some(doc)))
+            })
+            .await?;
+        Ok(match planned {
+            None => MeaningEdit { changes_text: false, embedded: None },
+            Some(None) => MeaningEdit { changes_text: true, embedded: None },
+            Some(Some(doc)) => MeaningEdit { changes_text: true, embedded: self.embed_profile(doc).await? },
         })
     }
 

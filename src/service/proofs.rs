@@ -4,7 +4,7 @@
 //! what it proves (the card's `host`, the `owned` of endpoints). The URL the agent submitted is
 //! kept beside it, so the agent may remove the proof by either.
 
-use super::rate_limit::InMemory;
+use super::rate_limit::Persistent;
 use super::{App, Caller, views};
 use crate::domain::trust::PROOF_PREFIX;
 use crate::domain::trust::{LinkList, LinkProofInput};
@@ -32,7 +32,7 @@ impl App {
                 })
                 .await;
         }
-        self.limits.take(InMemory::Links, &caller.handle)?;
+        self.spend_agent_budget(Persistent::Links, caller.id).await?;
         let url = link_fetch::check_url(&input.url).map_err(|reason| Error::LinkFetchFailed { reason })?;
         let policy = FetchPolicy::reaching(&self.settings.link_fetch_allow_private);
         let found_at =

@@ -1,6 +1,10 @@
-//! Rate limits. Those that guard against abuse over hours (registrations, calls, contact
-//! requests) count events in SQLite, so a restart does not reset them; the short ones (replies,
-//! link proofs, reports, API-key checks) live in memory in a keyed GCRA limiter.
+//! Rate limits. Every budget of an agent (calls, contact requests, replies, link proofs and
+//! endpoint changes, profile edits) and the budgets of client addresses that guard against abuse
+//! over hours (registrations, key recoveries) count events in SQLite, so neither a restart nor a
+//! rename refills them. An agent's budgets are keyed by its id, never by its handle: a handle is
+//! a name anyone may type, so nothing a stranger does with it can spend them. The short budgets
+//! of client addresses (reports, API-key checks, refused registrations) live in memory in a
+//! keyed GCRA limiter, so spending them costs no write.
 //!
 //! Limits keyed by client IP count an IPv6 client by its /64: one host usually holds a whole
 //! /64, and counting single addresses would let it rotate through them.
@@ -16,10 +20,11 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use rusqlite::Connection;
 
+use super::App;
 use crate::error::{Error, Result};
 use crate::store::rate;
 use crate::telemetry;
-use crate::time::{SECOND, seconds_until};
+use crate::time::{SECOND, now_ms, seconds_until};
 
 /// `N` events per window, written `N/s`, `N/m`, `N/h` or `N/d`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,20 +75,29 @@ pub mod defaults {
     pub const REPORTS: &str = "20/h";
     pub const KEY_CHECKS: &str = "120/m";
     pub const RECOVERY: &str = "5/h";
+    /// Profile writes that change what the profile means (each one embedding of up to a few
+    /// thousand characters, about a second of one core): enough to edit a profile by hand in
+    /// many small steps, too few to keep a core busy.
+    pub const PROFILE_EDITS: &str = "30/h";
 }
 
 #[derive(Debug, Clone)]
 pub struct RateSettings {
+    /// Registrations per client IP; refused registrations (handle taken, reserved or held) are
+    /// counted at the same rate in a budget of their own.
     pub registration: Rate,
     pub calls: Rate,
     pub replies: Rate,
     pub requests: Rate,
+    /// Link proofs and endpoint changes, per agent.
     pub links: Rate,
     pub reports: Rate,
     /// Failed API-key checks (a wrong secret for an existing key id) per client IP.
     pub key_checks: Rate,
-    /// Key recoveries started, per handle and per client IP.
+    /// Key recoveries started, per client IP.
     pub recovery: Rate,
+    /// Profile writes that change the profile's embedded text, per agent.
+    pub profile_edits: Rate,
 }
 
 impl Default for RateSettings {
@@ -98,57 +112,93 @@ impl Default for RateSettings {
             reports: r(defaults::REPORTS),
             key_checks: r(defaults::KEY_CHECKS),
             recovery: r(defaults::RECOVERY),
+            profile_edits: r(defaults::PROFILE_EDITS),
         }
     }
 }
 
 /// Limits counted in SQLite.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Persistent {
+    /// Registrations written, per client address.
     Registration,
-    Calls,
-    Requests,
     /// Key recoveries started from one client address (never per handle: whoever starts
     /// recoveries of a handle must not be able to refuse its owner's).
     Recovery,
+    /// Calls posted, per agent.
+    Calls,
+    /// Contact requests sent, per agent.
+    Requests,
+    /// Replies written, per agent.
+    Replies,
+    /// Link proofs tried and endpoint lists set (each sends the directory fetching), per agent.
+    Links,
+    /// Profile writes that change the profile's embedded text (each costs an embedding), per
+    /// agent.
+    ProfileEdits,
 }
 
-/// Limits counted in memory.
+/// Whom a limit counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountedBy {
+    /// The client address ([`ip_subject`]).
+    Client,
+    /// The agent's id ([`agent_subject`]): the same across renames, never a handle.
+    Agent,
+}
+
+/// Limits counted in memory, per client address.
 #[derive(Debug, Clone, Copy)]
 pub enum InMemory {
-    Replies,
-    Links,
     Reports,
     KeyChecks,
+    /// Registrations refused because the handle is taken, reserved or held.
+    RefusedRegistrations,
 }
 
 impl Persistent {
+    pub const ALL: [Persistent; 7] = [
+        Persistent::Registration,
+        Persistent::Recovery,
+        Persistent::Calls,
+        Persistent::Requests,
+        Persistent::Replies,
+        Persistent::Links,
+        Persistent::ProfileEdits,
+    ];
+
+    /// The name in `rate_events` and in the `limit` label of the 429 counter.
     fn name(self) -> &'static str {
         match self {
             Persistent::Registration => "registration",
+            Persistent::Recovery => "recovery_by_address",
             Persistent::Calls => "calls",
             Persistent::Requests => "requests",
-            Persistent::Recovery => "recovery_by_address",
+            Persistent::Replies => "replies",
+            Persistent::Links => "links",
+            Persistent::ProfileEdits => "profile_edits",
         }
     }
 
-    fn by_ip(self) -> bool {
-        matches!(self, Persistent::Registration | Persistent::Recovery)
+    pub fn counted_by(self) -> CountedBy {
+        match self {
+            Persistent::Registration | Persistent::Recovery => CountedBy::Client,
+            Persistent::Calls
+            | Persistent::Requests
+            | Persistent::Replies
+            | Persistent::Links
+            | Persistent::ProfileEdits => CountedBy::Agent,
+        }
     }
 }
 
 impl InMemory {
     fn name(self) -> &'static str {
         match self {
-            InMemory::Replies => "replies",
-            InMemory::Links => "links",
             InMemory::Reports => "reports",
             InMemory::KeyChecks => "key_checks",
+            InMemory::RefusedRegistrations => "refused_registrations",
         }
-    }
-
-    fn by_ip(self) -> bool {
-        matches!(self, InMemory::Reports | InMemory::KeyChecks)
     }
 }
 
@@ -174,15 +224,66 @@ pub fn ip_subject(ip: &str) -> String {
     }
 }
 
+/// The subject an agent's limits count: its row id (`migrations/0011_budgets_by_agent.sql`
+/// moved the events counted by handle before). It never changes while the agent exists; the
+/// events go with the agent when it is erased, before the id can be used again.
+pub fn agent_subject(agent_id: i64) -> String {
+    format!("agent:{agent_id}")
+}
+
+/// An in-memory budget per client address whose exhaustion is remembered until it refills, so
+/// what comes after it is refused before any work.
+struct Budget {
+    limit: InMemory,
+    limiter: DefaultKeyedRateLimiter<String>,
+    spent_until: Mutex<HashMap<String, Instant>>,
+}
+
+impl Budget {
+    fn new(limit: InMemory, rate: Rate) -> Self {
+        Budget { limit, limiter: keyed(rate), spent_until: Mutex::new(HashMap::new()) }
+    }
+
+    /// Refuses a client whose budget is spent, without taking anything.
+    fn allowed(&self, client_ip: &str) -> Result<()> {
+        let subject = ip_subject(client_ip);
+        let mut spent = self.spent_until.lock().unwrap_or_else(|e| e.into_inner());
+        match spent.get(&subject) {
+            Some(until) if *until > Instant::now() => {
+                telemetry::rate_limited(self.limit.name());
+                Err(Error::RateLimited { retry_after: retry_after_secs(*until - Instant::now()) })
+            }
+            Some(_) => {
+                spent.remove(&subject);
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Takes one unit; once none is left, refuses with the wait and remembers it.
+    fn take(&self, client_ip: &str) -> Result<()> {
+        let subject = ip_subject(client_ip);
+        self.limiter.check_key(&subject).map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            self.spent_until.lock().unwrap_or_else(|e| e.into_inner()).insert(subject, Instant::now() + wait);
+            telemetry::rate_limited(self.limit.name());
+            Error::RateLimited { retry_after: retry_after_secs(wait) }
+        })
+    }
+
+    fn shrink(&self) {
+        self.limiter.retain_recent();
+        let now = Instant::now();
+        self.spent_until.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, until| *until > now);
+    }
+}
+
 pub struct RateLimits {
     settings: RateSettings,
-    replies: DefaultKeyedRateLimiter<String>,
-    links: DefaultKeyedRateLimiter<String>,
     reports: DefaultKeyedRateLimiter<String>,
-    key_checks: DefaultKeyedRateLimiter<String>,
-    /// Clients whose failed key checks used up their budget, and until when: their next
-    /// checks are refused before any hashing.
-    key_checks_refused: Mutex<HashMap<String, Instant>>,
+    key_checks: Budget,
+    refused_registrations: Budget,
 }
 
 fn keyed(rate: Rate) -> DefaultKeyedRateLimiter<String> {
@@ -195,89 +296,110 @@ fn keyed(rate: Rate) -> DefaultKeyedRateLimiter<String> {
 impl RateLimits {
     pub fn new(settings: &RateSettings) -> Self {
         RateLimits {
-            replies: keyed(settings.replies),
-            links: keyed(settings.links),
             reports: keyed(settings.reports),
-            key_checks: keyed(settings.key_checks),
-            key_checks_refused: Mutex::new(HashMap::new()),
+            key_checks: Budget::new(InMemory::KeyChecks, settings.key_checks),
+            refused_registrations: Budget::new(InMemory::RefusedRegistrations, settings.registration),
             settings: settings.clone(),
         }
     }
 
-    /// Refuses a key check from a client whose failed checks used up the key-check budget, so
-    /// a flood of wrong secrets costs no argon2 run past the budget.
+    /// Refuses a key check from a client whose failed key checks used up the key-check budget,
+    /// so a flood of wrong secrets costs no argon2 run past the budget.
     pub fn key_check_allowed(&self, client_ip: &str) -> Result<()> {
-        let subject = ip_subject(client_ip);
-        let mut refused = self.key_checks_refused.lock().unwrap_or_else(|e| e.into_inner());
-        match refused.get(&subject) {
-            Some(until) if *until > Instant::now() => {
-                telemetry::rate_limited(InMemory::KeyChecks.name());
-                Err(Error::RateLimited { retry_after: retry_after_secs(*until - Instant::now()) })
-            }
-            Some(_) => {
-                refused.remove(&subject);
-                Ok(())
-            }
-            None => Ok(()),
-        }
+        self.key_checks.allowed(client_ip)
     }
 
     /// Counts one failed key check (a wrong secret for an existing key id); refuses with 429
     /// once the client's budget is used up.
     pub fn key_check_failed(&self, client_ip: &str) -> Result<()> {
-        let subject = ip_subject(client_ip);
-        self.key_checks.check_key(&subject).map_err(|not_until| {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
-            self.key_checks_refused
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(subject, Instant::now() + wait);
-            telemetry::rate_limited(InMemory::KeyChecks.name());
-            Error::RateLimited { retry_after: retry_after_secs(wait) }
-        })
+        self.key_checks.take(client_ip)
+    }
+
+    /// Refuses every registration from a client whose refused registrations used up their
+    /// budget, before anything else is looked at.
+    pub fn registration_allowed(&self, client_ip: &str) -> Result<()> {
+        self.refused_registrations.allowed(client_ip)
+    }
+
+    /// What a registration refused for `why` answers: `why` itself when it is not a refusal of
+    /// the handle; otherwise it spends one unit of the client's budget of refused registrations
+    /// (in memory: a refusal writes nothing), and once that is used up, 429.
+    pub fn registration_refused(&self, client_ip: &str, why: Error) -> Error {
+        match why {
+            Error::HandleTaken | Error::HandleReserved => match self.refused_registrations.take(client_ip) {
+                Ok(()) => why,
+                Err(limited) => limited,
+            },
+            other => other,
+        }
     }
 
     fn rate(&self, limit: Persistent) -> Rate {
         match limit {
             Persistent::Registration => self.settings.registration,
+            Persistent::Recovery => self.settings.recovery,
             Persistent::Calls => self.settings.calls,
             Persistent::Requests => self.settings.requests,
-            Persistent::Recovery => self.settings.recovery,
+            Persistent::Replies => self.settings.replies,
+            Persistent::Links => self.settings.links,
+            Persistent::ProfileEdits => self.settings.profile_edits,
         }
     }
 
-    /// Refuses when `subject` used up `limit` within its window. Call inside the write
-    /// transaction that then `record`s the event, so concurrent requests cannot both slip in.
-    pub fn check(&self, conn: &Connection, limit: Persistent, subject: &str, now: i64) -> Result<()> {
-        let subject = if limit.by_ip() { ip_subject(subject) } else { subject.to_owned() };
+    /// Refuses when the client `client_ip` used up `limit` (one counted by client) within its
+    /// window. Call inside the write transaction that then `record`s the event, so concurrent
+    /// requests cannot both slip in (and before, on a read connection, to refuse ahead of
+    /// expensive work).
+    pub fn check(&self, conn: &Connection, limit: Persistent, client_ip: &str, now: i64) -> Result<()> {
+        debug_assert_eq!(limit.counted_by(), CountedBy::Client, "{limit:?} is counted by agent");
+        self.check_subject(conn, limit, &ip_subject(client_ip), now)
+    }
+
+    pub fn record(&self, conn: &Connection, limit: Persistent, client_ip: &str, now: i64) -> Result<()> {
+        debug_assert_eq!(limit.counted_by(), CountedBy::Client, "{limit:?} is counted by agent");
+        rate::record(conn, limit.name(), &ip_subject(client_ip), now)
+    }
+
+    /// [`RateLimits::check`] for a limit counted by agent.
+    pub fn check_agent(&self, conn: &Connection, limit: Persistent, agent_id: i64, now: i64) -> Result<()> {
+        debug_assert_eq!(limit.counted_by(), CountedBy::Agent, "{limit:?} is counted by client");
+        self.check_subject(conn, limit, &agent_subject(agent_id), now)
+    }
+
+    /// [`RateLimits::record`] for a limit counted by agent.
+    pub fn record_agent(&self, conn: &Connection, limit: Persistent, agent_id: i64, now: i64) -> Result<()> {
+        debug_assert_eq!(limit.counted_by(), CountedBy::Agent, "{limit:?} is counted by client");
+        rate::record(conn, limit.name(), &agent_subject(agent_id), now)
+    }
+
+    /// Checks and records one event of an agent's `limit` (inside a write transaction).
+    pub fn spend_agent(&self, conn: &Connection, limit: Persistent, agent_id: i64, now: i64) -> Result<()> {
+        self.check_agent(conn, limit, agent_id, now)?;
+        self.record_agent(conn, limit, agent_id, now)
+    }
+
+    fn check_subject(&self, conn: &Connection, limit: Persistent, subject: &str, now: i64) -> Result<()> {
         let rate = self.rate(limit);
         let since = now - rate.window_ms;
-        let (count, _) = rate::count_since(conn, limit.name(), &subject, since)?;
+        let (count, _) = rate::count_since(conn, limit.name(), subject, since)?;
         if count < rate.count as u64 {
             return Ok(());
         }
         // A slot frees when the event `count` places back leaves the window.
-        let freeing = rate::nth_newest_since(conn, limit.name(), &subject, since, rate.count as u64)?;
+        let freeing = rate::nth_newest_since(conn, limit.name(), subject, since, rate.count as u64)?;
         let retry_after = seconds_until(freeing.unwrap_or(now) + rate.window_ms, now);
         telemetry::rate_limited(limit.name());
         Err(Error::RateLimited { retry_after })
     }
 
-    pub fn record(&self, conn: &Connection, limit: Persistent, subject: &str, now: i64) -> Result<()> {
-        let subject = if limit.by_ip() { ip_subject(subject) } else { subject.to_owned() };
-        rate::record(conn, limit.name(), &subject, now)
-    }
-
-    /// Takes one token of an in-memory limit, or refuses with the wait.
-    pub fn take(&self, limit: InMemory, subject: &str) -> Result<()> {
+    /// Takes one token of an in-memory limit of client `client_ip`, or refuses with the wait.
+    pub fn take(&self, limit: InMemory, client_ip: &str) -> Result<()> {
         let limiter = match limit {
-            InMemory::Replies => &self.replies,
-            InMemory::Links => &self.links,
             InMemory::Reports => &self.reports,
-            InMemory::KeyChecks => &self.key_checks,
+            InMemory::KeyChecks => return self.key_checks.take(client_ip),
+            InMemory::RefusedRegistrations => return self.refused_registrations.take(client_ip),
         };
-        let subject = if limit.by_ip() { ip_subject(subject) } else { subject.to_owned() };
-        limiter.check_key(&subject).map_err(|not_until| {
+        limiter.check_key(&ip_subject(client_ip)).map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             telemetry::rate_limited(limit.name());
             Error::RateLimited { retry_after: retry_after_secs(wait) }
@@ -286,25 +408,67 @@ impl RateLimits {
 
     /// How far back any SQLite-counted window looks.
     pub fn longest_window_ms(&self) -> i64 {
-        [self.settings.registration, self.settings.calls, self.settings.requests, self.settings.recovery]
-            .iter()
-            .map(|r| r.window_ms)
-            .max()
-            .unwrap_or(86_400 * SECOND)
+        Persistent::ALL.iter().map(|l| self.rate(*l).window_ms).max().unwrap_or(86_400 * SECOND)
     }
 
     /// Drops memory of keys that are back to a full quota.
     pub fn shrink(&self) {
-        self.replies.retain_recent();
-        self.links.retain_recent();
         self.reports.retain_recent();
-        self.key_checks.retain_recent();
-        let now = Instant::now();
-        self.key_checks_refused.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, until| *until > now);
+        self.key_checks.shrink();
+        self.refused_registrations.shrink();
+    }
+}
+
+impl App {
+    /// Spends one unit of the agent's own `limit` in a write of its own: for work that runs
+    /// before, or instead of, the write it pays for (a link proof's fetch counts even when it
+    /// fails).
+    pub(crate) async fn spend_agent_budget(&self, limit: Persistent, agent_id: i64) -> Result<()> {
+        let app = self.clone();
+        self.write(move |tx| app.limits.spend_agent(tx, limit, agent_id, now_ms())).await
     }
 }
 
 /// Whole seconds to wait, rounded up, at least one.
 fn retry_after_secs(wait: Duration) -> u64 {
     wait.as_secs() + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The events counted by handle before `0011_budgets_by_agent.sql` count for the agent that
+    /// holds the handle, under the subject [`agent_subject`] writes; the others stay as they were.
+    #[test]
+    fn the_migration_moves_events_counted_by_handle_to_the_agents_id() {
+        let conn = Connection::open_in_memory().expect("an in-memory database");
+        conn.execute_batch(
+            "CREATE TABLE agents (id INTEGER PRIMARY KEY, handle TEXT NOT NULL UNIQUE);
+             CREATE TABLE rate_events (name TEXT NOT NULL, subject TEXT NOT NULL, at INTEGER NOT NULL);
+             INSERT INTO agents (id, handle) VALUES (7, 'alice');
+             INSERT INTO rate_events (name, subject, at) VALUES
+                 ('calls', 'alice', 1), ('requests', 'alice', 2), ('registration', '127.0.0.1', 3),
+                 ('calls', 'gone', 4);",
+        )
+        .expect("the schema before");
+        conn.execute_batch(include_str!("../../migrations/0011_budgets_by_agent.sql"))
+            .expect("the migration");
+        let one_a_day = "1/d".parse().expect("a rate");
+        let limits = RateLimits::new(&RateSettings {
+            calls: one_a_day,
+            requests: one_a_day,
+            registration: one_a_day,
+            ..RateSettings::default()
+        });
+        for limit in [Persistent::Calls, Persistent::Requests] {
+            assert!(
+                matches!(limits.check_agent(&conn, limit, 7, 10), Err(Error::RateLimited { .. })),
+                "{limit:?}"
+            );
+        }
+        assert!(limits.check(&conn, Persistent::Registration, "127.0.0.1", 10).is_err());
+        assert_eq!(rate::count_since(&conn, "calls", "gone", 0).expect("a count").0, 1);
+        assert_eq!(rate::count_since(&conn, "calls", "alice", 0).expect("a count").0, 0);
+    }
 }

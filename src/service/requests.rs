@@ -95,7 +95,7 @@ impl App {
                 let retry_after = seconds_until(oldest.unwrap_or(now) + CAP_WINDOW, now);
                 return Err(Error::WeeklyCapReached { retry_after });
             }
-            app.limits.check(tx, Persistent::Requests, &sender.handle, now)?;
+            app.limits.check_agent(tx, Persistent::Requests, sender.id, now)?;
             requests_store::insert(
                 tx,
                 &RequestRow {
@@ -115,7 +115,7 @@ impl App {
                     decided_at: None,
                 },
             )?;
-            app.limits.record(tx, Persistent::Requests, &sender.handle, now)?;
+            app.limits.record_agent(tx, Persistent::Requests, sender.id, now)?;
             agents::touch(tx, sender.id, now, false)?;
             request_for(tx, &caller, &id)
         })

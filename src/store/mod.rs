@@ -68,6 +68,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (7, "endpoints", include_str!("../../migrations/0007_endpoints.sql")),
     (8, "meaning", include_str!("../../migrations/0008_meaning.sql")),
     (10, "proofs_where_found", include_str!("../../migrations/0010_proofs_where_found.sql")),
+    (11, "budgets_by_agent", include_str!("../../migrations/0011_budgets_by_agent.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";

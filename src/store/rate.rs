@@ -50,14 +50,7 @@ pub fn prune(conn: &Connection, before: i64) -> Result<usize> {
         .execute(named_params! {":before": before})?)
 }
 
-/// Counts the events of `old` as events of `new` (an agent's handle changed).
-pub fn move_subject(conn: &Connection, old: &str, new: &str) -> Result<()> {
-    conn.prepare_cached("UPDATE rate_events SET subject = :new WHERE subject = :old")?
-        .execute(named_params! {":old": old, ":new": new})?;
-    Ok(())
-}
-
-/// Forgets the events of `subject` (an erased agent's handle).
+/// Forgets the events of `subject` (an erased agent's).
 pub fn forget_subject(conn: &Connection, subject: &str) -> Result<()> {
     conn.prepare_cached("DELETE FROM rate_events WHERE subject = :subject")?
         .execute(named_params! {":subject": subject})?;
