@@ -454,7 +454,17 @@ mod over_time {
         let copy = tempfile::tempdir().unwrap();
         let copy = copy.path().join("mirror.json");
         common::mirror::run(&s.base, &copy);
+        // The vector of its profile (and the hash of its text) is kept until the erasure.
+        let db = rusqlite::Connection::open(s.data_dir.join("agentdir.sqlite3")).unwrap();
+        let x_id: i64 =
+            db.query_row("SELECT id FROM agents WHERE handle = ?1", [&h.x.handle], |r| r.get(0)).unwrap();
+        let vectors = || -> i64 {
+            db.query_row("SELECT COUNT(*) FROM agent_vectors WHERE agent_id = ?1", [x_id], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(vectors(), 1, "the model computed no vector for x: the check below would prove nothing");
         s.delete("/api/me", Some(&h.x.key)).await.expect(200);
+        assert_eq!(vectors(), 1, "a deletion that can be undone keeps the vector");
         let theirs = s.get(&path, Some(&h.p3.key)).await;
         assert_eq!(theirs.json["request"]["status"], "expired", "{}", theirs.text);
         assert_eq!(theirs.json["request"]["recipient"]["handle"], "deleted");
@@ -467,6 +477,15 @@ mod over_time {
             s.admin_ok(&["audit"]).contains("\"erase\"")
         });
         assert!(erased, "the server did not erase the deleted agent");
+        // Kept as a husk for the others' records, without the vector of its profile.
+        let husk: i64 = db
+            .query_row("SELECT COUNT(*) FROM agents WHERE id = ?1 AND erased_at IS NOT NULL", [x_id], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(husk, 1);
+        assert_eq!(vectors(), 0, "the erased agent's vector is still stored");
+        drop(db);
         nothing_public_of_x(&s, &h).await;
         assert_eq!(common::mirror::run(&s.base, &copy), common::mirror::lists(&s).await);
         // Too late to recover; the handle is still held.

@@ -98,7 +98,9 @@ pub fn due(conn: &Connection, deleted_before: i64) -> Result<Vec<i64>> {
 
 /// The tables whose rows of the agent the final erasure deletes, with the column naming it:
 /// its calls (and the replies on them), its replies on others' calls, offerings, link proofs,
-/// pending verification codes and recoveries.
+/// pending verification codes, recoveries, endpoints and the vector of its profile (with the
+/// hash of the text it was computed from). The row's own `ON DELETE CASCADE` covers none of
+/// these for a husk, whose row stays.
 pub const ERASED_WITH_THE_AGENT: &[(&str, &str)] = &[
     ("calls", "agent_id"),
     ("replies", "agent_id"),
@@ -107,6 +109,7 @@ pub const ERASED_WITH_THE_AGENT: &[(&str, &str)] = &[
     ("verification_codes", "agent_id"),
     ("recoveries", "agent_id"),
     ("endpoints", "agent_id"),
+    ("agent_vectors", "agent_id"),
 ];
 
 /// Deletes the agent's rows of [`ERASED_WITH_THE_AGENT`]; returns how many of each, in order.
