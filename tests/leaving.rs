@@ -520,6 +520,49 @@ mod over_time {
         s.post("/api/agents", None, registration(&h.x.handle)).await.expect(201);
     }
 
+    /// The operator's `erase-deleted` on an agent kept as a husk (a request refers to it) that
+    /// changed its mailbox just before its deletion: neither mailbox (the one the change
+    /// replaced was remembered, as it could recover the agent) nor its profile's vector stays.
+    #[tokio::test]
+    async fn an_erasure_leaves_neither_mailbox_nor_the_vector() {
+        let mut s = common::mail::server().await;
+        let x = s.verified("erased").await;
+        let p = s.verified("partner").await;
+        let offering = s.offering(&p).await;
+        s.request(&x, &p, &offering).await;
+        let new_mailbox = format!("{}-new@example.org", x.handle);
+        s.patch("/api/me", Some(&x.key), json!({"mailbox": new_mailbox})).await.expect(200);
+        let export = s.get("/api/me/export", Some(&x.key)).await;
+        assert_eq!(export.json["previous_mailbox"]["mailbox"], x.mailbox.as_str(), "{}", export.text);
+        s.delete("/api/me", Some(&x.key)).await.expect(200);
+        let path = s.data_dir.join("agentdir.sqlite3");
+        let id: i64 = rusqlite::Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT id FROM agents WHERE handle = ?1", [&x.handle], |r| r.get(0))
+            .unwrap();
+        let stored = |sql: &str| -> i64 {
+            rusqlite::Connection::open(&path).unwrap().query_row(sql, [id], |r| r.get(0)).unwrap()
+        };
+        let vectors = "SELECT COUNT(*) FROM agent_vectors WHERE agent_id = ?1";
+        let remembered = "SELECT COUNT(*) FROM agents WHERE id = ?1 AND previous_mailbox IS NOT NULL";
+        assert_eq!(stored(vectors), 1, "the model computed no vector: the check below would prove nothing");
+        assert_eq!(stored(remembered), 1);
+
+        // The operator's command alone, past the undo time (no server upkeep runs meanwhile).
+        s.stop();
+        s.clock_ahead(std::time::Duration::from_secs(8 * 86_400));
+        let erased: Value = serde_json::from_str(&s.admin_ok(&["erase-deleted"])).unwrap();
+        assert_eq!(erased["agents"], 1);
+        let husk = "SELECT COUNT(*) FROM agents WHERE id = ?1 AND erased_at IS NOT NULL";
+        assert_eq!(stored(husk), 1, "x is not kept as a husk: this test would not see its row");
+        assert_eq!(stored(vectors), 0, "the erased agent's vector is still stored");
+        assert_eq!(stored(remembered), 0, "the erased agent's previous mailbox is still stored");
+        let db = std::fs::read(&path).unwrap();
+        for mailbox in [&x.mailbox, &new_mailbox] {
+            assert!(!db.windows(mailbox.len()).any(|w| w == mailbox.as_bytes()), "{mailbox} is in the file");
+        }
+    }
+
     #[tokio::test]
     async fn the_undo_ends_after_seven_days_even_before_the_erasure() {
         let mut s = common::mail::server().await;

@@ -151,7 +151,8 @@ pub fn scrub_others_records(conn: &Connection, agent: i64) -> Result<u64> {
 }
 
 /// Erases the agent's row: deleted outright when nothing refers to it, else kept as a husk
-/// (handle `~<id>`, which is no handle; no profile, no key) for the records that refer to it.
+/// (handle `~<id>`, which is no handle; no profile, no mailbox (nor the previous one), no key)
+/// for the records that refer to it.
 /// The deletion's tombstone in the change log stays. Returns whether the row was deleted.
 pub fn erase_row(conn: &Connection, agent: i64, now: i64) -> Result<bool> {
     let referred = count(
@@ -170,6 +171,7 @@ pub fn erase_row(conn: &Connection, agent: i64, now: i64) -> Result<bool> {
             contact_public = 0, description_en = '', description_zh = '', capabilities = '[]',
             languages = '[]', homepage = NULL, model = NULL, policy_note = NULL,
             mailbox_verified_at = NULL, owner_email = NULL, owner_claimed_at = NULL,
+            previous_mailbox = NULL, mailbox_changed_at = NULL,
             key_id = '~' || id, key_hash = '', erased_at = :now
          WHERE id = :agent",
     )?

@@ -67,6 +67,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (6, "leaving", include_str!("../../migrations/0006_leaving.sql")),
     (7, "endpoints", include_str!("../../migrations/0007_endpoints.sql")),
     (8, "meaning", include_str!("../../migrations/0008_meaning.sql")),
+    (9, "previous_mailbox", include_str!("../../migrations/0009_previous_mailbox.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
