@@ -454,7 +454,17 @@ mod over_time {
         let copy = tempfile::tempdir().unwrap();
         let copy = copy.path().join("mirror.json");
         common::mirror::run(&s.base, &copy);
+        // The vector of its profile (and the hash of its text) is kept until the erasure.
+        let db = rusqlite::Connection::open(s.data_dir.join("agentdir.sqlite3")).unwrap();
+        let x_id: i64 =
+            db.query_row("SELECT id FROM agents WHERE handle = ?1", [&h.x.handle], |r| r.get(0)).unwrap();
+        let vectors = || -> i64 {
+            db.query_row("SELECT COUNT(*) FROM agent_vectors WHERE agent_id = ?1", [x_id], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(vectors(), 1, "the model computed no vector for x: the check below would prove nothing");
         s.delete("/api/me", Some(&h.x.key)).await.expect(200);
+        assert_eq!(vectors(), 1, "a deletion that can be undone keeps the vector");
         let theirs = s.get(&path, Some(&h.p3.key)).await;
         assert_eq!(theirs.json["request"]["status"], "expired", "{}", theirs.text);
         assert_eq!(theirs.json["request"]["recipient"]["handle"], "deleted");
@@ -467,6 +477,15 @@ mod over_time {
             s.admin_ok(&["audit"]).contains("\"erase\"")
         });
         assert!(erased, "the server did not erase the deleted agent");
+        // Kept as a husk for the others' records, without the vector of its profile.
+        let husk: i64 = db
+            .query_row("SELECT COUNT(*) FROM agents WHERE id = ?1 AND erased_at IS NOT NULL", [x_id], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(husk, 1);
+        assert_eq!(vectors(), 0, "the erased agent's vector is still stored");
+        drop(db);
         nothing_public_of_x(&s, &h).await;
         assert_eq!(common::mirror::run(&s.base, &copy), common::mirror::lists(&s).await);
         // Too late to recover; the handle is still held.
@@ -499,6 +518,49 @@ mod over_time {
         // 180 days after the deletion the handle can be registered again.
         s.clock_ahead_days(15.0 + 181.0);
         s.post("/api/agents", None, registration(&h.x.handle)).await.expect(201);
+    }
+
+    /// The operator's `erase-deleted` on an agent kept as a husk (a request refers to it) that
+    /// changed its mailbox just before its deletion: neither mailbox (the one the change
+    /// replaced was remembered, as it could recover the agent) nor its profile's vector stays.
+    #[tokio::test]
+    async fn an_erasure_leaves_neither_mailbox_nor_the_vector() {
+        let mut s = common::mail::server().await;
+        let x = s.verified("erased").await;
+        let p = s.verified("partner").await;
+        let offering = s.offering(&p).await;
+        s.request(&x, &p, &offering).await;
+        let new_mailbox = format!("{}-new@example.org", x.handle);
+        s.patch("/api/me", Some(&x.key), json!({"mailbox": new_mailbox})).await.expect(200);
+        let export = s.get("/api/me/export", Some(&x.key)).await;
+        assert_eq!(export.json["previous_mailbox"]["mailbox"], x.mailbox.as_str(), "{}", export.text);
+        s.delete("/api/me", Some(&x.key)).await.expect(200);
+        let path = s.data_dir.join("agentdir.sqlite3");
+        let id: i64 = rusqlite::Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT id FROM agents WHERE handle = ?1", [&x.handle], |r| r.get(0))
+            .unwrap();
+        let stored = |sql: &str| -> i64 {
+            rusqlite::Connection::open(&path).unwrap().query_row(sql, [id], |r| r.get(0)).unwrap()
+        };
+        let vectors = "SELECT COUNT(*) FROM agent_vectors WHERE agent_id = ?1";
+        let remembered = "SELECT COUNT(*) FROM agents WHERE id = ?1 AND previous_mailbox IS NOT NULL";
+        assert_eq!(stored(vectors), 1, "the model computed no vector: the check below would prove nothing");
+        assert_eq!(stored(remembered), 1);
+
+        // The operator's command alone, past the undo time (no server upkeep runs meanwhile).
+        s.stop();
+        s.clock_ahead(std::time::Duration::from_secs(8 * 86_400));
+        let erased: Value = serde_json::from_str(&s.admin_ok(&["erase-deleted"])).unwrap();
+        assert_eq!(erased["agents"], 1);
+        let husk = "SELECT COUNT(*) FROM agents WHERE id = ?1 AND erased_at IS NOT NULL";
+        assert_eq!(stored(husk), 1, "x is not kept as a husk: this test would not see its row");
+        assert_eq!(stored(vectors), 0, "the erased agent's vector is still stored");
+        assert_eq!(stored(remembered), 0, "the erased agent's previous mailbox is still stored");
+        let db = std::fs::read(&path).unwrap();
+        for mailbox in [&x.mailbox, &new_mailbox] {
+            assert!(!db.windows(mailbox.len()).any(|w| w == mailbox.as_bytes()), "{mailbox} is in the file");
+        }
     }
 
     #[tokio::test]

@@ -625,6 +625,57 @@ async fn admin_reindex_reports_its_progress_in_plain_lines() {
     assert_eq!(s.get("/api/posts?q=probe", None).await.json["total"], 3);
 }
 
+/// The database, its `-wal` and `-shm` and `admin backup` copies hold mailboxes and key hashes:
+/// mode 0660 with the data dir's group (the mail pipe's user is in it), whatever the umask (this
+/// test runs with the usual 022, under which SQLite alone makes them 0644). Files an older
+/// version left readable by all are tightened at start, and the server says so.
+#[tokio::test]
+async fn database_files_and_backups_are_private_to_the_data_dirs_group() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let temp = tempfile::tempdir().expect("temp dir");
+    let data = temp.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    // As root, the data dir gets a group of its own that the files must take; otherwise the
+    // process's group is the data dir's too and only the modes are checked.
+    let _ = std::os::unix::fs::chown(&data, None, Some(4242));
+    let group = std::fs::metadata(&data).unwrap().gid();
+    let files = ["agentdir.sqlite3", "agentdir.sqlite3-wal", "agentdir.sqlite3-shm"].map(|f| data.join(f));
+    let mode_and_group = |path: &std::path::Path| {
+        let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        (meta.permissions().mode() & 0o7777, meta.gid())
+    };
+
+    let mut s = Server::start_in(&data, RELAXED_LIMITS).await;
+    s.register("private").await;
+    for file in &files {
+        assert_eq!(mode_and_group(file), (0o660, group), "{}", file.display());
+    }
+    let backups = tempfile::tempdir().expect("temp dir");
+    let copy = backups.path().join("copy.sqlite3");
+    s.admin_ok(&["backup", copy.to_str().unwrap()]);
+    assert_eq!(mode_and_group(&copy), (0o660, group), "the backup copy");
+
+    // Files left readable by all (and of another group), the -wal and -shm of a killed server
+    // included: the next start tightens them and logs each change.
+    s.kill();
+    for file in &files {
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let _ = std::os::unix::fs::chown(file, None, Some(0));
+    }
+    let log = temp.path().join("server.log");
+    s.restart_logged(&log);
+    s.get("/api/stats", None).await.expect(200);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    for file in &files {
+        assert_eq!(mode_and_group(file), (0o660, group), "{}", file.display());
+        let name = file.to_str().unwrap();
+        assert!(
+            logged.lines().any(|l| l.contains("database file permissions changed") && l.contains(name)),
+            "no log of {name}'s change: {logged}"
+        );
+    }
+}
+
 /// Progress written to a pipe: plain lines (no terminal codes) for `task`, from 0 % to 100 %,
 /// counting up.
 #[track_caller]

@@ -1,7 +1,11 @@
 //! Key recovery through the mailbox, end to end with real raw messages piped to
-//! `agentdir inbound-mail`, and every way around it: mail from another address or from the old
-//! mailbox after a change, without authentication, recoveries started by others (which cancel and
-//! exhaust nothing), a reused token, the per-address limit (across a restart), a suspended agent; the old key dies and nothing shows the mailbox.
+//! `agentdir inbound-mail`, and every way around it: mail from another address or from an
+//! unverified old mailbox after a change, without authentication, recoveries started by others
+//! (which cancel and exhaust nothing), a reused token, the per-address limit (across a restart),
+//! a suspended agent; the old key dies and nothing shows the mailbox. A stolen key cannot lock
+//! the owner out: for 7 days after a mailbox change the mailbox verified before it recovers too,
+//! and undoes the change (after a deletion, or a verification of the new mailbox and a rotated
+//! key).
 
 mod common;
 
@@ -122,21 +126,159 @@ async fn mail_that_does_not_prove_the_mailbox_confirms_nothing() {
 }
 
 #[tokio::test]
-async fn mail_from_the_old_mailbox_after_a_change_is_refused() {
+async fn mail_from_an_unverified_old_mailbox_after_a_change_is_refused() {
     let s = server_with(&[]).await;
     let a = s.register("moved").await;
     let (token, subject) = fields(&start(&s, &a).await);
     let new_mailbox = format!("{}-new@example.org", a.handle);
     s.patch("/api/me", Some(&a.key), json!({"mailbox": new_mailbox})).await.expect(200);
+    // The old mailbox was never verified: it proves nothing.
     let (code, _) = deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox)));
     assert_eq!(code, 65);
-    exchange(&s, &token).await.expect_error(404, "not_found");
-    // A recovery started now goes by the new address.
-    let (token, subject) = fields(&start(&s, &a).await);
-    assert_eq!(deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox))).0, 65);
+    exchange(&s, &token).await.expect_error(409, "recovery_not_confirmed");
+    let export = s.get("/api/me/export", Some(&a.key)).await;
+    assert!(export.json["previous_mailbox"].is_null(), "{}", export.json["previous_mailbox"]);
+    // The recovery started before the change goes on, by the new address.
     let (code, err) = deliver(&s, &message(&new_mailbox, &subject, &dkim_pass(&new_mailbox)));
     assert_eq!(code, 0, "{err}");
-    exchange(&s, &token).await.expect(200);
+    let done = exchange(&s, &token).await;
+    done.expect(200);
+    let me = s.get("/api/me", done.json["api_key"].as_str()).await;
+    assert_eq!(me.json["mailbox"], new_mailbox.as_str());
+    assert_eq!(me.json["agent"]["trust"]["mailbox_verified"], true);
+}
+
+/// The thief of `a`'s key moves the agent to a mailbox of its own: `PATCH /api/me`.
+async fn steal_mailbox(s: &Server, key: &str, mailbox: &str) {
+    let r = s.patch("/api/me", Some(key), json!({"mailbox": mailbox})).await;
+    r.expect(200);
+    assert_eq!(r.json["mailbox"], mailbox);
+}
+
+/// Verifies the agent's current mailbox `mailbox` with one mail, as its holder can.
+async fn verify_by_mail(s: &Server, key: &str, mailbox: &str) {
+    let r = s.post_empty("/api/me/verify", Some(key)).await;
+    r.expect(200);
+    let subject = r.json["subject"].as_str().unwrap();
+    let (code, err) = deliver(s, &message(mailbox, subject, &dkim_pass(mailbox)));
+    assert_eq!(code, 0, "{err}");
+}
+
+#[tokio::test]
+async fn a_stolen_key_cannot_lock_the_owner_out_by_moving_the_mailbox_and_deleting() {
+    let s = server_with(&[]).await;
+    let a = s.verified("stolen").await;
+    let thief = format!("thief-{}@evil.example", a.handle);
+    steal_mailbox(&s, &a.key, &thief).await;
+    s.delete("/api/me", Some(&a.key)).await.expect(200);
+    s.get(&format!("/api/agents/{}", a.handle), None).await.expect_error(404, "not_found");
+
+    // The owner recovers through the mailbox it had verified; the instructions say both
+    // addresses count, without showing either.
+    let r = start(&s, &a).await;
+    r.expect(200);
+    assert!(!r.text.contains(&a.mailbox) && !r.text.contains(&thief), "{}", r.text);
+    assert!(r.json["how_en"].as_str().unwrap().contains("verified before the change"), "{}", r.text);
+    assert!(r.json["how_zh"].as_str().unwrap().contains("更改前已验证的邮箱"), "{}", r.text);
+    let (token, subject) = fields(&r);
+    let (code, err) = deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox)));
+    assert_eq!(code, 0, "{err}");
+    let done = exchange(&s, &token).await;
+    done.expect(200);
+    let key = done.json["api_key"].as_str().unwrap().to_owned();
+
+    // The deletion and the mailbox change are undone: the owner's mailbox is back, verified.
+    let me = s.get("/api/me", Some(&key)).await;
+    assert_eq!(me.json["mailbox"], a.mailbox.as_str());
+    assert_eq!(me.json["agent"]["trust"]["mailbox_verified"], true);
+    let card = s.get(&format!("/api/agents/{}", a.handle), None).await;
+    card.expect(200);
+    assert_eq!(card.json["agent"]["trust"]["mailbox_verified"], true);
+    let export = s.get("/api/me/export", Some(&key)).await;
+    assert!(export.json["previous_mailbox"].is_null(), "{}", export.json["previous_mailbox"]);
+
+    // The thief's mailbox no longer recovers anything.
+    let (token, subject) = fields(&start(&s, &a).await);
+    let (code, err) = deliver(&s, &message(&thief, &subject, &dkim_pass(&thief)));
+    assert_eq!(code, 65, "{err}");
+    exchange(&s, &token).await.expect_error(409, "recovery_not_confirmed");
+    s.get("/api/me", Some(&key)).await.expect(200);
+    let audit = s.admin_ok(&["audit"]);
+    assert!(audit.contains("mailbox-restored"), "{audit}");
+    assert!(!audit.contains(&a.mailbox) && !audit.contains(&thief), "a mailbox is in the audit log");
+}
+
+#[tokio::test]
+async fn a_stolen_key_cannot_lock_the_owner_out_by_verifying_its_mailbox_and_rotating_the_key() {
+    let s = server_with(&[]).await;
+    let a = s.verified("rotated").await;
+    // The owner started a recovery before the theft: the mailbox change does not end it.
+    let (owner_token, owner_subject) = fields(&start(&s, &a).await);
+
+    let thief = format!("thief-{}@evil.example", a.handle);
+    let thief_again = format!("thief-{}@other.example", a.handle);
+    steal_mailbox(&s, &a.key, &thief).await;
+    verify_by_mail(&s, &a.key, &thief).await;
+    // A second change (to a mailbox the thief verifies too) keeps the owner's mailbox remembered.
+    steal_mailbox(&s, &a.key, &thief_again).await;
+    verify_by_mail(&s, &a.key, &thief_again).await;
+    let export = s.get("/api/me/export", Some(&a.key)).await;
+    assert_eq!(export.json["previous_mailbox"]["mailbox"], a.mailbox.as_str(), "{}", export.text);
+    assert!(export.json["previous_mailbox"]["recovers_until"].is_string(), "{}", export.text);
+    let stolen = s.post_empty("/api/me/rotate-key", Some(&a.key)).await;
+    stolen.expect(200);
+    let thief_key = stolen.json["api_key"].as_str().unwrap().to_owned();
+    // The thief's own recovery through the mailbox it verified works, and changes nothing of
+    // what is remembered.
+    let (token, subject) = fields(&start(&s, &a).await);
+    assert_eq!(deliver(&s, &message(&thief_again, &subject, &dkim_pass(&thief_again))).0, 0);
+
+    // The owner's mail confirms the recovery started before the theft.
+    let (code, err) = deliver(&s, &message(&a.mailbox, &owner_subject, &dkim_pass(&a.mailbox)));
+    assert_eq!(code, 0, "{err}");
+    let done = exchange(&s, &owner_token).await;
+    done.expect(200);
+    let key = done.json["api_key"].as_str().unwrap().to_owned();
+    let me = s.get("/api/me", Some(&key)).await;
+    assert_eq!(me.json["mailbox"], a.mailbox.as_str());
+    assert_eq!(me.json["agent"]["trust"]["mailbox_verified"], true);
+
+    // The thief's key, its recovery and its mailboxes are all dead.
+    s.get("/api/me", Some(&thief_key)).await.expect_error(401, "unauthorized");
+    exchange(&s, &token).await.expect_error(404, "not_found");
+    let (token, subject) = fields(&start(&s, &a).await);
+    for mailbox in [&thief, &thief_again] {
+        assert_eq!(deliver(&s, &message(mailbox, &subject, &dkim_pass(mailbox))).0, 65, "{mailbox}");
+    }
+    exchange(&s, &token).await.expect_error(409, "recovery_not_confirmed");
+}
+
+/// After a change, a recovery through the mailbox the agent has now undoes nothing; and a
+/// recovery is exchanged only while the mailbox that confirmed it still recovers the agent.
+#[tokio::test]
+async fn the_current_mailbox_recovers_without_undoing_anything() {
+    let s = server_with(&[]).await;
+    let a = s.verified("moving").await;
+    let new_mailbox = format!("{}-new@example.org", a.handle);
+    steal_mailbox(&s, &a.key, &new_mailbox).await;
+    // Confirmed through the mailbox of then, which a later change leaves unremembered (it was
+    // never verified): the exchange finds it no longer recovers the agent.
+    let (token, subject) = fields(&start(&s, &a).await);
+    assert_eq!(deliver(&s, &message(&new_mailbox, &subject, &dkim_pass(&new_mailbox))).0, 0);
+    let third = format!("{}-third@example.org", a.handle);
+    steal_mailbox(&s, &a.key, &third).await;
+    exchange(&s, &token).await.expect_error(404, "not_found");
+    steal_mailbox(&s, &a.key, &new_mailbox).await;
+    // Through the mailbox the agent has now: its mailbox stays, now verified; the previous one
+    // is still remembered (a thief recovering through its own mailbox cannot erase it).
+    let (token, subject) = fields(&start(&s, &a).await);
+    assert_eq!(deliver(&s, &message(&new_mailbox, &subject, &dkim_pass(&new_mailbox))).0, 0);
+    let key = exchange(&s, &token).await.json["api_key"].as_str().unwrap().to_owned();
+    let me = s.get("/api/me", Some(&key)).await;
+    assert_eq!(me.json["mailbox"], new_mailbox.as_str());
+    assert_eq!(me.json["agent"]["trust"]["mailbox_verified"], true);
+    let export = s.get("/api/me/export", Some(&key)).await;
+    assert_eq!(export.json["previous_mailbox"]["mailbox"], a.mailbox.as_str());
 }
 
 /// Starts a recovery of `handle` as a client at `address` (the server trusts loopback as a proxy).
@@ -262,4 +404,41 @@ async fn recoveries_are_limited_per_address_only_across_a_restart() {
     for n in 0..5 {
         start_from(&s, &agents[0].handle, &format!("198.51.100.{}", 40 + n)).await.expect(200);
     }
+}
+
+/// Rules of days, on the moved clock of the `test-clock` feature.
+#[cfg(feature = "test-clock")]
+#[tokio::test]
+async fn the_previous_mailbox_recovers_for_seven_days_after_the_first_change() {
+    let mut s = server_with(&[]).await;
+    let a = s.verified("window").await;
+    let thief = format!("thief-{}@evil.example", a.handle);
+    let thief_again = format!("thief-{}@other.example", a.handle);
+    steal_mailbox(&s, &a.key, &thief).await;
+    verify_by_mail(&s, &a.key, &thief).await;
+
+    // A change on the last day keeps the owner's mailbox and does not extend its days.
+    s.clock_ahead_days(6.9);
+    steal_mailbox(&s, &a.key, &thief_again).await;
+    let (_, subject) = fields(&start(&s, &a).await);
+    let (code, err) = deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox)));
+    assert_eq!(code, 0, "still within the days: {err}");
+
+    s.clock_ahead_days(7.1);
+    let (token, subject) = fields(&start(&s, &a).await);
+    assert_eq!(deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox))).0, 65);
+    exchange(&s, &token).await.expect_error(409, "recovery_not_confirmed");
+    let export = s.get("/api/me/export", Some(&a.key)).await;
+    assert!(export.json["previous_mailbox"].is_null(), "{}", export.json["previous_mailbox"]);
+    // The upkeep (at start) forgot the mailbox itself.
+    let db = rusqlite::Connection::open(s.data_dir.join("agentdir.sqlite3")).unwrap();
+    let remembered = || -> Option<String> {
+        db.query_row("SELECT previous_mailbox FROM agents WHERE handle = ?1", [&a.handle], |r| r.get(0))
+            .unwrap()
+    };
+    let forgotten = (0..600).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        remembered().is_none()
+    });
+    assert!(forgotten, "the owner's old mailbox is still kept: {:?}", remembered());
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 
 use super::{App, Role};
+use crate::domain::recovery::PREVIOUS_MAILBOX_MS;
 use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::Result;
 use crate::service::endpoint_checks;
@@ -67,7 +68,8 @@ impl App {
     }
 
     /// Upkeep once a minute (and at start): forget rate events older than any window looks
-    /// back, erase the agents deleted longer ago than the undo time, forget ended handle holds.
+    /// back, ended recoveries and the previous mailboxes that no longer recover their agent,
+    /// erase the agents deleted longer ago than the undo time, forget ended handle holds.
     fn housekeeping(&self) -> Result<()> {
         // A replica keeps no rate events of its own: the primary checks every write. It
         // erases nothing either: it follows the primary's erasures.
@@ -77,6 +79,7 @@ impl App {
             self.write_blocking(move |tx| {
                 store::rate::prune(tx, before)?;
                 store::recoveries::prune(tx, now)?;
+                store::agents::forget_previous_mailboxes(tx, now - PREVIOUS_MAILBOX_MS)?;
                 store::holds::forget_ended(tx, now).map(|_| ())
             })?;
             self.erase_deleted()?;

@@ -9,6 +9,7 @@ use super::call::{CallSummary, ReplyView};
 use super::collab::CollabView;
 use super::contact_request::ContactRequestView;
 use super::handles::HeldHandle;
+use super::recovery::PreviousMailboxView;
 use crate::time::Timestamp;
 
 /// Each list of an export holds at most this many items per page.
@@ -59,6 +60,9 @@ pub struct Export {
     pub totals: ExportTotals,
     /// The profile with its mailbox, owner claim, contact policy, offerings and link proofs.
     pub profile: OwnProfile,
+    /// The mailbox verified before a recent change of the mailbox, while a key recovery through
+    /// it still works (and would put it back); null otherwise.
+    pub previous_mailbox: Option<PreviousMailboxView>,
     /// Handles held for the agent (its previous handle after a rename).
     pub held_handles: Vec<HeldHandle>,
     /// Every call of the agent, whatever its status.

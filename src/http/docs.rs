@@ -380,7 +380,7 @@ fn operation(
     if e.moved {
         responses.insert(
             "301".into(),
-            json!({"description": format!("Moved Permanently: the agent changed its handle; Location is its card (for {} days after the rename)", crate::domain::handles::HOLD_DAYS), "headers": {"Location": {"description": "The path of the card under the new handle", "required": true, "schema": {"type": "string"}}}}),
+            json!({"description": format!("Moved Permanently: the agent changed its handle; Location is this path under the new handle (for {} days after the rename)", crate::domain::handles::HOLD_DAYS), "headers": {"Location": {"description": "The same path under the new handle", "required": true, "schema": {"type": "string"}}}}),
         );
     }
     for code in error_statuses(e) {

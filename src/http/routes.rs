@@ -177,6 +177,7 @@ pub fn table() -> Vec<Route> {
         .returns::<statement::SignedStatement>()
         .on_primary()
         .errors(&[404])
+        .moved()
         .to(get(agents::statement)),
         route(
             Method::POST,

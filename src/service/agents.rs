@@ -18,7 +18,7 @@ use crate::domain::trust::CodePurpose;
 use crate::error::{Error, Result, Rule};
 use crate::ids;
 use crate::store::agents::{self as agents_store, AgentRow};
-use crate::store::{calls, codes, collabs, offerings, recoveries};
+use crate::store::{calls, codes, collabs, offerings};
 use crate::time::{Timestamp, now_ms};
 
 impl App {
@@ -190,11 +190,13 @@ impl App {
             if let Some(mailbox) = patch.mailbox
                 && !mailbox.eq_ignore_ascii_case(&a.mailbox)
             {
+                // The mailbox verified before the change still recovers the agent for a while
+                // (a stolen key cannot lock the owner out), so recoveries go on.
+                super::recovery::mailbox_changing(tx, &a, now)?;
                 a.mailbox = mailbox;
                 a.mailbox_verified_at = None;
-                // Codes and a recovery were for the old address.
+                // A verification code was for the old address.
                 codes::remove(tx, a.id, CodePurpose::Mailbox)?;
-                recoveries::remove_of_agent(tx, a.id)?;
             }
             if let Some(owner) = patch.owner
                 && owner != a.owner

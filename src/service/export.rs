@@ -6,7 +6,7 @@ use super::{App, Caller, views};
 use crate::domain::export::{EXPORT_PAGE_ITEMS, Export, ExportQuery, ExportTotals};
 use crate::domain::handles::HeldHandle;
 use crate::error::Result;
-use crate::store::{calls, collabs, holds, replies, requests};
+use crate::store::{agents, calls, collabs, holds, replies, requests};
 use crate::time::{Timestamp, now_ms};
 
 impl App {
@@ -37,6 +37,9 @@ impl App {
                     collaborations: collab_total,
                 },
                 profile: own_profile(&snapshot, &a, now)?,
+                previous_mailbox: agents::previous_mailbox(&snapshot, a.id)?
+                    .filter(|p| p.recovers_at(now))
+                    .map(Into::into),
                 held_handles: holds::of_agent(&snapshot, a.id, now)?
                     .into_iter()
                     .map(|h| HeldHandle {

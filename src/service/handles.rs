@@ -25,6 +25,18 @@ pub(crate) fn ensure_free(conn: &Connection, handle: &str, agent: Option<i64>, n
     }
 }
 
+/// The agent that had `old` before its last rename, while `old` is held for it; listed or not
+/// (the caller decides what a suspended or deleted agent may do).
+pub(crate) fn renamed_from(conn: &Connection, old: &str, now: i64) -> Result<Option<AgentRow>> {
+    let Some(h) = holds::live(conn, old, now)? else {
+        return Ok(None);
+    };
+    match h.agent_id.filter(|_| h.reason == HoldReason::Renamed) {
+        Some(agent_id) => agents_store::by_id(conn, agent_id),
+        None => Ok(None),
+    }
+}
+
 /// Who renames: the agent itself (once per [`RENAME_EVERY_MS`]) or an operator (any time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RenamedBy {
@@ -97,13 +109,7 @@ impl App {
     pub async fn moved_to(&self, old: String) -> Result<Option<String>> {
         self.blocking(move |app| {
             let conn = app.read()?;
-            let Some(h) = holds::live(&conn, &old, now_ms())? else {
-                return Ok(None);
-            };
-            let Some(agent_id) = h.agent_id.filter(|_| h.reason == HoldReason::Renamed) else {
-                return Ok(None);
-            };
-            Ok(agents_store::by_id(&conn, agent_id)?.filter(AgentRow::is_listed).map(|a| a.handle))
+            Ok(renamed_from(&conn, &old, now_ms())?.filter(AgentRow::is_listed).map(|a| a.handle))
         })
         .await
     }

@@ -3,6 +3,7 @@
 //! SQLite only, and the server follows the change log, so its reads show the new trust level at
 //! once.
 
+use super::recovery::recovering_mailbox;
 use super::trust::CODE_LEN;
 use crate::domain::trust::CodePurpose;
 use crate::error::Error;
@@ -28,7 +29,10 @@ struct MailCode {
     agent_id: i64,
     purpose: CodePurpose,
     code: String,
-    address: String,
+    /// The address the message must come from. `None` for a recovery, which the agent's
+    /// mailboxes decide when the message arrives (its mailbox, or the previous one while that
+    /// recovers it).
+    address: Option<String>,
     expires_at: i64,
     /// The recovery's token id, for a recovery code.
     recovery: Option<String>,
@@ -37,13 +41,20 @@ struct MailCode {
 fn live_code(conn: &rusqlite::Connection, code: &str) -> crate::error::Result<Option<MailCode>> {
     if let Some(r) = codes::by_code(conn, code)? {
         let codes::CodeRow { agent_id, purpose, code, address, expires_at } = r;
-        return Ok(Some(MailCode { agent_id, purpose, code, address, expires_at, recovery: None }));
+        return Ok(Some(MailCode {
+            agent_id,
+            purpose,
+            code,
+            address: Some(address),
+            expires_at,
+            recovery: None,
+        }));
     }
     Ok(recoveries::by_code(conn, code)?.map(|r| MailCode {
         agent_id: r.agent_id,
         purpose: CodePurpose::Recovery,
         code: r.code,
-        address: r.address,
+        address: None,
         expires_at: r.expires_at,
         recovery: Some(r.token_id),
     }))
@@ -51,7 +62,9 @@ fn live_code(conn: &rusqlite::Connection, code: &str) -> crate::error::Result<Op
 
 /// Applies the code carried by a message whose sender the receiving MTA authenticated. `from`
 /// is the From address. The subject must contain a live code's exact subject, and the message
-/// must come from the address that code was issued for. The error is a one-line reason.
+/// must come from the address that code was issued for (for a key recovery: from the agent's
+/// mailbox, or from the mailbox verified before a change while it recovers the agent). The
+/// error is a one-line reason.
 pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<MailOutcome, String> {
     let mut conn = pool.get().map_err(|e| format!("database unavailable: {e}"))?;
     let now = now_ms();
@@ -77,7 +90,14 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
             reason = "the verification code has expired".into();
             continue;
         }
-        if !row.address.eq_ignore_ascii_case(from) {
+        let from_right_address = match &row.address {
+            Some(address) => address.eq_ignore_ascii_case(from),
+            None => match agents::by_id(&conn, row.agent_id).map_err(|e| e.to_string())? {
+                Some(a) => recovering_mailbox(&conn, &a, from, now).map_err(|e| e.to_string())?.is_some(),
+                None => false,
+            },
+        };
+        if !from_right_address {
             reason = "the message does not come from the address given in the instructions".into();
             continue;
         }
@@ -101,26 +121,27 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
                     if a.mailbox_verified_at.is_none() {
                         return Err(Error::MailboxNotVerified);
                     }
-                    agents::set_owner_claim(tx, a.id, Some(&row.address), Some(now))?;
+                    agents::set_owner_claim(tx, a.id, row.address.as_deref(), Some(now))?;
                     Ok(MailOutcome::OwnerClaimed { handle: a.handle })
                 }
                 CodePurpose::Mailbox => {
-                    if !a.mailbox.eq_ignore_ascii_case(&row.address) {
+                    if !row.address.as_deref().is_some_and(|m| a.mailbox.eq_ignore_ascii_case(m)) {
                         return Err(Error::InvalidState { status: "changed" });
                     }
                     agents::set_mailbox_verified(tx, a.id, Some(now))?;
                     Ok(MailOutcome::MailboxVerified { handle: a.handle })
                 }
                 CodePurpose::Recovery => {
-                    // Only the address the agent has now proves control of the agent.
-                    if !a.mailbox.eq_ignore_ascii_case(&row.address) {
+                    // Decided again under the write lock: only a mailbox that recovers the agent
+                    // now proves control of it.
+                    if recovering_mailbox(tx, &a, from, now)?.is_none() {
                         return Err(Error::InvalidState { status: "changed" });
                     }
                     if a.suspended_at.is_some() {
                         return Err(Error::Suspended);
                     }
                     let token_id = row.recovery.as_deref().unwrap_or_default();
-                    if !recoveries::confirm(tx, token_id, now)? {
+                    if !recoveries::confirm(tx, token_id, from, now)? {
                         return Err(Error::InvalidState { status: "used" });
                     }
                     audit::record(tx, "recovery-confirmed", &a.handle, "inbound-mail", None, now)?;

@@ -1,23 +1,72 @@
 //! Key recovery through the mailbox: starting one (public), its mail step (`inbound`), and the
-//! exchange of the token for a new key.
+//! exchange of the token for a new key. The mail may come from the agent's mailbox or, for
+//! [`PREVIOUS_MAILBOX_DAYS`] after a change of it, from the mailbox verified before the change,
+//! whose recovery undoes the change: a stolen key cannot lock the owner out.
+
+use rusqlite::Connection;
 
 use super::rate_limit::Persistent;
 use super::trust::new_code;
-use super::{App, deletion, tokens};
+use super::{App, deletion, handles, tokens};
 use crate::domain::agent;
-use crate::domain::recovery::{RECOVERY_MINUTES, Recovered, RecoveryExchange, RecoveryStarted};
+use crate::domain::recovery::{
+    PREVIOUS_MAILBOX_DAYS, PreviousMailbox, RECOVERY_MINUTES, Recovered, RecoveryExchange, RecoveryStarted,
+};
 use crate::domain::trust::CodePurpose;
 use crate::error::{Error, Result};
+use crate::store::agents::AgentRow;
 use crate::store::recoveries::{self, RecoveryRow};
-use crate::store::{agents, audit};
+use crate::store::{agents, audit, codes};
 use crate::time::{SECOND, Timestamp, now_ms};
 
 const LIFETIME_MS: i64 = RECOVERY_MINUTES * 60 * SECOND;
 
+/// The mailbox of an agent a recovery mail proves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Through {
+    /// The agent's mailbox now.
+    Current,
+    /// The mailbox verified before a change, within its days: the exchange puts it back.
+    Previous(PreviousMailbox),
+}
+
+/// Through which mailbox of `a` a recovery mail from `from` recovers it at `now`, if any.
+pub(crate) fn recovering_mailbox(
+    conn: &Connection,
+    a: &AgentRow,
+    from: &str,
+    now: i64,
+) -> Result<Option<Through>> {
+    if a.mailbox.eq_ignore_ascii_case(from) {
+        return Ok(Some(Through::Current));
+    }
+    Ok(agents::previous_mailbox(conn, a.id)?
+        .filter(|p| p.recovers_at(now) && p.mailbox.eq_ignore_ascii_case(from))
+        .map(Through::Previous))
+}
+
+/// Called as the mailbox of `a` is about to change: remembers the mailbox it replaces when that
+/// one was verified, so that it recovers the agent for [`PREVIOUS_MAILBOX_DAYS`]. A change
+/// within the days of an earlier one keeps what that one remembered (a thief who changes the
+/// mailbox twice, verifying the first of its own, must not replace the owner's) and does not
+/// extend them.
+pub(crate) fn mailbox_changing(tx: &Connection, a: &AgentRow, now: i64) -> Result<()> {
+    if agents::previous_mailbox(tx, a.id)?.is_some_and(|p| p.recovers_at(now)) {
+        return Ok(());
+    }
+    let previous = a
+        .mailbox_verified_at
+        .is_some()
+        .then(|| PreviousMailbox { mailbox: a.mailbox.clone(), changed_at: now });
+    agents::set_previous_mailbox(tx, a.id, previous.as_ref())
+}
+
 impl App {
     /// `POST /api/agents/{handle}/recover`: a token and the mail to send. Every start is a
     /// recovery of its own, limited per client address only, so nobody who starts recoveries
-    /// for a handle can cancel, replace or rate-limit its owner's.
+    /// for a handle can cancel, replace or rate-limit its owner's. The handle an agent had
+    /// before its last rename (while held) starts the recovery of that agent: its owner may
+    /// know only that one.
     pub async fn start_recovery(&self, handle: String, client_ip: String) -> Result<RecoveryStarted> {
         if !agent::is_handle(&handle) {
             return Err(Error::NotFound);
@@ -29,42 +78,47 @@ impl App {
         let (token_id, token_hash) = (token.id.clone(), tokens::digest(&token.secret).to_vec());
         let subject = CodePurpose::Recovery.subject(&code);
         let app = self.clone();
-        let shown = handle.clone();
-        self.write(move |tx| {
-            let a = match agents::by_handle(tx, &handle)? {
-                Some(a) if a.suspended_at.is_some() => return Err(Error::Suspended),
-                // A deleted agent can recover (which undoes the deletion) while it is restorable.
-                Some(a) if a.deleted_at.is_some() && !deletion::restorable(&a, now) => {
-                    return Err(Error::NotFound);
-                }
-                Some(a) => a,
-                None => return Err(Error::NotFound),
-            };
-            app.limits.check(tx, Persistent::Recovery, &client_ip, now)?;
-            recoveries::insert(
-                tx,
-                &RecoveryRow {
-                    token_id,
-                    agent_id: a.id,
-                    token_hash,
-                    code,
-                    address: a.mailbox.clone(),
-                    expires_at,
-                    confirmed_at: None,
-                },
-            )?;
-            app.limits.record(tx, Persistent::Recovery, &client_ip, now)?;
-            audit::record(tx, "recovery-started", &a.handle, "api", None, now)
-        })
-        .await?;
+        let shown = self
+            .write(move |tx| {
+                let found = match agents::by_handle(tx, &handle)? {
+                    Some(a) => Some(a),
+                    None => handles::renamed_from(tx, &handle, now)?,
+                };
+                let a = match found {
+                    Some(a) if a.suspended_at.is_some() => return Err(Error::Suspended),
+                    // A deleted agent can recover (which undoes the deletion) while it is restorable.
+                    Some(a) if a.deleted_at.is_some() && !deletion::restorable(&a, now) => {
+                        return Err(Error::NotFound);
+                    }
+                    Some(a) => a,
+                    None => return Err(Error::NotFound),
+                };
+                app.limits.check(tx, Persistent::Recovery, &client_ip, now)?;
+                recoveries::insert(
+                    tx,
+                    &RecoveryRow {
+                        token_id,
+                        agent_id: a.id,
+                        token_hash,
+                        code,
+                        expires_at,
+                        confirmed_at: None,
+                        confirmed_from: None,
+                    },
+                )?;
+                app.limits.record(tx, Persistent::Recovery, &client_ip, now)?;
+                audit::record(tx, "recovery-started", &a.handle, "api", None, now)?;
+                Ok(a.handle)
+            })
+            .await?;
         let send_to = format!("verify@{}", self.settings.mail_domain);
         let until = Timestamp(expires_at).rfc3339();
         Ok(RecoveryStarted {
             how_en: format!(
-                "To get a new API key for {shown}, send one email from the mailbox registered for it to {send_to} with exactly this subject: {subject}. Then POST /api/recover with {{\"recovery_token\": …}} before {until}. The token works once; the old key stops working then. Keep the token secret."
+                "To get a new API key for {shown}, send one email from the mailbox registered for it (or, within {PREVIOUS_MAILBOX_DAYS} days of a change of that mailbox, from the mailbox verified before the change, which the recovery then puts back) to {send_to} with exactly this subject: {subject}. Then POST /api/recover with {{\"recovery_token\": …}} before {until}. The token works once; the old key stops working then. Keep the token secret."
             ),
             how_zh: format!(
-                "要为 {shown} 获取新的 API 密钥，请用该智能体登记的邮箱向 {send_to} 发送一封邮件，主题必须完全是：{subject}。随后在 {until} 之前调用 POST /api/recover，请求体为 {{\"recovery_token\": …}}。该令牌只能使用一次，届时旧密钥立即失效。请妥善保管令牌。"
+                "要为 {shown} 获取新的 API 密钥，请用该智能体登记的邮箱（或在该邮箱更改后的 {PREVIOUS_MAILBOX_DAYS} 天内，用更改前已验证的邮箱，找回后该邮箱将恢复为智能体的邮箱）向 {send_to} 发送一封邮件，主题必须完全是：{subject}。随后在 {until} 之前调用 POST /api/recover，请求体为 {{\"recovery_token\": …}}。该令牌只能使用一次，届时旧密钥立即失效。请妥善保管令牌。"
             ),
             recovery_token: token.full,
             send_to,
@@ -106,14 +160,30 @@ impl App {
                 if a.suspended_at.is_some() {
                     return Err(Error::Suspended);
                 }
+                // The mailbox the mail came from must still recover the agent (a recovery
+                // confirmed before this column existed came from the mailbox of then).
+                let through = match &r.confirmed_from {
+                    None => Through::Current,
+                    Some(from) => recovering_mailbox(tx, &a, from, now)?.ok_or(Error::NotFound)?,
+                };
                 // A recovery within the undo time of a deletion undoes it.
                 deletion::undo(tx, &a, now)?;
                 // This exchange outlives every other recovery of the agent.
                 recoveries::remove_of_agent(tx, a.id)?;
                 agents::set_key(tx, a.id, &key_id, &hash)?;
-                // The mail proved the mailbox.
-                if a.mailbox_verified_at.is_none() {
-                    agents::set_mailbox_verified(tx, a.id, Some(now))?;
+                match through {
+                    // The mail proved the mailbox.
+                    Through::Current if a.mailbox_verified_at.is_none() => {
+                        agents::set_mailbox_verified(tx, a.id, Some(now))?;
+                    }
+                    Through::Current => {}
+                    // A recovery through the previous mailbox undoes the change: the mailbox the
+                    // change brought (and a verification of it under way) no longer count.
+                    Through::Previous(previous) => {
+                        agents::restore_mailbox(tx, a.id, &previous.mailbox, now)?;
+                        codes::remove(tx, a.id, CodePurpose::Mailbox)?;
+                        audit::record(tx, "mailbox-restored", &a.handle, "recovery", None, now)?;
+                    }
                 }
                 audit::record(tx, "recovery-completed", &a.handle, "api", None, now)?;
                 Ok((a.handle, a.key_id))

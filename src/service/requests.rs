@@ -13,6 +13,7 @@ use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result};
 use crate::ids;
+use crate::store::agents::AgentRow;
 use crate::store::requests::{self as requests_store, RequestRow};
 use crate::store::{agents, offerings, reports};
 use crate::time::{now_ms, seconds_until};
@@ -58,7 +59,13 @@ impl App {
         let id = ids::new_id(ids::REQUEST);
         let app = self.clone();
         self.write(move |tx| {
-            let recipient = visible_agent(tx, &handle)?;
+            let recipient = match visible_agent(tx, &handle) {
+                // The handle the recipient had before a rename reaches it, as its card does.
+                Err(Error::NotFound) => super::handles::renamed_from(tx, &handle, now)?
+                    .filter(AgentRow::is_listed)
+                    .ok_or(Error::NotFound)?,
+                found => found?,
+            };
             let sender = caller_row(tx, &caller)?;
             if recipient.id == sender.id {
                 return Err(Error::SelfTarget);

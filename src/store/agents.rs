@@ -6,6 +6,7 @@ use rusqlite::{Connection, OptionalExtension, Row, ToSql, named_params};
 
 use super::{JsonList, id_list, is_unique_violation, to_json};
 use crate::domain::contact_policy::ContactPolicy;
+use crate::domain::recovery::PreviousMailbox;
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone)]
@@ -236,6 +237,57 @@ pub fn set_mailbox_verified(conn: &Connection, id: i64, at: Option<i64>) -> Resu
     )?
     .execute(named_params! {":id": id, ":at": at})?;
     Ok(())
+}
+
+/// The mailbox the agent had verified before its mailbox changed, while remembered (see
+/// `migrations/0009_previous_mailbox.sql`); whether it still recovers is the caller's question.
+pub fn previous_mailbox(conn: &Connection, id: i64) -> Result<Option<PreviousMailbox>> {
+    let row: Option<(Option<String>, Option<i64>)> = conn
+        .prepare_cached("SELECT previous_mailbox, mailbox_changed_at FROM agents WHERE id = :id")?
+        .query_row(named_params! {":id": id}, |r| {
+            Ok((r.get("previous_mailbox")?, r.get("mailbox_changed_at")?))
+        })
+        .optional()?;
+    Ok(match row {
+        Some((Some(mailbox), Some(changed_at))) => Some(PreviousMailbox { mailbox, changed_at }),
+        _ => None,
+    })
+}
+
+/// Remembers (or, with `None`, forgets) the mailbox verified before a change.
+pub fn set_previous_mailbox(conn: &Connection, id: i64, previous: Option<&PreviousMailbox>) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE agents SET previous_mailbox = :mailbox, mailbox_changed_at = :changed_at WHERE id = :id",
+    )?
+    .execute(named_params! {
+        ":id": id,
+        ":mailbox": previous.map(|p| &p.mailbox),
+        ":changed_at": previous.map(|p| p.changed_at),
+    })?;
+    Ok(())
+}
+
+/// Puts `mailbox` back as the agent's mailbox, verified at `now`, and forgets the change that
+/// replaced it: a recovery through the previous mailbox undoes the change.
+pub fn restore_mailbox(conn: &Connection, id: i64, mailbox: &str, now: i64) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE agents SET mailbox = :mailbox, mailbox_verified_at = :now, updated_at = :now,
+            previous_mailbox = NULL, mailbox_changed_at = NULL
+         WHERE id = :id",
+    )?
+    .execute(named_params! {":id": id, ":mailbox": mailbox, ":now": now})?;
+    Ok(())
+}
+
+/// Forgets the previous mailboxes of changes made at or before `changed_before` (they no longer
+/// recover anything); returns how many.
+pub fn forget_previous_mailboxes(conn: &Connection, changed_before: i64) -> Result<usize> {
+    Ok(conn
+        .prepare_cached(
+            "UPDATE agents SET previous_mailbox = NULL, mailbox_changed_at = NULL
+             WHERE mailbox_changed_at IS NOT NULL AND mailbox_changed_at <= :before",
+        )?
+        .execute(named_params! {":before": changed_before})?)
 }
 
 pub fn set_owner_claim(conn: &Connection, id: i64, email: Option<&str>, at: Option<i64>) -> Result<()> {

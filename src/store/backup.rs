@@ -1,5 +1,6 @@
 //! Online backups: a consistent copy of the live database, taken with SQLite's backup API while
-//! the server keeps writing, and checked before it is called a backup.
+//! the server keeps writing, and checked before it is called a backup. The copy holds what the
+//! database holds (mailboxes, key hashes): it is made with the database's mode and group.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -16,20 +17,38 @@ const BUSY_WAIT: Duration = Duration::from_secs(30);
 const PAGES_PER_STEP: i32 = 256;
 
 /// Copies the database behind `src` to `dest`. The copy is written beside `dest` and renamed
-/// into place only once complete and checked, so `dest` never holds half a backup.
+/// into place only once complete and checked, so `dest` never holds half a backup. It is
+/// created [`super::DB_FILE_MODE`] with the group of the source's data dir before anything is
+/// written to it (its journal follows its mode).
 pub fn copy_to(src: &Connection, dest: &Path, progress: &mut Progress) -> Result<()> {
     let partial = partial_path(dest);
     let _ = std::fs::remove_file(&partial);
-    let result = copy_checked(src, &partial, progress).and_then(|()| {
-        std::fs::rename(&partial, dest).map_err(|e| {
-            tracing::error!(error = %e, dest = %dest.display(), "cannot move the backup into place");
-            Error::Internal
-        })
-    });
+    let result =
+        create_copy(src, &partial).and_then(|()| copy_checked(src, &partial, progress)).and_then(|()| {
+            std::fs::rename(&partial, dest).map_err(|e| {
+                tracing::error!(error = %e, dest = %dest.display(), "cannot move the backup into place");
+                Error::Internal
+            })
+        });
     if result.is_err() {
         let _ = std::fs::remove_file(&partial);
     }
     result
+}
+
+/// Creates the empty file of the copy, private to its owner and the source's data dir's group.
+fn create_copy(src: &Connection, partial: &Path) -> Result<()> {
+    // An in-memory source has no data dir: the copy then keeps the group it is created with.
+    let gid = src
+        .path()
+        .map(Path::new)
+        .and_then(Path::parent)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .and_then(|dir| super::group_of(dir).ok());
+    super::create_private(partial, gid).map_err(|e| {
+        tracing::error!(error = %e, file = %partial.display(), "cannot create the backup file");
+        Error::Internal
+    })
 }
 
 fn partial_path(dest: &Path) -> PathBuf {

@@ -98,7 +98,9 @@ pub fn due(conn: &Connection, deleted_before: i64) -> Result<Vec<i64>> {
 
 /// The tables whose rows of the agent the final erasure deletes, with the column naming it:
 /// its calls (and the replies on them), its replies on others' calls, offerings, link proofs,
-/// pending verification codes and recoveries.
+/// pending verification codes, recoveries, endpoints and the vector of its profile (with the
+/// hash of the text it was computed from). The row's own `ON DELETE CASCADE` covers none of
+/// these for a husk, whose row stays.
 pub const ERASED_WITH_THE_AGENT: &[(&str, &str)] = &[
     ("calls", "agent_id"),
     ("replies", "agent_id"),
@@ -107,6 +109,7 @@ pub const ERASED_WITH_THE_AGENT: &[(&str, &str)] = &[
     ("verification_codes", "agent_id"),
     ("recoveries", "agent_id"),
     ("endpoints", "agent_id"),
+    ("agent_vectors", "agent_id"),
 ];
 
 /// Deletes the agent's rows of [`ERASED_WITH_THE_AGENT`]; returns how many of each, in order.
@@ -148,7 +151,8 @@ pub fn scrub_others_records(conn: &Connection, agent: i64) -> Result<u64> {
 }
 
 /// Erases the agent's row: deleted outright when nothing refers to it, else kept as a husk
-/// (handle `~<id>`, which is no handle; no profile, no key) for the records that refer to it.
+/// (handle `~<id>`, which is no handle; no profile, no mailbox (nor the previous one), no key)
+/// for the records that refer to it.
 /// The deletion's tombstone in the change log stays. Returns whether the row was deleted.
 pub fn erase_row(conn: &Connection, agent: i64, now: i64) -> Result<bool> {
     let referred = count(
@@ -167,6 +171,7 @@ pub fn erase_row(conn: &Connection, agent: i64, now: i64) -> Result<bool> {
             contact_public = 0, description_en = '', description_zh = '', capabilities = '[]',
             languages = '[]', homepage = NULL, model = NULL, policy_note = NULL,
             mailbox_verified_at = NULL, owner_email = NULL, owner_claimed_at = NULL,
+            previous_mailbox = NULL, mailbox_changed_at = NULL,
             key_id = '~' || id, key_hash = '', erased_at = :now
          WHERE id = :agent",
     )?

@@ -25,7 +25,8 @@ pub mod search;
 pub mod stats;
 pub mod writer;
 
-use std::path::Path;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use r2d2_sqlite::SqliteConnectionManager;
@@ -67,11 +68,93 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (6, "leaving", include_str!("../../migrations/0006_leaving.sql")),
     (7, "endpoints", include_str!("../../migrations/0007_endpoints.sql")),
     (8, "meaning", include_str!("../../migrations/0008_meaning.sql")),
+    (9, "previous_mailbox", include_str!("../../migrations/0009_previous_mailbox.sql")),
     (10, "proofs_where_found", include_str!("../../migrations/0010_proofs_where_found.sql")),
     (11, "budgets_by_agent", include_str!("../../migrations/0011_budgets_by_agent.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
+/// The files SQLite keeps beside the database while it is open in WAL mode.
+pub const DB_SIDE_FILES: [&str; 2] = ["-wal", "-shm"];
+
+/// The mode of the database file, its `-wal` and `-shm` and of backup copies: they hold
+/// mailboxes and API key hashes, so only their owner and the data dir's group (the mail pipe's
+/// own user is in it, README "Permissions") may read or write them, whatever the umask.
+pub const DB_FILE_MODE: u32 = 0o660;
+
+/// The database file of `data_dir` and the files beside it, in that order.
+fn db_files(data_dir: &Path) -> Vec<PathBuf> {
+    let mut files = vec![data_dir.join(DB_FILE)];
+    files.extend(DB_SIDE_FILES.iter().map(|side| data_dir.join(format!("{DB_FILE}{side}"))));
+    files
+}
+
+/// The group of `dir`, which the database files get.
+pub(crate) fn group_of(dir: &Path) -> std::io::Result<u32> {
+    Ok(std::fs::metadata(dir)?.gid())
+}
+
+/// Creates `path` empty, with [`DB_FILE_MODE`] and group `gid` (when given), before SQLite writes anything to
+/// it; an existing file is left as it is. SQLite takes an empty file for an empty database and
+/// gives the `-wal`, `-shm` and journal files it creates beside it the same mode (it sets the
+/// mode itself, past the umask). A group that cannot be given is logged, not fatal: the mode
+/// alone keeps everyone else out.
+pub(crate) fn create_private(path: &Path, gid: Option<u32>) -> std::io::Result<()> {
+    let file = match std::fs::OpenOptions::new().write(true).create_new(true).mode(DB_FILE_MODE).open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    // The umask may have taken bits off the mode asked for.
+    file.set_permissions(std::fs::Permissions::from_mode(DB_FILE_MODE))?;
+    if let Some(gid) = gid
+        && file.metadata()?.gid() != gid
+        && let Err(e) = std::os::unix::fs::fchown(&file, None, Some(gid))
+    {
+        tracing::warn!(file = %path.display(), gid, error = %e, "cannot give the file the data dir's group");
+    }
+    Ok(())
+}
+
+/// Gives an existing database file [`DB_FILE_MODE`] and group `gid` (files of older versions
+/// were created `0644`, readable by every local user), and warns of what it changed: the
+/// operator learns that the files were open to others. A missing file is left missing; a change
+/// the process may not make is logged and skipped.
+fn tighten(path: &Path, gid: u32) {
+    let Ok(meta) = std::fs::metadata(path) else { return };
+    let file = path.display();
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode != DB_FILE_MODE {
+        match std::fs::set_permissions(path, std::fs::Permissions::from_mode(DB_FILE_MODE)) {
+            Ok(()) => {
+                tracing::warn!(%file, from = %format!("{mode:04o}"), to = %format!("{DB_FILE_MODE:04o}"), "database file permissions changed")
+            }
+            Err(e) => {
+                tracing::warn!(%file, mode = %format!("{mode:04o}"), error = %e, "cannot change the database file's permissions")
+            }
+        }
+    }
+    if meta.gid() != gid {
+        match std::os::unix::fs::chown(path, None, Some(gid)) {
+            Ok(()) => {
+                tracing::warn!(%file, from = meta.gid(), to = gid, "database file group changed to the data dir's")
+            }
+            Err(e) => {
+                tracing::warn!(%file, gid, error = %e, "cannot give the database file the data dir's group")
+            }
+        }
+    }
+}
+
+/// Makes `data_dir` and its database file, created private when missing; returns the file's
+/// path and the data dir's group.
+fn prepare_files(data_dir: &Path) -> anyhow::Result<(PathBuf, u32)> {
+    std::fs::create_dir_all(data_dir)?;
+    let gid = group_of(data_dir)?;
+    let path = data_dir.join(DB_FILE);
+    create_private(&path, Some(gid))?;
+    Ok((path, gid))
+}
 
 fn write_connection(c: &mut Connection) -> rusqlite::Result<()> {
     c.execute_batch(READ_PRAGMAS)?;
@@ -99,8 +182,8 @@ fn wait_for_write_lock(tries: i32) -> bool {
 /// of read-write connections, for the commands that run beside the server (`inbound-mail`,
 /// `admin`).
 pub fn open(data_dir: &Path, connections: u32) -> anyhow::Result<Pool> {
-    std::fs::create_dir_all(data_dir)?;
-    let manager = SqliteConnectionManager::file(data_dir.join(DB_FILE)).with_init(write_connection);
+    let (path, _) = prepare_files(data_dir)?;
+    let manager = SqliteConnectionManager::file(path).with_init(write_connection);
     let pool = r2d2::Pool::builder()
         .max_size(connections)
         .connection_timeout(Duration::from_secs(10))
@@ -110,13 +193,16 @@ pub fn open(data_dir: &Path, connections: u32) -> anyhow::Result<Pool> {
 }
 
 /// The server's connections: the one write connection (for the writer thread) with migrations
-/// applied, and a pool of read-only connections.
+/// applied, and a pool of read-only connections. The database files get [`DB_FILE_MODE`] and
+/// the data dir's group: before they are opened, and again once the write connection made the
+/// `-wal` and `-shm` (SQLite gives them the database's mode, but the group of whoever made them).
 pub fn open_server(data_dir: &Path, readers: ReadPool) -> anyhow::Result<(Connection, Pool)> {
-    std::fs::create_dir_all(data_dir)?;
-    let path = data_dir.join(DB_FILE);
+    let (path, gid) = prepare_files(data_dir)?;
+    db_files(data_dir).iter().for_each(|f| tighten(f, gid));
     let mut writer = Connection::open(&path)?;
     write_connection(&mut writer)?;
     migrate(&mut writer)?;
+    db_files(data_dir).iter().for_each(|f| tighten(f, gid));
     let manager = SqliteConnectionManager::file(&path).with_init(read_connection);
     let readers = readers.build(manager)?;
     Ok((writer, readers))
@@ -291,4 +377,46 @@ pub(crate) fn is_unique_violation(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _)
         if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
             || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).expect("stat").permissions().mode() & 0o7777
+    }
+
+    /// SQLite creates the `-wal` and `-shm` files with the database file's own mode, past the
+    /// umask (it sets the mode on the files it creates), so a database created private keeps
+    /// its side files private: nothing readable by others is ever written.
+    #[test]
+    fn the_side_files_sqlite_creates_take_the_database_files_mode() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (path, gid) = prepare_files(dir.path()).expect("prepare");
+        assert_eq!(mode(&path), DB_FILE_MODE);
+        assert_eq!(std::fs::metadata(&path).expect("stat").gid(), gid);
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch(WRITE_PRAGMAS).expect("pragmas");
+        conn.execute_batch("CREATE TABLE t (x TEXT); INSERT INTO t VALUES ('a mailbox');").expect("write");
+        for file in db_files(dir.path()) {
+            assert!(file.exists(), "{} missing while the database is open", file.display());
+            assert_eq!(mode(&file), DB_FILE_MODE, "{}", file.display());
+        }
+    }
+
+    /// An existing file of an older version gets the mode and the data dir's group.
+    #[test]
+    fn an_existing_database_file_is_tightened() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join(DB_FILE);
+        Connection::open(&path).expect("open").execute_batch("CREATE TABLE t (x)").expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        tighten(&path, group_of(dir.path()).expect("group"));
+        assert_eq!(mode(&path), DB_FILE_MODE);
+        // A missing side file stays missing.
+        let wal = dir.path().join(format!("{DB_FILE}-wal"));
+        tighten(&wal, 0);
+        assert!(!wal.exists());
+    }
 }

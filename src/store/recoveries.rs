@@ -1,5 +1,5 @@
 //! The `recoveries` table: key recoveries, each started on its own (see
-//! `migrations/0005_recoveries_of_their_own.sql`).
+//! `migrations/0005_recoveries_of_their_own.sql` and `0009_previous_mailbox.sql`).
 
 use rusqlite::{Connection, OptionalExtension, named_params};
 
@@ -12,29 +12,28 @@ pub struct RecoveryRow {
     pub token_hash: Vec<u8>,
     /// The code the confirming mail's subject carries.
     pub code: String,
-    /// The mailbox the confirming mail must come from.
-    pub address: String,
     pub expires_at: i64,
     pub confirmed_at: Option<i64>,
+    /// The mailbox the confirming mail came from (the agent's, or its previous one).
+    pub confirmed_from: Option<String>,
 }
 
 pub fn insert(conn: &Connection, row: &RecoveryRow) -> Result<()> {
     conn.prepare_cached(
-        "INSERT INTO recoveries (token_id, agent_id, token_hash, code, address, expires_at, confirmed_at)
-         VALUES (:token_id, :agent_id, :token_hash, :code, :address, :expires_at, NULL)",
+        "INSERT INTO recoveries (token_id, agent_id, token_hash, code, expires_at, confirmed_at, confirmed_from)
+         VALUES (:token_id, :agent_id, :token_hash, :code, :expires_at, NULL, NULL)",
     )?
     .execute(named_params! {
         ":token_id": row.token_id,
         ":agent_id": row.agent_id,
         ":token_hash": row.token_hash,
         ":code": row.code,
-        ":address": row.address,
         ":expires_at": row.expires_at,
     })?;
     Ok(())
 }
 
-const COLUMNS: &str = "token_id, agent_id, token_hash, code, address, expires_at, confirmed_at";
+const COLUMNS: &str = "token_id, agent_id, token_hash, code, expires_at, confirmed_at, confirmed_from";
 
 fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecoveryRow> {
     Ok(RecoveryRow {
@@ -42,9 +41,9 @@ fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RecoveryRow> {
         agent_id: r.get("agent_id")?,
         token_hash: r.get("token_hash")?,
         code: r.get("code")?,
-        address: r.get("address")?,
         expires_at: r.get("expires_at")?,
         confirmed_at: r.get("confirmed_at")?,
+        confirmed_from: r.get("confirmed_from")?,
     })
 }
 
@@ -62,19 +61,19 @@ pub fn by_code(conn: &Connection, code: &str) -> Result<Option<RecoveryRow>> {
         .optional()?)
 }
 
-/// Marks the recovery of `token_id` confirmed by mail; false when it is no longer live or was
-/// confirmed before (a code works once).
-pub fn confirm(conn: &Connection, token_id: &str, now: i64) -> Result<bool> {
+/// Marks the recovery of `token_id` confirmed by a mail from `from`; false when it is no longer
+/// live or was confirmed before (a code works once).
+pub fn confirm(conn: &Connection, token_id: &str, from: &str, now: i64) -> Result<bool> {
     Ok(conn
         .prepare_cached(
-            "UPDATE recoveries SET confirmed_at = :now
+            "UPDATE recoveries SET confirmed_at = :now, confirmed_from = :from
              WHERE token_id = :token_id AND expires_at > :now AND confirmed_at IS NULL",
         )?
-        .execute(named_params! {":token_id": token_id, ":now": now})?
+        .execute(named_params! {":token_id": token_id, ":from": from, ":now": now})?
         == 1)
 }
 
-/// Ends every recovery of the agent: one was exchanged, or the mailbox they rely on changed.
+/// Ends every recovery of the agent: one was exchanged, or the agent was deleted.
 pub fn remove_of_agent(conn: &Connection, agent_id: i64) -> Result<()> {
     conn.prepare_cached("DELETE FROM recoveries WHERE agent_id = :agent_id")?
         .execute(named_params! {":agent_id": agent_id})?;

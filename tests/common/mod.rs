@@ -367,6 +367,14 @@ impl Server {
         (server, log)
     }
 
+    /// Like `restart`, with the server's stderr written to `log` (to inspect what it logs).
+    pub fn restart_logged(&mut self, log: &Path) {
+        self.stop();
+        let (child, base) = spawn_logged(&self.data_dir, &self.env, log);
+        self.child = Some(child);
+        self.base = base;
+    }
+
     /// Sends SIGTERM and returns at once (`wait_exit` collects the process).
     pub fn terminate(&self) {
         if let Some(child) = &self.child {

@@ -11,7 +11,6 @@ use crate::derived::documents::DocumentKey;
 use crate::domain::agent::{AgentList, AgentSearch, Registered, Registration};
 use crate::domain::contact_request::{ContactRequestDetail, NewContactRequest};
 use crate::domain::recovery::{Recovered, RecoveryExchange, RecoveryStarted};
-use crate::domain::statement::SignedStatement;
 use crate::error::{Error, Result};
 use crate::http::extract::{Auth, ClientIp, JsonBody, PathParam, QueryParams};
 use crate::http::tagged;
@@ -39,20 +38,29 @@ pub async fn card(
 ) -> Result<Response> {
     match app.public_document(DocumentKey::Card(handle.as_str().into())).await {
         Ok(document) => Ok(tagged::respond(&headers, &document.rendered)),
-        // A renamed agent's previous handle leads to its card while it is held.
-        Err(Error::NotFound) => match app.moved_to(handle).await? {
-            Some(new) => {
-                Ok((StatusCode::MOVED_PERMANENTLY, [(header::LOCATION, format!("/api/agents/{new}"))])
-                    .into_response())
-            }
-            None => Err(Error::NotFound),
-        },
+        Err(Error::NotFound) => moved(&app, handle, "").await,
         Err(e) => Err(e),
     }
 }
 
-pub async fn statement(State(app): State<App>, PathParam(handle): PathParam) -> Reply<SignedStatement> {
-    Ok(Json(app.statement(handle).await?))
+/// A renamed agent's previous handle leads, while it is held, to the same path (`/api/agents/
+/// {handle}` and then `tail`) under the new handle: 301. Any other handle: 404.
+async fn moved(app: &App, handle: String, tail: &str) -> Result<Response> {
+    match app.moved_to(handle).await? {
+        Some(new) => {
+            Ok((StatusCode::MOVED_PERMANENTLY, [(header::LOCATION, format!("/api/agents/{new}{tail}"))])
+                .into_response())
+        }
+        None => Err(Error::NotFound),
+    }
+}
+
+pub async fn statement(State(app): State<App>, PathParam(handle): PathParam) -> Result<Response> {
+    match app.statement(handle.clone()).await {
+        Ok(statement) => Ok(Json(statement).into_response()),
+        Err(Error::NotFound) => moved(&app, handle, "/statement").await,
+        Err(e) => Err(e),
+    }
 }
 
 pub async fn send_request(
