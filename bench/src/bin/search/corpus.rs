@@ -641,7 +641,7 @@ pub fn load(pool: &Pool, v: &Vocab, n_agents: u64, n_calls: u64, now: i64) -> ag
                     store::offerings::replace(tx, id, &a.offerings)?;
                 }
                 for (url, host) in &a.links {
-                    store::proofs::upsert(tx, id, url, host, a.row.created_at + 3 * DAY)?;
+                    store::proofs::upsert(tx, id, url, url, host, a.row.created_at + 3 * DAY)?;
                 }
             }
             Ok(())
