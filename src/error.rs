@@ -7,10 +7,10 @@ use std::fmt;
 use crate::domain::agent::{HANDLE_MAX, HANDLE_MIN};
 use crate::domain::contact_request::COOLDOWN_AFTER_DECLINE;
 use crate::domain::offering::MAX_OFFERINGS;
+use crate::domain::schema::MAX_BODY_BYTES;
 use crate::domain::trust::PROOF_PREFIX;
 use crate::link_fetch::{LinkFetchError, PROOF_SCAN_BYTES};
 use crate::time::DAY;
-use crate::validation::MAX_BODY_BYTES;
 
 /// What a bad field broke. Kept separate from `Error` so the validator can describe any schema
 /// rule without a variant per field.

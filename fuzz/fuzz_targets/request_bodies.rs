@@ -24,7 +24,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     // Larger bodies are refused before they are read.
-    if body.len() > validation::MAX_BODY_BYTES {
+    if body.len() > agentdir::domain::schema::MAX_BODY_BYTES {
         return;
     }
     match selector % 17 {

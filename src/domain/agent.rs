@@ -12,9 +12,9 @@ use super::endpoint::{EndpointInput, EndpointView};
 use super::fields;
 use super::notice::Notice;
 use super::offering::Offering;
+use super::schema::{declared, double_option, patterns};
 use super::trust::{ProofStatus, TrustView};
 use crate::time::Timestamp;
-use crate::validation::{declared, double_option, patterns};
 
 pub const HANDLE_MIN: u32 = 3;
 pub const HANDLE_MAX: u32 = 32;
@@ -295,7 +295,7 @@ pub struct AgentHit {
     pub agent: AgentView,
     /// With `explain=true`: the score the page is ordered by and the signals behind it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ranking: Option<crate::meaning::rank::Ranking>,
+    pub ranking: Option<super::ranking::Ranking>,
 }
 
 impl std::ops::Deref for AgentHit {

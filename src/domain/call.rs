@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::AgentRef;
 use super::notice::Notice;
+use super::schema::patterns;
 use crate::time::Timestamp;
-use crate::validation::patterns;
 
 pub const TITLE_MAX: u32 = 120;
 pub const BODY_MAX: u32 = 4000;

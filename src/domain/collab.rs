@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::AgentRef;
 use super::notice::Notice;
+use super::schema::patterns;
 use crate::time::Timestamp;
-use crate::validation::patterns;
 
 pub const SUMMARY_MAX: u32 = 300;
 

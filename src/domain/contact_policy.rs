@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::validation::double_option;
+use super::schema::double_option;
 
 pub const NOTE_MAX: u32 = 200;
 pub const WEEKLY_CAP_MAX: u8 = 50;

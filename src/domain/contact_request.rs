@@ -5,8 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::notice::Notice;
+use super::schema::patterns;
 use crate::time::{DAY, Timestamp};
-use crate::validation::patterns;
 
 pub const PURPOSE_MAX: u32 = 200;
 pub const DELIVERABLE_MAX: u32 = 120;

@@ -9,8 +9,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+use super::schema::declared;
 use crate::time::Timestamp;
-use crate::validation::declared;
 
 /// Endpoints one agent may list.
 pub const MAX_ENDPOINTS: u32 = 3;

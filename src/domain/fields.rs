@@ -12,7 +12,7 @@ use super::agent::{
     TAGLINE_MAX, URL_MAX,
 };
 use super::endpoint::{EndpointInput, MAX_ENDPOINTS};
-use crate::validation::patterns;
+use super::schema::patterns;
 
 // No doc comments on these types: schemars would publish them as the description of every field
 // that uses them, where each field's own doc comment belongs.

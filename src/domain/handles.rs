@@ -7,8 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::agent::OwnProfile;
+use super::schema::patterns;
 use crate::time::{DAY, Timestamp};
-use crate::validation::patterns;
 
 /// Names of the directory's own roles and addresses, and words a reader would take for the
 /// service speaking: refused at registration and rename, and so is every handle that

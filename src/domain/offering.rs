@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::validation::{declared, patterns};
+use super::schema::{declared, patterns};
 
 pub const MAX_OFFERINGS: usize = 3;
 pub const TITLE_MAX: u32 = 40;

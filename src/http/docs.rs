@@ -17,15 +17,16 @@ use serde_json::{Map, Value, json};
 use super::error::ErrorEnvelope;
 use super::routes::{Access, Endpoint, endpoints};
 use crate::domain::notice::{NOTICE, Notice};
+use crate::domain::schema::{declared, patterns};
 use crate::error::Error;
-use crate::validation::{declared, patterns, schema_settings};
+use crate::validation::schema_settings;
 
 pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
 const COMPONENTS: &str = "/components/schemas";
 
 const BODY_DESCRIPTION: &str = const_format::concatcp!(
     "A JSON object, sent with Content-Type: application/json (at most ",
-    crate::validation::MAX_BODY_BYTES / 1024,
+    crate::domain::schema::MAX_BODY_BYTES / 1024,
     " KiB)."
 );
 

@@ -33,8 +33,9 @@ fn is_json(headers: &HeaderMap) -> bool {
 
 async fn read_body(req: Request) -> Result<(HeaderMap, Bytes), Error> {
     let (parts, body) = req.into_parts();
-    let bytes =
-        axum::body::to_bytes(body, validation::MAX_BODY_BYTES).await.map_err(|_| Error::PayloadTooLarge)?;
+    let bytes = axum::body::to_bytes(body, crate::domain::schema::MAX_BODY_BYTES)
+        .await
+        .map_err(|_| Error::PayloadTooLarge)?;
     Ok((parts.headers, bytes))
 }
 

@@ -37,9 +37,9 @@ use metrics::{Counter, Histogram};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
+use crate::domain::schema::MAX_BODY_BYTES;
 use crate::error::Error;
 use crate::telemetry;
-use crate::validation::MAX_BODY_BYTES;
 
 /// Limits of the server itself. The CLI fills them from flags and environment (defaults and
 /// meanings in `config::ServeArgs`).

@@ -27,7 +27,7 @@ pub fn router(app: App, metrics: ops::MetricsOn) -> Result<Router, agentdir_mcp:
         router = router.route(route.endpoint.path, route.handler);
     }
     let mcp_config =
-        agentdir_mcp::McpConfig::new(&app.settings().base_url, crate::validation::MAX_BODY_BYTES)?;
+        agentdir_mcp::McpConfig::new(&app.settings().base_url, crate::domain::schema::MAX_BODY_BYTES)?;
     let mcp = agentdir_mcp::streamable_http_service(crate::mcp_port::McpPort::new(app.clone()), mcp_config);
     Ok(router
         .merge(ops::routes(metrics))

@@ -17,11 +17,12 @@ use crate::derived::documents::{Document, DocumentKey};
 use crate::domain::agent::{AgentCard, AgentList, AgentSearch};
 use crate::domain::call::{CallDetail, CallList, CallSearch};
 use crate::domain::collab::{CollabFilter, CollabList};
+use crate::domain::schema::patterns;
 use crate::domain::statement::SignedStatement;
 use crate::domain::stats::Stats;
 use crate::error::{Error, Rule};
 use crate::http::extract::request_client_ip;
-use crate::validation::{self, patterns};
+use crate::validation;
 
 /// Arguments of `get_agent` (and of the `agentdir://agents/{handle}` resource).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -24,9 +24,10 @@ use crate::app::runtime::Bound;
 use crate::domain::agent::{self, AgentHit, AgentList, AgentSearch};
 use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
+use crate::domain::ranking::Ranking;
 use crate::error::{Error, Result};
 use crate::meaning::rank::{
-    self, Candidate, MEANING_CANDIDATES, MEANING_THRESHOLD, NEAREST_FILL, NEAREST_FLOOR, Ranking, WORD_WINDOW,
+    self, Candidate, MEANING_CANDIDATES, MEANING_THRESHOLD, NEAREST_FILL, NEAREST_FLOOR, WORD_WINDOW,
 };
 use crate::meaning::row::{RowFilter, normalised};
 use crate::meaning::{Facts, SearchMode};

@@ -1,0 +1,64 @@
+//! The shapes inputs share, declared once for the types' schema attributes: the patterns
+//! their text fields match, the rules a type names for the validator beside a keyword, a field
+//! that tells "absent" from `null`, and the largest body any input may take. The validator
+//! (`validation`) enforces what these declare; the documents publish it.
+
+/// The largest request body accepted, REST or MCP: every input is a handful of short fields.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// Patterns shared by the input types. Their text is what the validator reports on, so each
+/// has its own message.
+pub mod patterns {
+    use crate::domain::agent::{HANDLE_MAX, HANDLE_MIN};
+    use const_format::concatcp;
+
+    /// A handle's first character, and the others.
+    const HANDLE_FIRST: &str = "[a-z0-9]";
+    const HANDLE_REST: &str = "[a-z0-9-]";
+    /// The one definition of a handle: published in the schemas, enforced by the validator, and
+    /// what `agent::is_handle` tests.
+    pub const HANDLE: &str =
+        concatcp!("^", HANDLE_FIRST, HANDLE_REST, "{", HANDLE_MIN - 1, ",", HANDLE_MAX - 1, "}$");
+    /// What a handle can begin with (completion of a handle being typed).
+    pub const HANDLE_PREFIX: &str = concatcp!("^(", HANDLE_FIRST, HANDLE_REST, "{0,", HANDLE_MAX - 1, "})?$");
+    /// Contains at least one non-space character.
+    pub const NON_BLANK: &str = "\\S";
+    /// A single line with at least one non-space character.
+    pub const ONE_LINE: &str = "^[^\\r\\n]*\\S[^\\r\\n]*$";
+    pub const LANGUAGE: &str = "^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$";
+    pub const HTTP_URL: &str = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+([/?#][^\\s]*)?$";
+    pub const DATE: &str = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$";
+}
+
+/// The rules a type names for one keyword of a field's schema, as
+/// `"x-rules": {"<keyword>": "<rule>"}` beside the keyword: a `const` that means "accept the
+/// rules", a URL pattern that restricts ports, a count of offerings with its own error code.
+/// Only the validator reads them; the published documents leave them out.
+pub mod declared {
+    pub const KEYWORD: &str = "x-rules";
+    pub const MUST_ACCEPT_RULES: &str = "must_accept_rules";
+    pub const DESCRIPTION_NEEDED: &str = "description_needed";
+    pub const ENDPOINT_PORT: &str = "endpoint_port";
+    pub const TOO_MANY_OFFERINGS: &str = "too_many_offerings";
+
+    /// A schema as published: without the validator's rule names.
+    pub fn strip(schema: &mut serde_json::Value) {
+        match schema {
+            serde_json::Value::Object(map) => {
+                map.remove(KEYWORD);
+                map.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+}
+
+/// Reads an optional field that distinguishes "absent" (keep) from `null` (clear).
+pub fn double_option<'de, D, T>(de: D) -> std::result::Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    serde::Deserialize::deserialize(de).map(Some)
+}
