@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::checks::link_fetch::PrivateTargets;
 use crate::domain::handles::ReservedHandles;
 use crate::http::middleware::Hardening;
-use crate::link_fetch::PrivateTargets;
 use crate::service::rate_limit::{Rate, RateSettings, defaults as rates};
 use crate::store::ReadPool;
 

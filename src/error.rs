@@ -4,12 +4,12 @@
 
 use std::fmt;
 
+use crate::checks::link_fetch::{LinkFetchError, PROOF_SCAN_BYTES};
 use crate::domain::agent::{HANDLE_MAX, HANDLE_MIN};
 use crate::domain::contact_request::COOLDOWN_AFTER_DECLINE;
 use crate::domain::offering::MAX_OFFERINGS;
 use crate::domain::schema::MAX_BODY_BYTES;
 use crate::domain::trust::PROOF_PREFIX;
-use crate::link_fetch::{LinkFetchError, PROOF_SCAN_BYTES};
 use crate::time::DAY;
 
 /// What a bad field broke. Kept separate from `Error` so the validator can describe any schema
@@ -86,7 +86,7 @@ pub enum Error {
     ProofNotFound,
     /// Why the fetch failed, told in both languages by `link_reason`.
     LinkFetchFailed {
-        reason: crate::link_fetch::LinkFetchError,
+        reason: crate::checks::link_fetch::LinkFetchError,
     },
     RateLimited {
         retry_after: u64,
@@ -589,8 +589,8 @@ fn type_zh(kind: &str) -> &'static str {
 
 /// A failed link fetch told in both languages. The English text is the fetcher's own reason; the
 /// Chinese one leaves out library details that exist only in English.
-fn link_reason(e: &crate::link_fetch::LinkFetchError) -> (String, String) {
-    use crate::link_fetch::LinkFetchError::*;
+fn link_reason(e: &crate::checks::link_fetch::LinkFetchError) -> (String, String) {
+    use crate::checks::link_fetch::LinkFetchError::*;
     let zh = match e {
         InvalidUrl(_) => "网址格式无效".to_owned(),
         UnsupportedScheme(scheme) => format!("只能获取 http 和 https 网址，不支持 {scheme}"),

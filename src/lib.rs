@@ -8,15 +8,14 @@
 //! (what follows the change log), `store` (all SQL), `domain` (types and rules).
 
 pub mod app;
+pub mod checks;
 pub mod config;
 pub mod derived;
 pub mod domain;
-pub mod endpoint_probe;
 pub mod error;
 pub mod http;
 pub mod ids;
 pub mod inbound_mail;
-pub mod link_fetch;
 pub mod mcp_port;
 pub mod meaning;
 pub mod progress;

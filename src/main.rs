@@ -80,7 +80,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             endpoint_check_interval: args.endpoint_check_interval,
             meaning: args.meaning(),
         };
-        if args.link_fetch_allow_private != agentdir::link_fetch::PrivateTargets::None {
+        if args.link_fetch_allow_private != agentdir::checks::link_fetch::PrivateTargets::None {
             agentdir::domain::endpoint::lift_port_rule();
         }
         let start = args.replica.start()?;

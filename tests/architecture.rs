@@ -288,7 +288,9 @@ fn inline_modules(code: &str) -> Vec<(usize, usize, String)> {
 /// The module of the code at `at`: the file's module and the inline modules around `at`.
 fn module_at(file: &[String], inline: &[(usize, usize, String)], at: usize) -> Vec<String> {
     let mut module = file.to_vec();
-    module.extend(inline.iter().filter(|(open, close, _)| *open < at && at < *close).map(|(_, _, n)| n.clone()));
+    module.extend(
+        inline.iter().filter(|(open, close, _)| *open < at && at < *close).map(|(_, _, n)| n.clone()),
+    );
     module
 }
 
@@ -403,7 +405,11 @@ fn file_of<'a>(target: &[String], modules: &'a HashMap<Vec<String>, usize>) -> O
 /// The names by which a file's code calls modules it brought in with `use`
 /// (`use crate::store::{self, agents::{self as agents_store}}` names `store` and `agents_store`),
 /// so `agents_store::by_id(…)` is seen as a path too.
-fn module_aliases(code: &str, named: &[Named], modules: &HashMap<Vec<String>, usize>) -> HashMap<String, Vec<String>> {
+fn module_aliases(
+    code: &str,
+    named: &[Named],
+    modules: &HashMap<Vec<String>, usize>,
+) -> HashMap<String, Vec<String>> {
     let mut aliases = HashMap::new();
     for n in named {
         if !modules.contains_key(&n.target) {
@@ -447,7 +453,8 @@ fn imports_follow_the_map_and_no_circle_spans_two_folders() {
         for allowed in &table.allowed[part] {
             match table.order.iter().position(|p| p == allowed) {
                 None => {
-                    let _ = writeln!(faults, "{MAP}: {part} may import {allowed}, which the table does not list");
+                    let _ =
+                        writeln!(faults, "{MAP}: {part} may import {allowed}, which the table does not list");
                 }
                 Some(p) if p <= place => {
                     let _ = writeln!(
@@ -492,11 +499,12 @@ fn imports_follow_the_map_and_no_circle_spans_two_folders() {
                 edges[i].insert(j);
             }
             let Some(from) = &s.part else { continue };
-            let to = match sources.iter().find(|t| t.module.first() == Some(first)).and_then(|t| t.part.clone()) {
-                Some(to) => to,
-                // A name the root re-exports (`crate::Result`): the roots may be named by all.
-                None => continue,
-            };
+            let to =
+                match sources.iter().find(|t| t.module.first() == Some(first)).and_then(|t| t.part.clone()) {
+                    Some(to) => to,
+                    // A name the root re-exports (`crate::Result`): the roots may be named by all.
+                    None => continue,
+                };
             if &to == from {
                 continue;
             }
@@ -603,8 +611,14 @@ fn the_reader_sees_paths_as_the_compiler_does() {
     let found: Vec<&String> = named.keys().collect();
     assert_eq!(
         found,
-        ["service::App", "service::endpoints", "service::endpoints::views", "service::fields::Email", "store::agents::by_id"]
-            .iter()
-            .collect::<Vec<_>>()
+        [
+            "service::App",
+            "service::endpoints",
+            "service::endpoints::views",
+            "service::fields::Email",
+            "store::agents::by_id"
+        ]
+        .iter()
+        .collect::<Vec<_>>()
     );
 }

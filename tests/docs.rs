@@ -762,7 +762,7 @@ fn every_validation_rule_and_variant_reads_naturally_in_both_languages() {
         let m = Error::validation("offerings.0.title", rule.clone()).messages();
         check_messages(&format!("validation_failed {rule:?}"), &m.en, &m.zh, Some("offerings.0.title"));
     }
-    use agentdir::link_fetch::LinkFetchError as L;
+    use agentdir::checks::link_fetch::LinkFetchError as L;
     for reason in [
         L::InvalidUrl("relative URL without a base".into()),
         L::UnsupportedScheme("ftp:".into()),

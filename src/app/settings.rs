@@ -13,7 +13,7 @@ pub struct Settings {
     pub mail_domain: String,
     pub mail_authserv_id: String,
     pub rates: RateSettings,
-    pub link_fetch_allow_private: crate::link_fetch::PrivateTargets,
+    pub link_fetch_allow_private: crate::checks::link_fetch::PrivateTargets,
     /// Peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Read-only SQLite connections of the server and how long a read waits for one.

@@ -27,9 +27,9 @@ use tokio::sync::{Notify, mpsc};
 use url::Url;
 
 use super::App;
+use crate::checks::endpoint_probe;
+use crate::checks::link_fetch::{HopGate, LinkFetchError};
 use crate::domain::endpoint::{CHECK_JITTER, CHECKS_AT_ONCE, Finding};
-use crate::endpoint_probe;
-use crate::link_fetch::{HopGate, LinkFetchError};
 use crate::store::endpoints::{self as store, Listing, Target};
 use crate::telemetry;
 use crate::time::now_ms;

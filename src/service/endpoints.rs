@@ -3,13 +3,13 @@
 
 use rusqlite::Connection;
 
+use crate::checks::link_fetch;
 use crate::domain::endpoint::{
     ALLOWED_PORTS, EndpointAuth, EndpointInput, EndpointKind, EndpointStatus, EndpointView, Finding,
     is_owned, port_rule_lifted,
 };
 use crate::domain::trust::{LinkProofView, ProofStatus};
 use crate::error::{Error, Result, Rule};
-use crate::link_fetch;
 use crate::store::endpoints::{self as store, EndpointRow, Target};
 use crate::time::Timestamp;
 

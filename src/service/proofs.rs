@@ -6,10 +6,10 @@
 
 use super::rate_limit::Persistent;
 use super::{App, Caller, views};
+use crate::checks::link_fetch::{self, FetchOutcome, FetchPolicy};
 use crate::domain::trust::PROOF_PREFIX;
 use crate::domain::trust::{LinkList, LinkProofInput};
 use crate::error::{Error, Result};
-use crate::link_fetch::{self, FetchOutcome, FetchPolicy};
 use crate::store::{agents, proofs};
 use crate::time::now_ms;
 

@@ -45,8 +45,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentdir::app::Start;
+use agentdir::checks::link_fetch::PrivateTargets;
 use agentdir::config::ServeArgs;
-use agentdir::link_fetch::PrivateTargets;
 use agentdir::{App, Settings};
 use agentdir_search_index::{AgentQuery, CallQuery, DEFAULT_CACHE_ENTRIES, IndexError, Page};
 

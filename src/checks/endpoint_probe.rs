@@ -12,11 +12,11 @@
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
+use super::link_fetch::{self, Answer, FetchPolicy, HopGate, LinkFetchError, PrivateTargets, Request};
 use crate::domain::endpoint::{
     A2A_WELL_KNOWN, CHECK_DEADLINE, CHECK_READ_BYTES, EndpointKind, EndpointStatus, Finding,
     MCP_DISCOVER_REVISION, MCP_INITIALIZE_REVISION,
 };
-use crate::link_fetch::{self, Answer, FetchPolicy, HopGate, LinkFetchError, PrivateTargets, Request};
 
 /// How a check reaches the network: the fetch rules, and the gate every hop passes.
 #[derive(Clone, Copy)]
