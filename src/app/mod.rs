@@ -21,10 +21,10 @@ use agentdir_search_index::SearchIndex;
 use rusqlite::Connection;
 
 use crate::derived::cache::Cache;
-use crate::derived::positions::{ChangeSeq, WritePosition};
 use crate::error::Result;
 use crate::service::rate_limit::RateLimits;
 use crate::service::{endpoint_checks, keys};
+use crate::store::positions::{ChangeSeq, WritePosition};
 use crate::store::{self, Conn, Pool};
 pub use role::{Primary, Replica, ReplicaSettings, Role};
 use runtime::Runtime;

@@ -18,9 +18,9 @@ use serde::Serialize;
 use tokio::sync::watch;
 
 use super::{App, Parts};
-use crate::derived::positions::{ChangeSeq, WritePosition};
 use crate::error::{Error, Result};
 use crate::signing::Signer;
+use crate::store::positions::{ChangeSeq, WritePosition};
 use crate::store::writer::Writer;
 
 pub enum Role {

@@ -21,10 +21,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use lru::LruCache;
 
 use super::documents::{Document, DocumentKey};
-use super::positions::ChangeSeq;
 use crate::domain::agent::AgentView;
 use crate::domain::call::CallSummary;
 use crate::store::changes::{Change, ChangeKind};
+use crate::store::positions::ChangeSeq;
 
 /// A kind of value kept here, and the shelf of the store that holds it.
 pub trait Shelved: Sized {

@@ -17,11 +17,11 @@ use rusqlite::Connection;
 
 use super::cache::Cache;
 use crate::app::{App, Replica, Role};
-use crate::derived::positions::{ChangeSeq, DataVersion};
 use crate::error::{Error, Result};
 use crate::meaning::Meaning;
 use crate::progress::Progress;
 use crate::store::changes::{self, ChangeKind};
+use crate::store::positions::{ChangeSeq, DataVersion};
 use crate::store::{Pool, meta, search};
 
 /// Log rows applied per index commit.

@@ -7,5 +7,4 @@ pub mod cache;
 pub mod documents;
 pub mod follow;
 pub mod items;
-pub mod positions;
 pub mod rendered;

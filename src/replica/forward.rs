@@ -25,10 +25,10 @@ use axum::response::{IntoResponse, Response};
 use super::{CAUGHT_UP_HEADER, SEQ_HEADER, SERVED_BY_HEADER, link};
 use crate::app::App;
 use crate::app::Replica;
-use crate::derived::positions::WritePosition;
 use crate::domain::schema::MAX_BODY_BYTES;
 use crate::error::Error;
 use crate::http::routes::{self, Node};
+use crate::store::positions::WritePosition;
 
 /// The largest answer of the primary a replica passes on (125 MiB). The largest legitimate one
 /// is a change-feed page at its maximum limit whose every entry is an agent's card: a profile of

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use crate::app::{App, Replica};
-use crate::derived::positions::WritePosition;
+use crate::store::positions::WritePosition;
 
 /// How often a replica looks at its copy for changes Litestream applied (reading a 17-byte
 /// file when nothing changed). Litestream itself applies every 100 ms at best.

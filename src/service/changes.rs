@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 
 use super::{App, views};
-use crate::derived::positions::ChangeSeq;
 use crate::derived::rendered::Rendered;
 use crate::domain::changes::{
     ChangeData, ChangeEntry, ChangeFeed, ChangeOp, ChangesQuery, Cursor, DEFAULT_LIMIT, EntityKind,
@@ -12,6 +11,7 @@ use crate::domain::changes::{
 use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result, Rule};
 use crate::store::changes::{self, Change, ChangeKind};
+use crate::store::positions::ChangeSeq;
 use crate::store::{calls, collabs};
 use crate::time::{Timestamp, now_ms};
 

@@ -9,9 +9,9 @@ use serde::Serialize;
 
 use super::App;
 use crate::app::Replica;
-use crate::derived::positions::ChangeSeq;
 use crate::error::{Error, Result};
 use crate::store;
+use crate::store::positions::ChangeSeq;
 use crate::telemetry;
 
 /// How long readiness waits for a pooled connection: a pool that cannot hand one out this fast

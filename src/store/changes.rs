@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, named_params};
 
-use crate::derived::positions::ChangeSeq;
+use super::positions::ChangeSeq;
 use crate::error::Result;
 
 /// What kind of public entity a change is about.

@@ -14,6 +14,7 @@ pub mod holds;
 pub mod meaning;
 pub mod meta;
 pub mod offerings;
+pub mod positions;
 pub mod proofs;
 pub mod rate;
 pub mod recoveries;
@@ -261,10 +262,10 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
 }
 
 /// SQLite's data version of `conn`: it moves when another connection commits (see
-/// `derived::positions::DataVersion`).
-pub fn data_version(conn: &Connection) -> Result<crate::derived::positions::DataVersion> {
+/// `positions::DataVersion`).
+pub fn data_version(conn: &Connection) -> Result<positions::DataVersion> {
     let version: i64 = conn.prepare_cached("PRAGMA data_version")?.query_row([], |r| r.get(0))?;
-    Ok(crate::derived::positions::DataVersion::new(version))
+    Ok(positions::DataVersion::new(version))
 }
 
 /// Runs `f` in an IMMEDIATE transaction on a connection of a command beside the server: it

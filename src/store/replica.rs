@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags, named_params};
 
+use super::positions::WritePosition;
 use super::{DB_FILE, Pool, ReadPool, read_connection};
-use crate::derived::positions::WritePosition;
 use crate::error::Result;
 
 /// `meta` key of the write position.

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use crate::derived::positions::ChangeSeq;
+use super::positions::ChangeSeq;
 use crate::error::{Error, Result};
 
 /// Most jobs in one transaction: bounds how long the first job of a batch waits for the last.
