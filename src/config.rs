@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::app::limits::{Rate, RateSettings, defaults as rates};
 use crate::checks::link_fetch::PrivateTargets;
 use crate::domain::handles::ReservedHandles;
 use crate::http::middleware::Hardening;
-use crate::service::rate_limit::{Rate, RateSettings, defaults as rates};
 use crate::store::ReadPool;
 
 #[derive(Debug, Parser)]

@@ -10,9 +10,13 @@
 //! the core.
 
 pub mod background;
+pub mod endpoint_queue;
+pub mod keys;
+pub mod limits;
 pub mod role;
 pub mod runtime;
 pub mod settings;
+pub mod tokens;
 
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, Weak};
@@ -22,10 +26,10 @@ use rusqlite::Connection;
 
 use crate::derived::cache::Cache;
 use crate::error::Result;
-use crate::service::rate_limit::RateLimits;
-use crate::service::{endpoint_checks, keys};
 use crate::store::positions::{ChangeSeq, WritePosition};
 use crate::store::{self, Conn, Pool};
+use endpoint_queue::EndpointQueue;
+use limits::RateLimits;
 pub use role::{Primary, Replica, ReplicaSettings, Role};
 use runtime::Runtime;
 pub use settings::Settings;
@@ -48,8 +52,8 @@ pub struct Parts {
     pub(crate) cache: Cache,
     pub(crate) keys: keys::KeyCache,
     pub(crate) limits: RateLimits,
-    /// Endpoints just set, waiting for their first check (see `endpoint_checks`).
-    pub(crate) checks: endpoint_checks::Queue,
+    /// Endpoints just set, waiting for their first check.
+    pub(crate) checks: EndpointQueue,
     pub(crate) settings: Settings,
     /// Blocking threads and the permits that bound searches, hashes and embeddings.
     pub(crate) runtime: Runtime,
@@ -140,7 +144,7 @@ impl App {
                 settings,
                 keys: keys::KeyCache::default(),
                 limits,
-                checks: endpoint_checks::Queue::default(),
+                checks: EndpointQueue::default(),
                 runtime,
                 seen: Default::default(),
             }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::service::rate_limit::RateSettings;
+use crate::app::limits::RateSettings;
 use crate::store;
 
 /// Settings of the core (the CLI fills them from flags and environment).

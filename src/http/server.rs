@@ -22,7 +22,7 @@ use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
 use super::middleware::Hardening;
-use crate::service::rate_limit::client_of;
+use crate::app::limits::client_of;
 use crate::telemetry;
 
 /// Request line and headers together. Far above what any client of a JSON API sends, far below

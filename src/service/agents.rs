@@ -6,8 +6,10 @@ use std::collections::HashSet;
 use agentdir_search_index::AgentDoc;
 
 use super::meaning::MeaningEdit;
-use super::rate_limit::Persistent;
-use super::{App, Caller, endpoints, keys, meaning, views};
+use super::{App, Caller, endpoints, meaning, views};
+use crate::app::keys::{self, NewKey};
+use crate::app::limits::Persistent;
+use crate::app::runtime::Bound;
 use crate::domain::agent::{
     self, AgentCard, Evidence, OwnProfile, ProfilePatch, Registered, Registration, RotatedKey,
 };
@@ -119,11 +121,8 @@ impl App {
         if !self.keys.is_known(&key_id, &secret) {
             self.limits.key_check_allowed(&client_ip)?;
             let hash = row.key_hash.clone();
-            let verified = self
-                .bounded(crate::app::runtime::Bound::Hash, move |d| {
-                    Ok(d.keys.verify(&key_id, &secret, &hash))
-                })
-                .await?;
+            let verified =
+                self.bounded(Bound::Hash, move |d| Ok(d.keys.verify(&key_id, &secret, &hash))).await?;
             if !verified {
                 self.limits.key_check_failed(&client_ip)?;
                 return Err(Error::Unauthorized);
@@ -305,6 +304,11 @@ impl App {
             })
             .await?;
         Ok(OfferingList { offerings: saved })
+    }
+
+    /// A new key, hashed once one of the hashing permits (see `app::runtime`) is free.
+    pub(crate) async fn new_key(&self) -> Result<NewKey> {
+        self.bounded(Bound::Hash, |_| keys::generate()).await
     }
 
     pub async fn rotate_key(&self, caller: Caller) -> Result<RotatedKey> {

@@ -3,8 +3,8 @@
 
 use agentdir_search_index::CallQuery;
 
-use super::rate_limit::{InMemory, Persistent};
 use super::{App, Caller, views};
+use crate::app::limits::{InMemory, Persistent};
 use crate::app::runtime::Bound;
 use crate::domain::call::{
     CallDetail, CallList, CallSearch, CallSummary, Deleted, Lang, NewCall, NewReply, ReplyList, ReplyView,

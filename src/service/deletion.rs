@@ -10,8 +10,8 @@
 use rusqlite::Connection;
 
 use super::agents::caller_row;
-use super::rate_limit::agent_subject;
 use super::{App, Caller};
+use crate::app::limits::agent_subject;
 use crate::domain::deletion::{AgentDeleted, Erased, Removed, UNDO_MS};
 use crate::domain::handles::{HOLD_MS, HoldReason};
 use crate::domain::trust::CodePurpose;

@@ -23,7 +23,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::mpsc;
 use url::Url;
 
 use super::App;
@@ -33,29 +33,6 @@ use crate::domain::endpoint::{CHECK_JITTER, CHECKS_AT_ONCE, Finding};
 use crate::store::endpoints::{self as store, Listing, Target};
 use crate::telemetry;
 use crate::time::now_ms;
-
-/// Endpoints waiting for a check that was asked for (they were just set).
-#[derive(Default)]
-pub struct Queue {
-    asked: Mutex<Vec<Target>>,
-    wake: Notify,
-}
-
-impl Queue {
-    /// Asks for these endpoints to be checked as soon as possible (a server without a running
-    /// schedule, a replica, never takes them; it never sets endpoints either).
-    pub fn request(&self, targets: Vec<Target>) {
-        if targets.is_empty() {
-            return;
-        }
-        self.asked.lock().unwrap_or_else(|e| e.into_inner()).extend(targets);
-        self.wake.notify_one();
-    }
-
-    fn take(&self) -> Vec<Target> {
-        std::mem::take(&mut *self.asked.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
 
 /// Times in a row a check may give way to another on a host it reaches before it waits for its
 /// next interval instead (the card keeps what it shows): a host kept busy cannot make one
@@ -90,7 +67,7 @@ pub async fn run(app: App, interval: Duration) {
             .next_wake(Instant::now())
             .map_or(Duration::from_secs(3600), |at| at.saturating_duration_since(Instant::now()));
         tokio::select! {
-            _ = app.checks.wake.notified() => {}
+            _ = app.checks.woken() => {}
             Some((target, outcome)) = done_rx.recv() => schedule.finished(target, outcome, Instant::now()),
             _ = tokio::time::sleep(sleep) => {}
         }

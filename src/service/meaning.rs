@@ -11,8 +11,8 @@ use agentdir_search_index::{AgentDoc, Change};
 use rusqlite::Connection;
 
 use super::App;
-use super::rate_limit::Persistent;
 use crate::app::Parts;
+use crate::app::limits::Persistent;
 use crate::app::runtime::Bound;
 use crate::error::Result;
 use crate::meaning::{profile_text, text_hash};

@@ -17,15 +17,12 @@ pub mod finding;
 pub mod handles;
 pub mod health;
 pub mod inbound;
-pub mod keys;
 pub mod meaning;
 pub mod proofs;
-pub mod rate_limit;
 pub mod recovery;
 pub mod requests;
 pub mod statements;
 pub mod stats;
-pub mod tokens;
 pub mod trust;
 pub mod views;
 

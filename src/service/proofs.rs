@@ -4,8 +4,8 @@
 //! what it proves (the card's `host`, the `owned` of endpoints). The URL the agent submitted is
 //! kept beside it, so the agent may remove the proof by either.
 
-use super::rate_limit::Persistent;
 use super::{App, Caller, views};
+use crate::app::limits::Persistent;
 use crate::checks::link_fetch::{self, FetchOutcome, FetchPolicy};
 use crate::domain::trust::PROOF_PREFIX;
 use crate::domain::trust::{LinkList, LinkProofInput};
@@ -19,6 +19,14 @@ pub fn proof_text(handle: &str) -> String {
 }
 
 impl App {
+    /// Spends one unit of the agent's own `limit` in a write of its own: for work that runs
+    /// before, or instead of, the write it pays for (a link proof's fetch counts even when it
+    /// fails).
+    pub(crate) async fn spend_agent_budget(&self, limit: Persistent, agent_id: i64) -> Result<()> {
+        let app = self.clone();
+        self.write(move |tx| app.limits.spend_agent(tx, limit, agent_id, now_ms())).await
+    }
+
     /// `POST /api/me/links`: records a proof after fetching the page, or removes one.
     pub async fn link_proof(&self, caller: Caller, input: LinkProofInput) -> Result<LinkList> {
         if input.remove == Some(true) {

@@ -5,9 +5,10 @@
 
 use rusqlite::Connection;
 
-use super::rate_limit::Persistent;
 use super::trust::new_code;
-use super::{App, deletion, handles, tokens};
+use super::{App, deletion, handles};
+use crate::app::limits::Persistent;
+use crate::app::tokens;
 use crate::domain::agent;
 use crate::domain::recovery::{
     PREVIOUS_MAILBOX_DAYS, PreviousMailbox, RECOVERY_MINUTES, Recovered, RecoveryExchange, RecoveryStarted,

@@ -2,8 +2,8 @@
 //! moves accept, decline, withdraw and report.
 
 use super::agents::{caller_row, visible_agent};
-use super::rate_limit::{InMemory, Persistent};
 use super::{App, Caller, views};
+use crate::app::limits::{InMemory, Persistent};
 use crate::domain::call::{ReportInput, ReportTarget, Reported};
 use crate::domain::contact_request::{
     CAP_WINDOW, COOLDOWN_AFTER_DECLINE, ContactRequestDetail, ContactRequestList, ContactRequestView,

@@ -2,8 +2,8 @@
 //! the person sends one carrying the code (see `inbound`).
 
 use super::agents::caller_row;
-use super::tokens;
 use super::{App, Caller};
+use crate::app::tokens;
 use crate::domain::trust::{CODE_DAYS, CodePurpose, Instructions, OwnerClaimInput};
 use crate::error::{Error, Result};
 use crate::store::codes::{self, CodeRow};

@@ -20,11 +20,10 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use rusqlite::Connection;
 
-use super::App;
 use crate::error::{Error, Result};
 use crate::store::rate;
 use crate::telemetry;
-use crate::time::{SECOND, now_ms, seconds_until};
+use crate::time::{SECOND, seconds_until};
 
 /// `N` events per window, written `N/s`, `N/m`, `N/h` or `N/d`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -416,16 +415,6 @@ impl RateLimits {
         self.reports.retain_recent();
         self.key_checks.shrink();
         self.refused_registrations.shrink();
-    }
-}
-
-impl App {
-    /// Spends one unit of the agent's own `limit` in a write of its own: for work that runs
-    /// before, or instead of, the write it pays for (a link proof's fetch counts even when it
-    /// fails).
-    pub(crate) async fn spend_agent_budget(&self, limit: Persistent, agent_id: i64) -> Result<()> {
-        let app = self.clone();
-        self.write(move |tx| app.limits.spend_agent(tx, limit, agent_id, now_ms())).await
     }
 }
 

@@ -10,7 +10,6 @@ use argon2::Argon2;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 
 use super::tokens::{self, API_KEY};
-use crate::app::runtime::Bound;
 use crate::error::{Error, Result};
 
 /// Bound on remembered keys; past it the cache starts over (a miss only costs one argon2 run).
@@ -34,13 +33,6 @@ pub fn generate() -> Result<NewKey> {
         })?
         .to_string();
     Ok(NewKey { key: issued.full, key_id: issued.id, secret: issued.secret, hash })
-}
-
-impl super::App {
-    /// A new key, hashed once one of the hashing permits (see `app::runtime`) is free.
-    pub(crate) async fn new_key(&self) -> Result<NewKey> {
-        self.bounded(Bound::Hash, |_| generate()).await
-    }
 }
 
 /// Splits a presented key into key id and secret, or refuses it as malformed.
