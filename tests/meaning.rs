@@ -34,7 +34,7 @@ async fn similarity_of(s: &Server, need: &str, handle: &str) -> Option<f64> {
 }
 
 fn threshold() -> f64 {
-    f64::from(agentdir::meaning::rank::MEANING_THRESHOLD)
+    f64::from(agentdir::service::finding::MEANING_THRESHOLD)
 }
 
 async fn search(s: &Server, need: &str) -> common::Resp {
@@ -149,7 +149,7 @@ async fn needs_in_other_words_and_the_other_language_find_the_agent_that_meets_t
 
 #[tokio::test]
 async fn a_need_far_from_every_profile_still_meets_the_nearest_agents() {
-    use agentdir::meaning::rank::{NEAREST_FILL, NEAREST_FLOOR};
+    use agentdir::service::finding::{NEAREST_FILL, NEAREST_FLOOR};
     let s = Server::start().await;
     let t = trades(&s).await;
     // Each need is below the similarity of a match for every profile, and nearest one agent that
@@ -448,7 +448,7 @@ async fn explain_shows_the_score_and_its_signals() {
     }
     assert!(
         hits[0]["ranking"]["signals"]["similarity"].as_f64().unwrap()
-            >= f64::from(agentdir::meaning::rank::MEANING_THRESHOLD)
+            >= f64::from(agentdir::service::finding::MEANING_THRESHOLD)
     );
     // Without explain, no ranking.
     let r = search(&s, "subtitles for my podcast").await;

@@ -40,7 +40,7 @@ impl App {
             // Checks write what they find: only a primary runs them.
             let interval = self.settings.endpoint_check_interval;
             tasks.push(tokio::spawn(endpoint_checks::run(self.clone(), interval)));
-            self.start_meaning_worker();
+            self.start_vector_worker();
         }
         Background(tasks)
     }

@@ -10,9 +10,12 @@
 //! the core.
 
 pub mod background;
+pub mod embedding_budget;
 pub mod endpoint_queue;
 pub mod keys;
 pub mod limits;
+pub mod model;
+pub mod needs;
 pub mod role;
 pub mod runtime;
 pub mod settings;
@@ -25,11 +28,15 @@ use agentdir_search_index::SearchIndex;
 use rusqlite::Connection;
 
 use crate::derived::cache::Cache;
+use crate::derived::vectors::Vectors;
 use crate::error::Result;
 use crate::store::positions::{ChangeSeq, WritePosition};
 use crate::store::{self, Conn, Pool};
+use embedding_budget::EmbeddingBudget;
 use endpoint_queue::EndpointQueue;
 use limits::RateLimits;
+use model::{Model, ModelStatus};
+use needs::Needs;
 pub use role::{Primary, Replica, ReplicaSettings, Role};
 use runtime::Runtime;
 pub use settings::Settings;
@@ -46,8 +53,14 @@ pub struct Parts {
     /// its way to the primary), chosen at start.
     role: Role,
     pub(crate) index: SearchIndex,
-    /// The meaning model and what each public agent means (see `crate::meaning`).
-    pub(crate) meaning: crate::meaning::Meaning,
+    /// The meaning model, when loaded (see `model`).
+    pub(crate) model: Model,
+    /// What each public agent means (see `derived::vectors`).
+    pub(crate) vectors: Vectors,
+    /// Who may have a query embedded now.
+    pub(crate) embedding_budget: Arc<EmbeddingBudget>,
+    /// Needs read lately, with their vectors.
+    pub(crate) needs: Needs,
     /// Rendered documents and list items (see `derived::cache`).
     pub(crate) cache: Cache,
     pub(crate) keys: keys::KeyCache,
@@ -127,7 +140,8 @@ impl App {
             .map_err(|e| anyhow::anyhow!("cannot open the search index: {e}"))?;
         let limits = RateLimits::new(&settings.rates);
         let runtime = Runtime::new();
-        let meaning = crate::meaning::Meaning::open(&settings.meaning, runtime.cores());
+        let model = Model::open(&settings.model);
+        let embedding_budget = EmbeddingBudget::new(runtime.cores());
         // An empty cache has nothing to evict for changes older than now.
         let newest: ChangeSeq = store::changes::max_seq(&*reads.readers.get()?)?;
         let written = store::replica::position(&*reads.readers.get()?)?;
@@ -139,7 +153,10 @@ impl App {
                 store: reads,
                 role,
                 index,
-                meaning,
+                model,
+                vectors: Vectors::default(),
+                embedding_budget,
+                needs: Needs::default(),
                 cache: Cache::new(settings.view_cache_bytes, newest),
                 settings,
                 keys: keys::KeyCache::default(),
@@ -152,7 +169,7 @@ impl App {
         started?;
         let app = App(parts);
         app.repair_index()?;
-        app.load_meaning()?;
+        app.vectors.load(&*app.read()?, &app.index)?;
         Ok(app)
     }
 
@@ -178,9 +195,19 @@ impl App {
         &self.index
     }
 
-    /// The meaning model and what each public agent means.
-    pub fn meaning(&self) -> &crate::meaning::Meaning {
-        &self.meaning
+    /// The meaning model, when loaded.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// Whether meaning is on, and how many public agents have their vector.
+    pub fn model_status(&self) -> ModelStatus {
+        self.model.status(&self.vectors)
+    }
+
+    /// Needs read lately (benchmarks measure with and without them).
+    pub fn needs(&self) -> &Needs {
+        &self.needs
     }
 
     /// A read-only connection.

@@ -27,5 +27,5 @@ pub struct Settings {
     /// How often listed endpoints are checked again (jittered).
     pub endpoint_check_interval: std::time::Duration,
     /// Search by meaning: the mode and where the model is.
-    pub meaning: crate::meaning::MeaningSettings,
+    pub model: crate::app::model::ModelSettings,
 }

@@ -1,5 +1,5 @@
 //! The follower of the change log: keeps what is derived from SQLite (the search index, the
-//! meaning state, the view cache) in line with it. Every write appends its changes to the log
+//! vectors, the view cache) in line with it. Every write appends its changes to the log
 //! (table `changes`) inside its transaction (the triggers of `migrations/0002_change_log.sql`);
 //! the follower applies everything after the [`ChangeSeq`] it has applied. The writer thread
 //! calls it after each batch, before answering (read-your-writes);
@@ -16,9 +16,9 @@ use agentdir_search_index::{Change as IndexChange, SearchIndex};
 use rusqlite::Connection;
 
 use super::cache::Cache;
+use super::vectors::Vectors;
 use crate::app::{App, Replica, Role};
 use crate::error::{Error, Result};
-use crate::meaning::Meaning;
 use crate::progress::Progress;
 use crate::store::changes::{self, ChangeKind};
 use crate::store::positions::{ChangeSeq, DataVersion};
@@ -40,10 +40,10 @@ pub fn follow(
     conn: &Connection,
     index: &SearchIndex,
     cache: Option<&Cache>,
-    meaning: Option<&Meaning>,
+    vectors: Option<&Vectors>,
 ) -> Result<()> {
-    if let Some(meaning) = meaning {
-        meaning.apply_vectors(conn)?;
+    if let Some(vectors) = vectors {
+        vectors.apply_vectors(conn)?;
     }
     loop {
         let applied = ChangeSeq::new(index.applied_seq());
@@ -73,8 +73,8 @@ pub fn follow(
             agents.push(search::agent_change(conn, author)?);
         }
         index.apply(docs, last.get()).map_err(index_error)?;
-        if let Some(meaning) = meaning {
-            meaning.apply_agents(conn, index, &agents)?;
+        if let Some(vectors) = vectors {
+            vectors.apply_agents(conn, index, &agents)?;
         }
         if let Some(cache) = cache {
             cache.evict(&batch, last);
@@ -125,7 +125,7 @@ pub fn request_rebuild(pool: &Pool) -> Result<()> {
 impl App {
     /// Brings the followers up to the newest committed change.
     pub(crate) fn follow(&self) -> Result<()> {
-        follow(&*self.follower()?, &self.index, Some(&self.cache), Some(&self.meaning))
+        follow(&*self.follower()?, &self.index, Some(&self.cache), Some(&self.vectors))
     }
 
     /// Before a search: brings the index (and the cache) up to the newest commit, whoever made

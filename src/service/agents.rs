@@ -5,8 +5,8 @@ use std::collections::HashSet;
 
 use agentdir_search_index::AgentDoc;
 
-use super::meaning::MeaningEdit;
-use super::{App, Caller, endpoints, meaning, views};
+use super::vectors::{self, VectorPlan};
+use super::{App, Caller, endpoints, views};
 use crate::app::keys::{self, NewKey};
 use crate::app::limits::Persistent;
 use crate::app::runtime::Bound;
@@ -39,10 +39,10 @@ impl App {
         endpoints::validate(&endpoints)?;
         self.blocking({
             let (client_ip, handle) = (client_ip.clone(), input.handle.clone());
-            move |d| {
-                let conn = d.read()?;
-                d.limits.check(&conn, Persistent::Registration, &client_ip, now)?;
-                if d.settings.reserved_handles.contains(&handle) {
+            move |app| {
+                let conn = app.read()?;
+                app.limits.check(&conn, Persistent::Registration, &client_ip, now)?;
+                if app.settings.reserved_handles.contains(&handle) {
                     return Err(Error::HandleReserved);
                 }
                 super::handles::ensure_free(&conn, &handle, None, now)
@@ -86,7 +86,7 @@ impl App {
                 super::handles::ensure_free(tx, &row.handle, None, now)?;
                 app.limits.check(tx, Persistent::Registration, &ip, now)?;
                 let id = agents_store::insert(tx, &row)?;
-                meaning::store_vector(tx, id, embedded)?;
+                vectors::store_vector(tx, id, embedded)?;
                 app.limits.record(tx, Persistent::Registration, &ip, now)?;
                 if !endpoints.is_empty() {
                     app.limits.spend_agent(tx, Persistent::Links, id, now)?;
@@ -114,7 +114,7 @@ impl App {
         let (key_id, secret) = (key_id.to_owned(), secret.to_owned());
         let row = {
             let key_id = key_id.clone();
-            self.blocking(move |d| agents_store::by_key_id(&*d.read()?, &key_id))
+            self.blocking(move |app| agents_store::by_key_id(&*app.read()?, &key_id))
                 .await?
                 .ok_or(Error::Unauthorized)?
         };
@@ -122,7 +122,7 @@ impl App {
             self.limits.key_check_allowed(&client_ip)?;
             let hash = row.key_hash.clone();
             let verified =
-                self.bounded(Bound::Hash, move |d| Ok(d.keys.verify(&key_id, &secret, &hash))).await?;
+                self.bounded(Bound::Hash, move |app| Ok(app.keys.verify(&key_id, &secret, &hash))).await?;
             if !verified {
                 self.limits.key_check_failed(&client_ip)?;
                 return Err(Error::Unauthorized);
@@ -168,14 +168,16 @@ impl App {
         let _turn = self.profile_turn(caller.id).await;
         let now = now_ms();
         if sets_endpoints {
-            self.blocking(move |d| d.limits.check_agent(&*d.read()?, Persistent::Links, caller.id, now))
-                .await?;
+            self.blocking(move |app| {
+                app.limits.check_agent(&*app.read()?, Persistent::Links, caller.id, now)
+            })
+            .await?;
         }
-        let meaning = if patch.changes_meaning() {
+        let vector = if patch.changes_profile_text() {
             let patch = patch.clone();
-            self.plan_meaning(caller.id, move |doc| patch.apply_to_doc(doc), now).await?
+            self.plan_vector(caller.id, move |doc| patch.apply_to_doc(doc), now).await?
         } else {
-            MeaningEdit { changes_text: false, embedded: None }
+            VectorPlan { changes_text: false, embedded: None }
         };
         let app = self.clone();
         let written = self.write(move |tx| {
@@ -183,7 +185,7 @@ impl App {
             if sets_endpoints {
                 app.limits.spend_agent(tx, Persistent::Links, a.id, now)?;
             }
-            if meaning.changes_text {
+            if vector.changes_text {
                 app.limits.spend_agent(tx, Persistent::ProfileEdits, a.id, now)?;
             }
             if let Some(mailbox) = patch.mailbox
@@ -242,7 +244,7 @@ impl App {
             a.updated_at = now;
             a.last_active_at = now;
             agents_store::update_profile(tx, &a)?;
-            meaning::store_vector(tx, a.id, meaning.embedded)?;
+            vectors::store_vector(tx, a.id, vector.embedded)?;
             Ok((own_profile(tx, &a, now)?, to_check))
         });
         let (profile, to_check) = written.await?;
@@ -260,8 +262,8 @@ impl App {
         let _turn = self.profile_turn(caller.id).await;
         let now = now_ms();
         let named: Vec<Option<String>> = input.offerings.iter().map(|o| o.id.clone()).collect();
-        self.blocking(move |d| offering_ids(&*d.read()?, caller.id, &named).map(|_| ())).await?;
-        let meaning = {
+        self.blocking(move |app| offering_ids(&*app.read()?, caller.id, &named).map(|_| ())).await?;
+        let vector = {
             let titles: Vec<String> = input.offerings.iter().map(|o| o.title.clone()).collect();
             let deliverables: Vec<String> = input.offerings.iter().map(|o| o.deliverable.clone()).collect();
             let tags: Vec<String> =
@@ -271,7 +273,7 @@ impl App {
                 doc.offering_deliverables = deliverables;
                 doc.offering_tags = tags;
             };
-            self.plan_meaning(caller.id, edit, now).await?
+            self.plan_vector(caller.id, edit, now).await?
         };
         let app = self.clone();
         let saved = self
@@ -294,12 +296,12 @@ impl App {
                         tags: o.tags.unwrap_or_default(),
                     })
                     .collect();
-                if meaning.changes_text {
+                if vector.changes_text {
                     app.limits.spend_agent(tx, Persistent::ProfileEdits, caller.id, now)?;
                 }
                 offerings::replace(tx, caller.id, &list)?;
                 agents_store::touch(tx, caller.id, now, true)?;
-                meaning::store_vector(tx, caller.id, meaning.embedded)?;
+                vectors::store_vector(tx, caller.id, vector.embedded)?;
                 Ok(list)
             })
             .await?;
@@ -397,7 +399,7 @@ fn offering_ids(conn: &rusqlite::Connection, agent_id: i64, named: &[Option<Stri
     Ok(resolved)
 }
 
-/// A new agent's document as the meaning side reads it (it has no offerings yet).
+/// A new agent's document as its vector is computed from it (it has no offerings yet).
 fn profile_doc(row: &AgentRow) -> AgentDoc {
     AgentDoc {
         handle: row.handle.clone(),

@@ -41,7 +41,7 @@ const GIVE_WAY_AT_MOST: u32 = 8;
 
 /// Runs the schedule until the task is dropped.
 pub async fn run(app: App, interval: Duration) {
-    let mut schedule = match app.blocking(|d| store::all_targets(&*d.read()?)).await {
+    let mut schedule = match app.blocking(|app| store::all_targets(&*app.read()?)).await {
         Ok(targets) => Schedule::starting(targets, interval),
         Err(e) => {
             tracing::error!(error = %e, "endpoint checks: cannot read the endpoints; checks run only as they are set");
@@ -387,7 +387,7 @@ fn host_keys(url: &Url, addrs: &[SocketAddr]) -> Vec<String> {
 async fn check_one(app: &App, target: &Target, pass: Pass) -> Outcome {
     let listing = {
         let t = target.clone();
-        app.blocking(move |d| store::listing(&*d.read()?, &t)).await
+        app.blocking(move |app| store::listing(&*app.read()?, &t)).await
     };
     match listing {
         Ok(Listing::Shown) => {}
@@ -428,7 +428,7 @@ async fn check_one(app: &App, target: &Target, pass: Pass) -> Outcome {
 async fn record(app: &App, target: &Target, found: Finding) {
     let t = target.clone();
     let seen = found.clone();
-    match app.blocking(move |d| store::finding(&*d.read()?, &t)).await {
+    match app.blocking(move |app| store::finding(&*app.read()?, &t)).await {
         Ok(Some(stored)) if stored != seen => {}
         Ok(_) => return,
         Err(e) => {

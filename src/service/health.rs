@@ -29,7 +29,7 @@ pub struct Readiness {
     /// (replicas poll it from the primary; see `replica`).
     pub seq: u64,
     /// Search by meaning: on or off (and why), and how many agents have their vector.
-    pub meaning: crate::meaning::Status,
+    pub meaning: crate::app::model::ModelStatus,
     /// On a replica: how far behind the primary it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replica: Option<crate::app::role::Lag>,
@@ -76,7 +76,7 @@ impl App {
                 search_index: "ok",
                 index_lag: position.lag(),
                 seq,
-                meaning: app.meaning.status(),
+                meaning: app.model_status(),
                 replica: lag,
             })
         })

@@ -17,13 +17,13 @@ pub mod finding;
 pub mod handles;
 pub mod health;
 pub mod inbound;
-pub mod meaning;
 pub mod proofs;
 pub mod recovery;
 pub mod requests;
 pub mod statements;
 pub mod stats;
 pub mod trust;
+pub mod vectors;
 pub mod views;
 
 use crate::app::App;

@@ -136,7 +136,7 @@ impl App {
         // Checked before hashing a new key, so a wrong token costs no argon2 run.
         let found = {
             let token_id = token_id.clone();
-            self.blocking(move |d| recoveries::by_token_id(&*d.read()?, &token_id)).await?
+            self.blocking(move |app| recoveries::by_token_id(&*app.read()?, &token_id)).await?
         };
         let live = found.filter(|r| tokens::matches(&secret, &r.token_hash) && r.expires_at > now);
         let Some(recovery) = live else {

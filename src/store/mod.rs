@@ -11,7 +11,6 @@ pub mod collabs;
 pub mod deletion;
 pub mod endpoints;
 pub mod holds;
-pub mod meaning;
 pub mod meta;
 pub mod offerings;
 pub mod positions;
@@ -24,6 +23,7 @@ pub mod reports;
 pub mod requests;
 pub mod search;
 pub mod stats;
+pub mod vectors;
 pub mod writer;
 
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};

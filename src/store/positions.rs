@@ -4,7 +4,7 @@
 //! - [`ChangeSeq`]: the `seq` of a row of the change log (table `changes`), appended by the
 //!   triggers of every write that changes an agent, a call or a collaboration. What follows the
 //!   log keeps the last one it applied: the search index (`SearchIndex::applied_seq`), the
-//!   meaning state, the view cache; the change feed's cursor is one too.
+//!   in-memory vectors, the view cache; the change feed's cursor is one too.
 //! - [`WritePosition`]: the write position of the `meta` table (`replica`), advanced
 //!   once by every write through a server, whatever it changed. The primary answers each write
 //!   with it in `X-Agentdir-Seq`; a replica knows the position its copy holds and waits for a

@@ -333,7 +333,7 @@ fn settings(dir: &Path, view_cache_bytes: usize) -> Settings {
         view_cache_bytes,
         reserved_handles: serve.reserved_handles(),
         endpoint_check_interval: serve.endpoint_check_interval,
-        meaning: serve.meaning(),
+        model: serve.model(),
     }
 }
 

@@ -22,7 +22,7 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// Computes every missing vector; prints how long that took.
 pub fn fill(app: &App, runtime: &tokio::runtime::Runtime) -> Result<(), Error> {
-    if !app.meaning().enabled() {
+    if !app.model().enabled() {
         return Err("--meaning needs the model: this build or its model path has none".into());
     }
     let started = Instant::now();
@@ -35,7 +35,7 @@ pub fn fill(app: &App, runtime: &tokio::runtime::Runtime) -> Result<(), Error> {
         done += n;
     }
     let secs = started.elapsed().as_secs_f64();
-    let status = app.meaning().status();
+    let status = app.model_status();
     if done == 0 {
         println!("\nmeaning: every one of the {} agents already has its vector", status.agents);
         return Ok(());
@@ -130,7 +130,7 @@ pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize) {
     let rows: Vec<Arc<Vec<Query>>> = rest.chunks(per_row).map(|c| Arc::new(c.to_vec())).collect();
     let one = Arc::new(one.to_vec());
     app.index().set_result_cache_capacity(0);
-    app.meaning().needs.set_capacity(0);
+    app.needs().set_capacity(0);
     // Warm-up pass of each, over the fixed set (never searched below with the caches off).
     words(app, fixed, 1, Order::Repeat(1)).await;
     meaning(app, fixed, 1, Order::Repeat(1)).await;
@@ -159,7 +159,7 @@ pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize) {
         side_by_side(app, needs, 16, Order::Paced(*rate), &format!("16 @{rate}/s")).await;
     }
     app.index().set_result_cache_capacity(agentdir_search_index::DEFAULT_CACHE_ENTRIES);
-    app.meaning().needs.set_capacity(agentdir::meaning::needs::NEEDS_REMEMBERED);
+    app.needs().set_capacity(agentdir::app::needs::NEEDS_REMEMBERED);
     side_by_side(app, fixed, 16, Order::Repeat(rounds16.max(3)), "16 cache").await;
     scan_cost(100_000);
 }
@@ -201,7 +201,7 @@ fn scan_cost(rows: u64) {
     let mut times: Vec<Duration> = (0..30)
         .map(|_| {
             let t = Instant::now();
-            std::hint::black_box(matrix.search(&query, agentdir::meaning::rank::NEAREST_FLOOR, |_| true));
+            std::hint::black_box(matrix.search(&query, agentdir::service::finding::NEAREST_FLOOR, |_| true));
             t.elapsed()
         })
         .collect();

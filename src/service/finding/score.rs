@@ -1,9 +1,9 @@
-//! How a search with `q` orders agents: relevance (words and meaning fused), weighed by the
+//! How a search with `q` scores the agents that match: relevance (words and meaning fused), weighed by the
 //! evidence the directory holds about each agent. Every weight is declared here, once; the
 //! docs (docs/search.md) state them.
 //!
 //! - **Words**: an agent that holds every word of `q` scores `WORD_FLOOR`, plus up to
-//!   `1 - WORD_FLOOR` by its place among the first [`WORD_WINDOW`] word matches (BM25 order).
+//!   `1 - WORD_FLOOR` by its place among the first [`WORD_WINDOW`](super::WORD_WINDOW) word matches (BM25 order).
 //!   Matching every word is what counts; repeating them buys little (a stuffed profile is at most
 //!   `1 - WORD_FLOOR` ahead).
 //! - **Meaning**: cosine similarity of the centred vectors (see `agentdir_meaning::MODEL_ID`) mapped from [`MEANING_FLOOR`]..[`MEANING_FULL`] to 0..1.
@@ -37,27 +37,11 @@
 //!   collaborations), plus a little for recent activity, less for operator actions (hidden calls,
 //!   suspensions). Reports are never read: anyone can file one.
 
-use super::Facts;
+use crate::derived::vectors::Facts;
 use crate::domain::agent::NEW_WINDOW_DAYS;
 use crate::domain::ranking::{Ranking, Signals};
 use crate::time::DAY;
 
-/// Word matches ranked together with meaning; later ones follow in word order.
-pub const WORD_WINDOW: usize = 100;
-/// Cosine similarity at or above which an agent matches `q` by meaning.
-pub const MEANING_THRESHOLD: f32 = 0.18;
-/// Agents matched by meaning alone per search: the nearest this many at or above
-/// [`MEANING_THRESHOLD`] that pass the filters and do not hold the words (those are word
-/// matches). A broad need over a large directory is near tens of thousands of profiles; ranking
-/// them all would cost far more than the scan, and nobody pages that far.
-pub const MEANING_CANDIDATES: usize = 1_000;
-/// When fewer than `NEAREST_FILL` agents match by words or by [`MEANING_THRESHOLD`], the nearest
-/// others down to `NEAREST_FLOOR` match too, up to `NEAREST_FILL` in all, unless agents match
-/// only by holding the words (a rare term, a name): a need stated far from
-/// every profile's words (a platform's name, the other language) still meets the agents nearest
-/// it, where the strict rule found none (on the judged set, cross-language nDCG@10 0.76 → 0.82).
-pub const NEAREST_FILL: usize = 10;
-pub const NEAREST_FLOOR: f32 = 0.12;
 /// Profiles at least this similar count as copies of each other.
 pub const COPY_SIMILARITY: f32 = 0.95;
 /// How far down the ranked order copies are looked for.
@@ -107,7 +91,7 @@ pub struct Candidate<'a> {
     pub now: i64,
 }
 
-pub fn rank(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> Ranking {
+pub fn score(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> Ranking {
     let words = c
         .word_rank
         .map_or(0.0, |r| WORD_FLOOR + (1.0 - WORD_FLOOR) * (1.0 - r as f32 / c.window.max(1) as f32));

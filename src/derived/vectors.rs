@@ -1,22 +1,31 @@
-//! The model and the in-memory state that follows SQLite.
+//! What each public agent means, in memory: its vector in a matrix the search scans (each row
+//! with what the scan checks of the agent, see `vector_rows`) and the facts the search's rule
+//! weighs (its filters, its words, its evidence). Like the search index, it follows SQLite: the
+//! vectors follow their table (`store::vectors`: a profile's vector is computed before its
+//! write is queued and stored in the same transaction; the background worker computes those
+//! that are missing or stale), and which agents are public, with what text, follows the change
+//! log (`follow`). Rebuilt from SQLite at start.
 
 use std::collections::HashMap;
+use std::sync::RwLock;
+use std::sync::RwLockReadGuard;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::time::Instant;
 
-use agentdir_meaning::{MODEL_ID, Matrix, Model, Quantized};
+use agentdir_meaning::{MODEL_ID, Matrix};
 use agentdir_search_index::{AgentDoc, AgentWords, Change, SearchIndex};
 use rusqlite::Connection;
 
-use super::budget::Budget;
-use super::needs::Needs;
-use super::row::Row;
-use super::{MeaningSettings, SearchMode, profile_text, text_hash};
+use super::vector_rows::Row;
+use crate::domain::agent::{profile_text, text_hash};
 use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::Result;
-use crate::store::meaning::{self as store, EvidenceCounts, StoredVector};
+use crate::store::search;
+use crate::store::vectors::{self as store, EvidenceCounts, StoredVector};
 use crate::time::{DAY, now_ms};
 
+/// Agents read per step when loading at start.
+const LOAD_CHUNK: usize = 2_000;
 /// Stored vectors read per query while following.
 const VECTOR_BATCH: u32 = 2_000;
 
@@ -38,20 +47,6 @@ pub struct Facts {
     pub text_hash: Vec<u8>,
 }
 
-/// Whether meaning is on, and why not.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Status {
-    /// `combined`, `words` or `meaning`: the mode asked for.
-    pub mode: &'static str,
-    /// True when the model is loaded and searches use it.
-    pub model_loaded: bool,
-    /// The model's name when loaded, otherwise why searches use words only.
-    pub detail: String,
-    /// Public agents whose current profile has a vector / public agents.
-    pub agents_with_vectors: usize,
-    pub agents: usize,
-}
-
 #[derive(Default)]
 pub(crate) struct State {
     pub facts: HashMap<u64, Facts>,
@@ -62,71 +57,38 @@ pub(crate) struct State {
     stored: HashMap<u64, Vec<u8>>,
 }
 
-pub struct Meaning {
-    pub mode: SearchMode,
-    model: Option<Model>,
-    detail: String,
+/// What each public agent means, as it follows SQLite.
+#[derive(Default)]
+pub struct Vectors {
     state: RwLock<State>,
     /// The newest vector stamp applied.
     stamp: AtomicI64,
-    pub budget: Arc<Budget>,
-    /// Needs read lately (see `needs.rs`).
-    pub needs: Needs,
 }
 
-impl Meaning {
-    /// Loads the model unless the mode is `words`; a model that cannot be loaded leaves the
-    /// server searching by words, which it logs once here.
-    pub fn open(settings: &MeaningSettings, cores: usize) -> Meaning {
-        let loaded = match settings.mode {
-            SearchMode::Words => Err("search mode is words: the model is not loaded".to_string()),
-            _ => match settings
-                .model_path
-                .clone()
-                .or_else(|| agentdir_meaning::built_in_weights().map(Into::into))
-            {
-                None => Err(format!(
-                    "no model file: {}",
-                    agentdir_meaning::unavailable_reason().unwrap_or("set AGENTDIR_MODEL_PATH")
-                )),
-                Some(path) => Model::load(&path).map_err(|e| e.to_string()).map(|m| (m, path)),
-            },
-        };
-        let (model, detail) = match loaded {
-            Ok((model, path)) => {
-                tracing::info!(model = MODEL_ID, path = %path.display(), "meaning model loaded");
-                (Some(model), MODEL_ID.to_string())
-            }
-            Err(why) => {
-                tracing::warn!(reason = %why, "search by meaning is off: searches use words only");
-                (None, why)
-            }
-        };
-        Meaning {
-            mode: settings.mode,
-            model,
-            detail,
-            state: RwLock::default(),
-            stamp: AtomicI64::new(0),
-            budget: Budget::new(cores),
-            needs: Needs::default(),
+impl Vectors {
+    /// At start: what every public agent means, from SQLite.
+    pub fn load(&self, conn: &Connection, index: &SearchIndex) -> Result<()> {
+        let started = Instant::now();
+        let docs = search::agent_docs(conn)?;
+        for chunk in docs.chunks(LOAD_CHUNK) {
+            let changes: Vec<Change> = chunk.iter().cloned().map(Change::UpsertAgent).collect();
+            self.apply_agents(conn, index, &changes)?;
         }
+        self.apply_vectors(conn)?;
+        let (with_vectors, agents) = self.counts();
+        tracing::info!(
+            agents,
+            with_vectors,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "meaning loaded"
+        );
+        Ok(())
     }
 
-    /// True when searches can use meaning.
-    pub fn enabled(&self) -> bool {
-        self.model.is_some()
-    }
-
-    pub fn status(&self) -> Status {
+    /// Public agents whose current profile has a vector, and public agents.
+    pub fn counts(&self) -> (usize, usize) {
         let state = self.read();
-        Status {
-            mode: self.mode.into(),
-            model_loaded: self.enabled(),
-            detail: self.detail.clone(),
-            agents_with_vectors: state.matrix.len(),
-            agents: state.facts.len(),
-        }
+        (state.matrix.len(), state.facts.len())
     }
 
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, State> {
@@ -135,28 +97,6 @@ impl Meaning {
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, State> {
         self.state.write().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The vector of a need, or `None` without a model or when the model fails.
-    pub fn embed_query(&self, text: &str) -> Option<Quantized> {
-        let vector = self
-            .model
-            .as_ref()?
-            .embed_query(text)
-            .map_err(|e| tracing::warn!(error = %e, "embedding a query failed"))
-            .ok()?;
-        Some(Quantized::new(&vector))
-    }
-
-    /// The vectors of profile texts, or `None` without a model or when the model fails.
-    pub fn embed_profiles(&self, texts: &[&str]) -> Option<Vec<Quantized>> {
-        let vectors = self
-            .model
-            .as_ref()?
-            .embed_passages(texts)
-            .map_err(|e| tracing::warn!(error = %e, "embedding profiles failed"))
-            .ok()?;
-        Some(vectors.iter().map(|v| Quantized::new(v)).collect())
     }
 
     /// Applies the agents of a batch of the change log (documents as the index got them).

@@ -8,7 +8,7 @@ use std::hash::{Hash, Hasher};
 
 use agentdir_search_index::AgentQuery;
 
-use super::Facts;
+use super::vectors::Facts;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Row {

@@ -15,20 +15,20 @@ pub const QUERY_EMBEDDINGS_PER_CORE: usize = 1;
 /// Searches with a new need running at once for one client address.
 pub const QUERY_EMBEDDINGS_PER_CLIENT: usize = 1;
 
-pub struct Budget {
+pub struct EmbeddingBudget {
     overall: usize,
     running: Mutex<(usize, HashMap<String, usize>)>,
 }
 
 /// An admitted embedding; dropping it gives its place back.
 pub struct Admitted {
-    budget: Arc<Budget>,
+    budget: Arc<EmbeddingBudget>,
     client: String,
 }
 
-impl Budget {
-    pub fn new(cores: usize) -> Arc<Budget> {
-        Arc::new(Budget {
+impl EmbeddingBudget {
+    pub fn new(cores: usize) -> Arc<EmbeddingBudget> {
+        Arc::new(EmbeddingBudget {
             overall: QUERY_EMBEDDINGS_PER_CORE * cores.max(1),
             running: Mutex::new((0, HashMap::new())),
         })

@@ -1,10 +1,10 @@
-//! Keeping what each agent means up to date: a profile's vector is computed before its write is
+//! Keeping each agent's vector up to date: a profile's vector is computed before its write is
 //! queued (so the writer never waits for the model and a search right after the write finds it
 //! by meaning), and a background worker computes the vectors that are missing or stale (after
 //! an upgrade, a model change, or a write that did not go through the profile operations).
 
 use std::sync::Weak;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agentdir_meaning::{MODEL_ID, Quantized};
 use agentdir_search_index::{AgentDoc, Change};
@@ -14,17 +14,15 @@ use super::App;
 use crate::app::Parts;
 use crate::app::limits::Persistent;
 use crate::app::runtime::Bound;
+use crate::domain::agent::{profile_text, text_hash};
 use crate::error::Result;
-use crate::meaning::{profile_text, text_hash};
-use crate::store::{meaning as store, search};
+use crate::store::{search, vectors as store};
 use crate::telemetry;
 
 /// Agents whose vectors the background worker computes per round, shared out over the cores.
 pub const FILL_BATCH: usize = 32;
 /// How long the worker rests when every public agent has its vector.
 const FILL_IDLE: Duration = Duration::from_secs(1);
-/// Agents read per step when loading the matrix at start.
-const LOAD_CHUNK: usize = 2_000;
 
 /// A profile's vector, computed before the write that stores it.
 pub struct Embedded {
@@ -32,8 +30,8 @@ pub struct Embedded {
     vector: Quantized,
 }
 
-/// What a profile write does to what the agent means (see [`App::plan_meaning`]).
-pub(crate) struct MeaningEdit {
+/// What a profile write does to the agent's vector (see [`App::plan_vector`]).
+pub(crate) struct VectorPlan {
     /// The embedded text changes: the write spends one of the agent's profile edits.
     pub changes_text: bool,
     /// The new text's vector, to store in the write.
@@ -41,41 +39,22 @@ pub(crate) struct MeaningEdit {
 }
 
 impl App {
-    /// At start: what every public agent means, from SQLite.
-    pub(crate) fn load_meaning(&self) -> Result<()> {
-        let started = Instant::now();
-        let conn = self.read()?;
-        let docs = search::agent_docs(&conn)?;
-        for chunk in docs.chunks(LOAD_CHUNK) {
-            let changes: Vec<Change> = chunk.iter().cloned().map(Change::UpsertAgent).collect();
-            self.meaning.apply_agents(&conn, &self.index, &changes)?;
-        }
-        self.meaning.apply_vectors(&conn)?;
-        let status = self.meaning.status();
-        tracing::info!(
-            agents = status.agents,
-            with_vectors = status.agents_with_vectors,
-            elapsed_ms = started.elapsed().as_millis() as u64,
-            "meaning loaded"
-        );
-        Ok(())
-    }
-
     /// The vector of the profile `doc` will have, on the blocking pool, one per core at a
     /// time; `None` without a model. A text some agent's stored vector was computed from costs
     /// no embedding.
     pub(crate) async fn embed_profile(&self, doc: AgentDoc) -> Result<Option<Embedded>> {
-        if !self.meaning.enabled() {
+        if !self.model.enabled() {
             return Ok(None);
         }
-        self.bounded(Bound::Embed, move |d| {
+        self.bounded(Bound::Embed, move |app| {
             let text = profile_text(&doc);
             let text_hash = text_hash(&text);
-            if let Some(vector) = store::by_text(&*d.read()?, MODEL_ID, &text_hash)? {
+            if let Some(vector) = store::by_text(&*app.read()?, MODEL_ID, &text_hash)? {
                 return Ok(Some(Embedded { text_hash, vector }));
             }
             telemetry::profile_embedded();
-            Ok(d.meaning
+            Ok(app
+                .model
                 .embed_profiles(&[&text])
                 .and_then(|mut v| v.pop())
                 .map(|vector| Embedded { text_hash, vector }))
@@ -89,15 +68,15 @@ impl App {
     /// is refused (429, before any embedding) once the agent's profile-edit budget is spent,
     /// and gets the new text's vector, unless the agent's stored vector is already of that
     /// text. A write that leaves the text as it is costs neither.
-    pub(crate) async fn plan_meaning(
+    pub(crate) async fn plan_vector(
         &self,
         agent_id: i64,
         edit: impl FnOnce(&mut AgentDoc) + Send + 'static,
         now: i64,
-    ) -> Result<MeaningEdit> {
+    ) -> Result<VectorPlan> {
         let planned = self
-            .blocking(move |d| {
-                let conn = d.read()?;
+            .blocking(move |app| {
+                let conn = app.read()?;
                 let Change::UpsertAgent(mut doc) = search::agent_change(&conn, agent_id)? else {
                     // Not listed (being deleted): nothing is embedded for it.
                     return Ok(None);
@@ -108,23 +87,23 @@ impl App {
                 if before == after {
                     return Ok(None);
                 }
-                d.limits.check_agent(&conn, Persistent::ProfileEdits, agent_id, now)?;
+                app.limits.check_agent(&conn, Persistent::ProfileEdits, agent_id, now)?;
                 let stored = store::for_agent(&conn, agent_id)?
                     .is_some_and(|v| v.model == MODEL_ID && v.text_hash == text_hash(&after));
                 Ok(Some((!stored).then_some(doc)))
             })
             .await?;
         Ok(match planned {
-            None => MeaningEdit { changes_text: false, embedded: None },
-            Some(None) => MeaningEdit { changes_text: true, embedded: None },
-            Some(Some(doc)) => MeaningEdit { changes_text: true, embedded: self.embed_profile(doc).await? },
+            None => VectorPlan { changes_text: false, embedded: None },
+            Some(None) => VectorPlan { changes_text: true, embedded: None },
+            Some(Some(doc)) => VectorPlan { changes_text: true, embedded: self.embed_profile(doc).await? },
         })
     }
 
     /// Starts the worker that computes missing vectors (on a primary with a model: see
     /// `app::background`).
-    pub(crate) fn start_meaning_worker(&self) {
-        if !self.meaning.enabled() {
+    pub(crate) fn start_vector_worker(&self) {
+        if !self.model.enabled() {
             return;
         }
         let me = self.downgrade();
@@ -142,7 +121,7 @@ impl App {
 
     /// One round of the worker: computes up to [`FILL_BATCH`] missing vectors. The number done.
     fn fill_vectors_now(&self) -> Result<usize> {
-        let keys = self.meaning.missing(FILL_BATCH);
+        let keys = self.vectors.missing(FILL_BATCH);
         if keys.is_empty() {
             return Ok(0);
         }
@@ -177,7 +156,7 @@ impl App {
                     .map(|chunk| {
                         scope.spawn(move || {
                             let refs: Vec<&str> = chunk.iter().map(|(_, t, _)| t.as_str()).collect();
-                            self.meaning.embed_profiles(&refs)
+                            self.model.embed_profiles(&refs)
                         })
                     })
                     .collect();
@@ -202,14 +181,14 @@ impl App {
     }
 }
 
-fn fill_loop(app: Weak<Parts>) {
+fn fill_loop(parts: Weak<Parts>) {
     loop {
-        let Some(d) = App::upgrade(&app) else { return };
-        let done = d.fill_vectors_now().unwrap_or_else(|e| {
+        let Some(app) = App::upgrade(&parts) else { return };
+        let done = app.fill_vectors_now().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "computing missing vectors failed; will retry");
             0
         });
-        drop(d);
+        drop(app);
         if done == 0 {
             std::thread::sleep(FILL_IDLE);
         }
