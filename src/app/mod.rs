@@ -9,9 +9,9 @@
 //! aggregate. What blocks (SQLite, argon2, the model, the index) runs on the [`runtime`], inside
 //! the core.
 
-pub mod background;
 pub mod embedding_budget;
 pub mod endpoint_queue;
+pub mod followers;
 pub mod keys;
 pub mod limits;
 pub mod model;

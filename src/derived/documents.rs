@@ -1,16 +1,16 @@
 //! Rendered documents: an agent's card and a call with its replies, as the bytes REST serves and
-//! the ETag derived from them, for REST and MCP alike. A hit is answered without leaving the
-//! calling thread; a miss renders the document from one SQLite snapshot and keeps it when it is
-//! current (see the parent module for the race rules).
+//! the ETag derived from them, for REST and MCP alike, each rendered from one SQLite snapshot
+//! and kept on the cache's shelf of documents while it is current (see `cache` for the race
+//! rules). The reads that serve them are `service::documents`.
 
-use std::sync::Arc;
+use rusqlite::Connection;
 
 use super::cache::{Shelf, Shelved, State};
 use super::rendered::Rendered;
-use crate::app::App;
+use super::views;
 use crate::error::Result;
-use crate::service::{agents, calls};
 use crate::store::changes;
+use crate::store::positions::ChangeSeq;
 use crate::time::now_ms;
 
 /// Which document.
@@ -55,44 +55,23 @@ impl Shelved for Document {
     }
 }
 
-impl App {
-    /// The document, from memory on the calling thread when held, else rendered on the blocking
-    /// pool.
-    pub async fn public_document(&self, key: DocumentKey) -> Result<Arc<Document>> {
-        if let Some(document) = self.cached_document(&key)? {
-            return Ok(document);
-        }
-        self.blocking(move |app| app.document(&key)).await
-    }
-
-    /// The document from memory, if held and current. Other processes' writes are followed
-    /// first, so an operator's change or a verification by mail shows at once.
-    pub fn cached_document(&self, key: &DocumentKey) -> Result<Option<Arc<Document>>> {
-        self.catch_up_cache()?;
-        Ok(self.cache.get::<Document>(key, now_ms()))
-    }
-
-    /// The document, from memory or rendered now (blocking: reads SQLite on a miss).
-    pub fn document(&self, key: &DocumentKey) -> Result<Arc<Document>> {
-        if let Some(document) = self.cached_document(key)? {
-            return Ok(document);
-        }
-        let conn = self.read()?;
+impl Document {
+    /// Renders the document from one snapshot of `conn`; with it, the newest change the snapshot
+    /// had seen (what the cache compares before it keeps it).
+    pub fn render(conn: &Connection, key: &DocumentKey) -> Result<(Document, ChangeSeq)> {
         let snapshot = conn.unchecked_transaction()?;
         let seq = changes::max_seq(&snapshot)?;
         let document = match key {
             DocumentKey::Card(handle) => {
-                let card = agents::card(&snapshot, handle, now_ms())?;
+                let card = views::card(&snapshot, handle, now_ms())?;
                 Document { rendered: Rendered::of(&card)?, valid_until: card.agent.valid_until() }
             }
             DocumentKey::Call(id) => {
-                let call = calls::call_detail(&snapshot, id)?;
+                let call = views::call_detail(&snapshot, id)?;
                 Document { rendered: Rendered::of(&call)?, valid_until: None }
             }
         };
         drop(snapshot);
-        let document = Arc::new(document);
-        self.cache.keep(key.clone(), document.clone(), key.bytes(), seq);
-        Ok(document)
+        Ok((document, seq))
     }
 }

@@ -1,15 +1,14 @@
 //! List items: the public agents and the visible calls a page of results is assembled from,
-//! each kept as the core reads it, so a page reads only the rows it has not met yet.
+//! each kept on its shelf of the cache as the core reads it, so a page reads only the rows it
+//! has not met yet.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::cache::{Shelf, Shelved, State};
-use crate::app::App;
+use super::cache::{Cache, Shelf, Shelved, State};
 use crate::domain::agent::AgentView;
 use crate::domain::call::CallSummary;
 use crate::error::Result;
-use crate::service::views;
 use crate::time::now_ms;
 
 /// The length of its JSON: what it holds in memory, near enough.
@@ -51,31 +50,20 @@ impl Shelved for CallSummary {
     }
 }
 
-impl App {
-    /// The public agents among `keys` (`agents.id`), in that order: a page of search results as
-    /// readers see it.
-    pub fn agent_items(&self, keys: &[i64]) -> Result<Vec<AgentView>> {
-        let now = now_ms();
-        self.items(keys, |conn, missing| views::agents_by_ids(conn, missing, now))
-    }
-
-    /// The visible calls among `keys` (`calls.seq`), in that order.
-    pub fn call_items(&self, keys: &[i64]) -> Result<Vec<CallSummary>> {
-        self.items(keys, views::calls_by_seqs)
-    }
-
-    /// Items of a page: each from memory when held, the rest read from SQLite in one go and
-    /// kept. Items that `load` does not return (no longer public) are left out.
-    fn items<T: Shelved<Key = i64> + Clone>(
+impl Cache {
+    /// Items of a page, in the order of `keys`: each from memory when held, the rest read in
+    /// one go by `load` and kept. Items that `load` does not return (no longer public) are left
+    /// out.
+    pub fn items<T: Shelved<Key = i64> + Clone>(
         &self,
         keys: &[i64],
-        load: impl FnOnce(&rusqlite::Connection, &[i64]) -> Result<Vec<(i64, T)>>,
+        load: impl FnOnce(&[i64]) -> Result<Vec<(i64, T)>>,
     ) -> Result<Vec<T>> {
         let now = now_ms();
         let mut found: HashMap<i64, Arc<T>> = HashMap::with_capacity(keys.len());
         let mut missing = Vec::new();
         for &k in keys {
-            match self.cache.get::<T>(&k, now) {
+            match self.get::<T>(&k, now) {
                 Some(item) => {
                     found.insert(k, item);
                 }
@@ -84,10 +72,10 @@ impl App {
         }
         if !missing.is_empty() {
             // Read before the rows: an eviction that lands meanwhile is newer, and refuses them.
-            let seq = self.cache.applied();
-            for (k, item) in load(&*self.read()?, &missing)? {
+            let seq = self.applied();
+            for (k, item) in load(&missing)? {
                 let item = Arc::new(item);
-                self.cache.keep(k, item.clone(), 0, seq);
+                self.keep(k, item.clone(), 0, seq);
                 found.insert(k, item);
             }
         }

@@ -10,3 +10,4 @@ pub mod items;
 pub mod rendered;
 pub mod vector_rows;
 pub mod vectors;
+pub mod views;

@@ -6,22 +6,20 @@ use std::collections::HashSet;
 use agentdir_search_index::AgentDoc;
 
 use super::vectors::{self, VectorPlan};
-use super::{App, Caller, endpoints, views};
+use super::{App, Caller, endpoints};
 use crate::app::keys::{self, NewKey};
 use crate::app::limits::Persistent;
 use crate::app::runtime::Bound;
-use crate::domain::agent::{
-    self, AgentCard, Evidence, OwnProfile, ProfilePatch, Registered, Registration, RotatedKey,
-};
+use crate::derived::views::{self, own_profile};
+use crate::domain::agent::{self, OwnProfile, ProfilePatch, Registered, Registration, RotatedKey};
 use crate::domain::contact_policy::ContactPolicy;
-use crate::domain::notice::NOTICE;
 use crate::domain::offering::{Offering, OfferingList, OfferingsReplacement};
 use crate::domain::trust::CodePurpose;
 use crate::error::{Error, Result, Rule};
 use crate::ids;
 use crate::store::agents::{self as agents_store, AgentRow};
-use crate::store::{calls, codes, collabs, offerings};
-use crate::time::{Timestamp, now_ms};
+use crate::store::{codes, offerings};
+use crate::time::now_ms;
 
 impl App {
     /// Registers a new agent. Every check that can refuse it runs first, on a read connection:
@@ -334,47 +332,9 @@ impl App {
     }
 }
 
-/// The card of a public agent, read from `conn` (one snapshot, for the view cache).
-pub(crate) fn card(conn: &rusqlite::Connection, handle: &str, now: i64) -> Result<AgentCard> {
-    let a = visible_agent(conn, handle)?;
-    let recent_posts =
-        calls::recent_of(conn, a.id, agent::RECENT_POSTS)?.into_iter().map(|c| c.summary).collect();
-    Ok(AgentCard {
-        notice: NOTICE,
-        evidence: Evidence {
-            confirmed_collaborations: collabs::evidence_count(conn, a.id)?,
-            confirmed_collaborations_note_en: agent::EVIDENCE_NOTE_EN,
-            confirmed_collaborations_note_zh: agent::EVIDENCE_NOTE_ZH,
-            last_active_at: Timestamp(a.last_active_at),
-            joined_at: Timestamp(a.created_at),
-        },
-        agent: views::agent(conn, &a, now)?,
-        recent_posts,
-    })
-}
-
-/// A public agent, or 404 (unknown, malformed, suspended or deleted handles alike).
-pub(crate) fn visible_agent(conn: &rusqlite::Connection, handle: &str) -> Result<AgentRow> {
-    if !agent::is_handle(handle) {
-        return Err(Error::NotFound);
-    }
-    match agents_store::by_handle(conn, handle)? {
-        Some(a) if a.is_listed() => Ok(a),
-        _ => Err(Error::NotFound),
-    }
-}
-
 /// The caller's own row, or 401 when its agent is gone.
 pub(crate) fn caller_row(conn: &rusqlite::Connection, caller: &Caller) -> Result<AgentRow> {
     agents_store::by_id(conn, caller.id)?.ok_or(Error::Unauthorized)
-}
-
-pub(crate) fn own_profile(conn: &rusqlite::Connection, a: &AgentRow, now: i64) -> Result<OwnProfile> {
-    Ok(OwnProfile {
-        agent: views::agent(conn, a, now)?,
-        mailbox: a.mailbox.clone(),
-        owner_email: a.owner_claimed_at.and(a.owner_email.clone()),
-    })
 }
 
 /// The ids of a replacement list of the agent's offerings: each one named must be one of its

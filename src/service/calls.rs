@@ -3,38 +3,21 @@
 
 use agentdir_search_index::CallQuery;
 
-use super::{App, Caller, views};
+use super::{App, Caller};
 use crate::app::limits::{InMemory, Persistent};
 use crate::app::runtime::Bound;
+use crate::derived::views;
 use crate::domain::call::{
-    CallDetail, CallList, CallSearch, CallSummary, Deleted, Lang, NewCall, NewReply, ReplyList, ReplyView,
-    ReportInput, ReportTarget, Reported,
+    CallList, CallSearch, CallSummary, Deleted, Lang, NewCall, NewReply, ReplyList, ReplyView, ReportInput,
+    ReportTarget, Reported,
 };
 use crate::domain::list::{Page, Paging};
 use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result};
 use crate::ids;
-use crate::store::calls::{self as calls_store, CallRow, NewCallRow};
+use crate::store::calls::{self as calls_store, NewCallRow};
 use crate::store::{agents, replies, reports};
 use crate::time::now_ms;
-
-/// A call the public may see, or 404.
-pub(crate) fn visible_call(conn: &rusqlite::Connection, id: &str) -> Result<CallRow> {
-    if !ids::has_prefix(id, ids::CALL) {
-        return Err(Error::NotFound);
-    }
-    match calls_store::by_id(conn, id)? {
-        Some(c) if c.visible => Ok(c),
-        _ => Err(Error::NotFound),
-    }
-}
-
-/// A public call with its replies, read from `conn` (one snapshot, for the view cache).
-pub(crate) fn call_detail(conn: &rusqlite::Connection, id: &str) -> Result<CallDetail> {
-    let c = visible_call(conn, id)?;
-    let replies = replies::for_call(conn, c.seq)?.into_iter().map(views::reply).collect();
-    Ok(CallDetail { notice: NOTICE, post: c.summary, replies })
-}
 
 impl App {
     pub async fn post_call(&self, caller: Caller, input: NewCall) -> Result<CallSummary> {
@@ -115,7 +98,7 @@ impl App {
         let id = ids::new_id(ids::REPLY);
         let app = self.clone();
         self.write(move |tx| {
-            let c = visible_call(tx, &call_id)?;
+            let c = views::visible_call(tx, &call_id)?;
             app.limits.spend_agent(tx, Persistent::Replies, caller.id, now)?;
             replies::insert(tx, &id, c.seq, caller.id, &input.body, now)?;
             agents::touch(tx, caller.id, now, false)?;
@@ -135,7 +118,7 @@ impl App {
         let report_id = id.clone();
         let app = self.clone();
         self.write(move |tx| {
-            visible_call(tx, &call_id)?;
+            views::visible_call(tx, &call_id)?;
             app.limits.take(InMemory::Reports, &client_ip)?;
             reports::insert(
                 tx,

@@ -3,8 +3,9 @@
 
 use std::collections::HashMap;
 
-use super::{App, views};
+use super::App;
 use crate::derived::rendered::Rendered;
+use crate::derived::views;
 use crate::domain::changes::{
     ChangeData, ChangeEntry, ChangeFeed, ChangeOp, ChangesQuery, Cursor, DEFAULT_LIMIT, EntityKind,
 };

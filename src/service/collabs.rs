@@ -1,7 +1,8 @@
 //! Collaborations: proposing, confirming or declining by the partner, and the lists.
 
-use super::agents::visible_agent;
-use super::{App, Caller, views};
+use super::{App, Caller};
+use crate::derived::views;
+use crate::derived::views::visible_agent;
 use crate::domain::collab::{CollabDetail, CollabFilter, CollabList, CollabStatus, NewCollab};
 use crate::domain::list::{Page, Paging};
 use crate::domain::notice::NOTICE;

@@ -1,17 +1,12 @@
-//! Endpoints on the profile: the rules a list must meet when it is set, keeping what earlier
-//! checks found for endpoints that stay, and the view the card shows.
+//! Endpoints on the profile: the rules a list must meet when it is set, and keeping what
+//! earlier checks found for endpoints that stay (the view the card shows is `derived::views`).
 
 use rusqlite::Connection;
 
 use crate::checks::link_fetch;
-use crate::domain::endpoint::{
-    ALLOWED_PORTS, EndpointAuth, EndpointInput, EndpointKind, EndpointStatus, EndpointView, Finding,
-    is_owned, port_rule_lifted,
-};
-use crate::domain::trust::{LinkProofView, ProofStatus};
+use crate::domain::endpoint::{ALLOWED_PORTS, EndpointInput, EndpointStatus, Finding, port_rule_lifted};
 use crate::error::{Error, Result, Rule};
 use crate::store::endpoints::{self as store, EndpointRow, Target};
-use crate::time::Timestamp;
 
 /// Checks a list as it is set, beyond what its schema says (the schema holds the port rule as
 /// a pattern; this is the same rule as the fetcher reads URLs): a URL the fetcher would take, on
@@ -48,39 +43,10 @@ pub fn replace(conn: &Connection, agent_id: i64, list: Vec<EndpointInput>, now: 
     Ok(rows.into_iter().map(|r| Target { agent_id, kind: r.kind, url: r.url }).collect())
 }
 
-/// The endpoints as the card shows them; `links` are the agent's link proofs as shown.
-pub fn views(rows: Vec<EndpointRow>, links: &[LinkProofView]) -> Vec<EndpointView> {
-    rows.into_iter()
-        .map(|r| {
-            let live_proofs =
-                links.iter().filter(|l| l.status == ProofStatus::Verified).map(|l| l.url.as_str());
-            let owned = is_owned(&r.url, live_proofs);
-            let f = r.finding;
-            let count = |kind| if r.kind == kind { f.count } else { None };
-            EndpointView {
-                owned,
-                status: f.status(),
-                status_since: Timestamp(r.status_since),
-                name: f.name,
-                protocol_version: f.protocol_version,
-                skill_count: count(EndpointKind::A2a),
-                tool_count: count(EndpointKind::Mcp),
-                auth: f.auth_required.then_some(EndpointAuth::Required),
-                kind: r.kind,
-                url: r.url,
-            }
-        })
-        .collect()
-}
-
-/// Whether an agent with these endpoints counts for `live=true`: one of them live and owned.
-pub fn any_live_and_owned(endpoints: &[EndpointView]) -> bool {
-    endpoints.iter().any(|e| e.status == EndpointStatus::Live && e.owned)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::endpoint::EndpointKind;
 
     #[test]
     fn ports_are_checked_when_set() {

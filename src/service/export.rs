@@ -1,8 +1,10 @@
 //! `GET /api/me/export`: everything held about the caller's agent, read in one snapshot.
 
-use super::agents::{caller_row, own_profile};
+use super::agents::caller_row;
 use super::requests::request_views;
-use super::{App, Caller, views};
+use super::{App, Caller};
+use crate::derived::views;
+use crate::derived::views::own_profile;
 use crate::domain::export::{EXPORT_PAGE_ITEMS, Export, ExportQuery, ExportTotals};
 use crate::domain::handles::HeldHandle;
 use crate::error::Result;

@@ -3,8 +3,9 @@
 
 use rusqlite::Connection;
 
-use super::agents::{caller_row, own_profile};
+use super::agents::caller_row;
 use super::{App, Caller};
+use crate::derived::views::own_profile;
 use crate::domain::handles::{HOLD_MS, HandleChange, HoldReason, RENAME_EVERY_MS, Renamed, ReservedHandles};
 use crate::error::{Error, Result};
 use crate::store::agents::{self as agents_store, AgentRow};

@@ -6,10 +6,12 @@
 
 pub mod admin;
 pub mod agents;
+pub mod background;
 pub mod calls;
 pub mod changes;
 pub mod collabs;
 pub mod deletion;
+pub mod documents;
 pub mod endpoint_checks;
 pub mod endpoints;
 pub mod export;
@@ -24,7 +26,6 @@ pub mod statements;
 pub mod stats;
 pub mod trust;
 pub mod vectors;
-pub mod views;
 
 use crate::app::App;
 

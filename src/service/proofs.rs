@@ -4,9 +4,10 @@
 //! what it proves (the card's `host`, the `owned` of endpoints). The URL the agent submitted is
 //! kept beside it, so the agent may remove the proof by either.
 
-use super::{App, Caller, views};
+use super::{App, Caller};
 use crate::app::limits::Persistent;
 use crate::checks::link_fetch::{self, FetchOutcome, FetchPolicy};
+use crate::derived::views;
 use crate::domain::trust::PROOF_PREFIX;
 use crate::domain::trust::{LinkList, LinkProofInput};
 use crate::error::{Error, Result};

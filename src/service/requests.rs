@@ -1,9 +1,11 @@
 //! Contact requests: sending under the recipient's policy, reading by the two parties, and the
 //! moves accept, decline, withdraw and report.
 
-use super::agents::{caller_row, visible_agent};
-use super::{App, Caller, views};
+use super::agents::caller_row;
+use super::{App, Caller};
 use crate::app::limits::{InMemory, Persistent};
+use crate::derived::views;
+use crate::derived::views::visible_agent;
 use crate::domain::call::{ReportInput, ReportTarget, Reported};
 use crate::domain::contact_request::{
     CAP_WINDOW, COOLDOWN_AFTER_DECLINE, ContactRequestDetail, ContactRequestList, ContactRequestView,

@@ -3,8 +3,8 @@
 use serde_json::json;
 
 use super::App;
-use super::agents::{card, visible_agent};
 use crate::app::{Replica, Role};
+use crate::derived::views::{card, visible_agent};
 use crate::domain::notice::NOTICE;
 use crate::domain::statement::{Jwks, STATEMENT_DAYS, SignedStatement};
 use crate::error::{Error, Result};

@@ -8,7 +8,7 @@
 use std::fmt;
 
 use agentdir::App;
-use agentdir::service::views;
+use agentdir::derived::views;
 use agentdir_search_index::{IndexError, Page};
 
 use crate::Error;

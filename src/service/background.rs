@@ -3,16 +3,19 @@
 //! index, note expired proofs and let the feed forget old deletions), housekeeping every
 //! minute, and on a primary the endpoint check schedule and the worker that computes missing
 //! vectors. A replica's copy is followed by `replica::link`, which the replica adapter runs.
+//! A new check the server makes by itself is a step of the pass or of housekeeping here, or a
+//! task of its own started by `start_background` (as the endpoint checks are), over operations
+//! of its aggregate's file.
 
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use super::{App, Role};
+use super::endpoint_checks;
+use crate::app::{App, Role};
 use crate::domain::recovery::PREVIOUS_MAILBOX_MS;
 use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::Result;
-use crate::service::endpoint_checks;
 use crate::store::{self, proofs};
 
 /// How often the pass runs.

@@ -1,26 +1,30 @@
-//! Turns stored rows into the views readers get, in one place, so the card, the lists and MCP
-//! show the same thing.
+//! The read model: turns stored rows into the values readers get, in one place, so the card,
+//! a call, the lists, the feed and MCP show the same thing; and what the public may see of an
+//! agent or a call at all.
 
 use rusqlite::Connection;
 
-use crate::domain::AgentRef;
-use crate::domain::agent::{AgentView, Contact};
-use crate::domain::call::{CallSummary, ReplyOnOwnCall, ReplyView};
+use crate::domain::agent::{self, AgentCard, AgentView, Contact, Evidence, OwnProfile};
+use crate::domain::call::{CallDetail, CallSummary, ReplyOnOwnCall, ReplyView};
 use crate::domain::collab::CollabView;
 use crate::domain::contact_request::{
     ContactRequestView, EXPIRY, Mailboxes, OfferingRef, Party, RequestStatus,
 };
+use crate::domain::endpoint::{EndpointAuth, EndpointKind, EndpointView, is_owned};
 use crate::domain::handles::DELETED;
+use crate::domain::notice::NOTICE;
 use crate::domain::offering::Offering;
 use crate::domain::trust::{LinkProofView, ProofStatus, TrustView, proof_expires_at};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::ids;
 use crate::store::agents::AgentRow;
+use crate::store::calls::CallRow;
 use crate::store::collabs::CollabRow;
 use crate::store::endpoints::EndpointRow;
 use crate::store::proofs::ProofRow;
 use crate::store::replies::ReplyRow;
 use crate::store::requests::RequestRow;
-use crate::store::{agents, calls, endpoints, offerings, proofs};
+use crate::store::{agents, calls, collabs, endpoints, offerings, proofs, replies};
 use crate::time::Timestamp;
 
 pub fn links(conn: &Connection, agent_id: i64, now: i64) -> Result<Vec<LinkProofView>> {
@@ -60,7 +64,7 @@ fn agent_view(
     let verified = a.mailbox_verified_at.is_some();
     let (how_en, how_zh) = contact_how(a);
     let links = link_views(proofs, now);
-    let endpoints = super::endpoints::views(endpoint_rows, &links);
+    let endpoints = endpoint_views(endpoint_rows, &links);
     AgentView {
         handle: a.handle.clone(),
         name: a.name.clone(),
@@ -97,6 +101,45 @@ fn agent_view(
     }
 }
 
+/// The card of a public agent, read from `conn` (one snapshot, for the view cache).
+pub fn card(conn: &Connection, handle: &str, now: i64) -> Result<AgentCard> {
+    let a = visible_agent(conn, handle)?;
+    let recent_posts =
+        calls::recent_of(conn, a.id, agent::RECENT_POSTS)?.into_iter().map(|c| c.summary).collect();
+    Ok(AgentCard {
+        notice: NOTICE,
+        evidence: Evidence {
+            confirmed_collaborations: collabs::evidence_count(conn, a.id)?,
+            confirmed_collaborations_note_en: agent::EVIDENCE_NOTE_EN,
+            confirmed_collaborations_note_zh: agent::EVIDENCE_NOTE_ZH,
+            last_active_at: Timestamp(a.last_active_at),
+            joined_at: Timestamp(a.created_at),
+        },
+        agent: agent(conn, &a, now)?,
+        recent_posts,
+    })
+}
+
+/// A public agent, or 404 (unknown, malformed, suspended or deleted handles alike).
+pub fn visible_agent(conn: &Connection, handle: &str) -> Result<AgentRow> {
+    if !agent::is_handle(handle) {
+        return Err(Error::NotFound);
+    }
+    match agents::by_handle(conn, handle)? {
+        Some(a) if a.is_listed() => Ok(a),
+        _ => Err(Error::NotFound),
+    }
+}
+
+/// What the agent itself sees of its profile.
+pub fn own_profile(conn: &Connection, a: &AgentRow, now: i64) -> Result<OwnProfile> {
+    Ok(OwnProfile {
+        agent: agent(conn, a, now)?,
+        mailbox: a.mailbox.clone(),
+        owner_email: a.owner_claimed_at.and(a.owner_email.clone()),
+    })
+}
+
 /// The public agents among `ids`, with their ids, in that order: a page of search results as
 /// readers see it. One statement per table for the whole page (agents, offerings, link proofs,
 /// endpoints) rather than one per agent: with the first three, 0.19 instead of 0.32 ms of CPU
@@ -118,6 +161,31 @@ pub fn agents_by_ids(conn: &Connection, ids: &[i64], now: i64) -> Result<Vec<(i6
             (a.id, agent_view(a, listed, now))
         })
         .collect())
+}
+
+/// The endpoints as the card shows them; `links` are the agent's link proofs as shown.
+fn endpoint_views(rows: Vec<EndpointRow>, links: &[LinkProofView]) -> Vec<EndpointView> {
+    rows.into_iter()
+        .map(|r| {
+            let live_proofs =
+                links.iter().filter(|l| l.status == ProofStatus::Verified).map(|l| l.url.as_str());
+            let owned = is_owned(&r.url, live_proofs);
+            let f = r.finding;
+            let count = |kind| if r.kind == kind { f.count } else { None };
+            EndpointView {
+                owned,
+                status: f.status(),
+                status_since: Timestamp(r.status_since),
+                name: f.name,
+                protocol_version: f.protocol_version,
+                skill_count: count(EndpointKind::A2a),
+                tool_count: count(EndpointKind::Mcp),
+                auth: f.auth_required.then_some(EndpointAuth::Required),
+                kind: r.kind,
+                url: r.url,
+            }
+        })
+        .collect()
 }
 
 fn contact_how(a: &AgentRow) -> (String, String) {
@@ -143,13 +211,27 @@ fn contact_how(a: &AgentRow) -> (String, String) {
     )
 }
 
-pub fn agent_ref(a: &AgentRow) -> AgentRef {
-    AgentRef { handle: a.handle.clone(), name: a.name.clone(), verified: a.mailbox_verified_at.is_some() }
-}
-
 /// The visible calls among `seqs`, with their seqs, in that order.
 pub fn calls_by_seqs(conn: &Connection, seqs: &[i64]) -> Result<Vec<(i64, CallSummary)>> {
     Ok(calls::by_seqs(conn, seqs)?.into_iter().filter(|c| c.visible).map(|c| (c.seq, c.summary)).collect())
+}
+
+/// A call the public may see, or 404.
+pub fn visible_call(conn: &Connection, id: &str) -> Result<CallRow> {
+    if !ids::has_prefix(id, ids::CALL) {
+        return Err(Error::NotFound);
+    }
+    match calls::by_id(conn, id)? {
+        Some(c) if c.visible => Ok(c),
+        _ => Err(Error::NotFound),
+    }
+}
+
+/// A public call with its replies, read from `conn` (one snapshot, for the view cache).
+pub fn call_detail(conn: &Connection, id: &str) -> Result<CallDetail> {
+    let c = visible_call(conn, id)?;
+    let replies = replies::for_call(conn, c.seq)?.into_iter().map(reply).collect();
+    Ok(CallDetail { notice: NOTICE, post: c.summary, replies })
 }
 
 pub fn reply(r: ReplyRow) -> ReplyView {

@@ -1,0 +1,128 @@
+//! When the app's followers of the change log run (see `derived::follow` for what following
+//! does): on the writer thread after each commit, before its writes are answered (the cache);
+//! on the applier thread after commits (the index and the vectors); before a search or a
+//! cached read when another process committed; at start, with a rebuild when the index needs
+//! one; and on a replica whenever Litestream moved its copy.
+
+use rusqlite::Connection;
+
+use super::{App, Replica, Role};
+use crate::derived::follow::{REINDEX_REQUESTED, Seen, follow, follow_cache, rebuild};
+use crate::error::Result;
+use crate::progress::Progress;
+use crate::store::meta;
+use crate::store::positions::ChangeSeq;
+
+impl App {
+    /// Brings the followers up to the newest committed change.
+    pub(crate) fn follow(&self) -> Result<()> {
+        follow(&*self.follower()?, &self.index, Some(&self.cache), Some(&self.vectors))
+    }
+
+    /// Before a search: brings the index (and the cache) up to the newest commit, whoever made
+    /// it. This server's writes are answered before the applier has indexed them, so this is
+    /// what makes a search see every write answered before it started.
+    pub fn catch_up(&self) -> Result<()> {
+        self.catch_up_with(&self.seen.by_index, || self.follow())
+    }
+
+    /// Before serving a cached document: evicts what writes of other processes changed
+    /// (this server's writer evicts its own before answering).
+    pub(crate) fn catch_up_cache(&self) -> Result<()> {
+        self.catch_up_with(&self.seen.by_cache, || follow_cache(&*self.read()?, &self.cache))
+    }
+
+    /// Runs `follow` when anyone committed since `seen` was last brought up to date: one
+    /// question to SQLite (its data version, answered from shared memory, no page read) when
+    /// nothing changed.
+    fn catch_up_with(&self, seen: &Seen, follow: impl FnOnce() -> Result<()>) -> Result<()> {
+        // A replica's copy changes under Litestream, not SQLite's data version: the replica's
+        // loop follows it (`follow_copy`), and reads that need a position wait for it.
+        if let Role::Replica(_) = self.role() {
+            return Ok(());
+        }
+        let version = crate::store::data_version(&self.watch())?;
+        if seen.is(version) {
+            return Ok(());
+        }
+        follow()?;
+        seen.set(version);
+        Ok(())
+    }
+
+    /// On the writer thread after a commit, before its jobs are answered. A failure here does
+    /// not undo the write; it drops every cached view instead, so none can be stale.
+    pub(crate) fn evict_after_write(&self, conn: &Connection, seq: ChangeSeq) {
+        if let Err(e) = follow_cache(conn, &self.cache) {
+            tracing::warn!(error = %e, "reading the change log after a write failed; dropping every cached view");
+            self.cache.clear(seq);
+        }
+    }
+
+    /// On the applier thread after commits. A failure here does not undo the write: the next
+    /// search and the background pass retry.
+    pub(crate) fn follow_after_write(&self) {
+        if let Err(e) = self.follow() {
+            tracing::warn!(error = %e, "following the change log after a write failed; will retry");
+        }
+    }
+
+    /// A replica, when Litestream applied something since the last look: reads the copy's
+    /// write position, then follows its change log (so everything up to that position is
+    /// applied), then tells whoever waits for a position. A primary has no copy to follow.
+    /// The look at Litestream's position file is a small read on the calling thread; only a
+    /// change goes to the blocking pool.
+    pub async fn follow_copy(&self) -> Result<()> {
+        let Role::Replica(replica) = self.role() else { return Ok(()) };
+        let Some(txid) = replica.copy_changed() else { return Ok(()) };
+        self.blocking(move |app| match app.role() {
+            Role::Replica(replica) => app.apply_copy(replica, txid),
+            Role::Primary(_) => Ok(()),
+        })
+        .await
+    }
+
+    /// `follow_copy` on the calling thread (the background pass).
+    pub(crate) fn follow_copy_now(&self) -> Result<()> {
+        match self.role() {
+            Role::Replica(replica) => match replica.copy_changed() {
+                Some(txid) => self.apply_copy(replica, txid),
+                None => Ok(()),
+            },
+            Role::Primary(_) => Ok(()),
+        }
+    }
+
+    fn apply_copy(&self, replica: &Replica, txid: Option<Vec<u8>>) -> Result<()> {
+        let position = crate::store::replica::position(&*self.read()?)?;
+        self.follow()?;
+        replica.applied(position, txid);
+        Ok(())
+    }
+
+    pub(crate) fn rebuild_index(&self) -> Result<()> {
+        rebuild(&*self.follower()?, &self.index, &mut Progress::silent())?;
+        match self.role() {
+            Role::Primary(_) => self.write_blocking(|tx| meta::remove(tx, REINDEX_REQUESTED)),
+            Role::Replica(_) => Ok(()),
+        }
+    }
+
+    /// (A replica's index is its own: the primary's requests are not for it.)
+    pub(crate) fn rebuild_requested(&self) -> Result<bool> {
+        match self.role() {
+            Role::Primary(_) => Ok(meta::get(&*self.read()?, REINDEX_REQUESTED)?.is_some()),
+            Role::Replica(_) => Ok(false),
+        }
+    }
+
+    /// At start: rebuild when the index was missing, corrupt or of an older schema, or when a
+    /// rebuild was asked for; then catch up with whatever was committed to SQLite but never
+    /// reached the index (a crash between the two commits).
+    pub(crate) fn repair_index(&self) -> Result<()> {
+        if self.index.needs_rebuild() || self.rebuild_requested()? {
+            self.rebuild_index()?;
+        }
+        self.follow()
+    }
+}
