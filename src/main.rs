@@ -10,7 +10,7 @@ use agentdir::domain::handles::ReservedHandles;
 use agentdir::progress::{Progress, Unit};
 use agentdir::service::admin::{self, Actor};
 use agentdir::service::inbound::{self, MailOutcome};
-use agentdir::{Settings, http, inbound_mail, signing, store};
+use agentdir::{Settings, inbound_mail, signing, store};
 use agentdir_search_index::{IndexError, SearchIndex};
 use clap::Parser;
 
@@ -91,7 +91,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         if let Some(l) = &metrics_listener {
             tracing::info!(metrics = %l.local_addr()?, "/metrics served on its own listener");
         }
-        http::serve(app, listener, metrics_listener, limits).await?;
+        agentdir::serve::serve(app, listener, metrics_listener, limits).await?;
         Ok(())
     })
 }

@@ -37,6 +37,10 @@ pub const ENDPOINT_CHECKS: &str = "agentdir_endpoint_checks_total";
 pub const ENDPOINT_CHECK_SECONDS: &str = "agentdir_endpoint_check_seconds";
 pub const ENDPOINT_LAST_CHECK: &str = "agentdir_endpoint_last_check_timestamp_seconds";
 pub const ENDPOINTS_SCHEDULED: &str = "agentdir_endpoints_scheduled";
+pub const REPLICA_SEQ_BEHIND: &str = "agentdir_replica_seq_behind";
+pub const REPLICA_SECONDS_BEHIND: &str = "agentdir_replica_seconds_behind";
+pub const REPLICA_APPLIED: &str = "agentdir_replica_applied_seq";
+pub const REPLICA_PRIMARY_SEQ: &str = "agentdir_replica_primary_seq";
 
 /// Latency buckets in seconds: most answers take a few milliseconds; link proofs take seconds.
 const LATENCY_BUCKETS: &[f64] =
@@ -147,4 +151,12 @@ pub fn endpoint_checked(kind: &'static str, outcome: &'static str, took: std::ti
 /// How many endpoints the schedule holds.
 pub fn endpoints_scheduled(n: usize) {
     metrics::gauge!(ENDPOINTS_SCHEDULED).set(n as f64);
+}
+
+/// Where a replica stands against the primary (write positions, and how long it has been behind).
+pub fn replica_stands(seq_behind: u64, seconds_behind: f64, applied: u64, primary: u64) {
+    metrics::gauge!(REPLICA_SEQ_BEHIND).set(seq_behind as f64);
+    metrics::gauge!(REPLICA_SECONDS_BEHIND).set(seconds_behind);
+    metrics::gauge!(REPLICA_APPLIED).set(applied as f64);
+    metrics::gauge!(REPLICA_PRIMARY_SEQ).set(primary as f64);
 }

@@ -37,7 +37,7 @@ use endpoint_queue::EndpointQueue;
 use limits::RateLimits;
 use model::{Model, ModelStatus};
 use needs::Needs;
-pub use role::{Primary, Replica, ReplicaSettings, Role};
+pub use role::{Node, Primary, Replica, ReplicaSettings, Role};
 use runtime::Runtime;
 pub use settings::Settings;
 

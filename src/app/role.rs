@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::signing::Signer;
 use crate::store::positions::{ChangeSeq, WritePosition};
 use crate::store::writer::Writer;
+use crate::telemetry;
 
 pub enum Role {
     Primary(Primary),
@@ -44,6 +45,16 @@ impl Role {
             Role::Replica(replica) => Some(replica),
         }
     }
+}
+
+/// Which node answers a route when the directory runs with read replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Node {
+    /// A public read: the node the client reached answers it from its own copy.
+    Any,
+    /// A write, or a route that needs a key: a replica forwards it, so a rotated key is dead on
+    /// every node at once and every write has one home.
+    Primary,
 }
 
 /// What only a primary has.
@@ -234,6 +245,13 @@ impl Replica {
         tokio::time::timeout(self.wait, applied.wait_for(|a| *a >= position.get()))
             .await
             .is_ok_and(|r| r.is_ok())
+    }
+
+    /// Publishes where the replica stands in `/metrics`; tells whether it is stuck.
+    pub fn record_metrics(&self) -> bool {
+        let lag = self.lag();
+        telemetry::replica_stands(lag.seq_behind, lag.seconds_behind, lag.applied_seq, lag.primary_seq);
+        lag.stuck
     }
 
     pub fn lag(&self) -> Lag {

@@ -6,17 +6,15 @@
 //! contract `validation` enforces), responses for serialisation (so an `Option` field that is
 //! always written, as `null` when empty, is required and nullable).
 
-use std::sync::OnceLock;
-
 use axum::body::Bytes;
+use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;
-use schemars::{JsonSchema, SchemaGenerator};
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::error::ErrorEnvelope;
+use super::published::{self, ApiIndex, EndpointInfo, Links, Published};
 use super::routes::{Access, Endpoint, endpoints};
-use crate::domain::notice::{NOTICE, Notice};
+use crate::domain::notice::NOTICE;
 use crate::domain::schema::{declared, patterns};
 use crate::error::Error;
 use crate::validation::schema_settings;
@@ -29,33 +27,6 @@ const BODY_DESCRIPTION: &str = const_format::concatcp!(
     crate::domain::schema::MAX_BODY_BYTES / 1024,
     " KiB)."
 );
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct EndpointInfo {
-    pub method: String,
-    pub path: String,
-    /// `public` or `key` (bearer API key).
-    #[schemars(extend("enum" = ["public", "key"]))]
-    pub auth: &'static str,
-    pub summary: &'static str,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct Links {
-    pub skill: String,
-    pub openapi: String,
-    pub mcp: String,
-}
-
-/// `GET /api`.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ApiIndex {
-    pub notice: Notice,
-    pub name: &'static str,
-    pub version: &'static str,
-    pub links: Links,
-    pub endpoints: Vec<EndpointInfo>,
-}
 
 pub fn api_index(base_url: &str) -> ApiIndex {
     ApiIndex {
@@ -82,30 +53,16 @@ pub fn api_index(base_url: &str) -> ApiIndex {
     }
 }
 
-/// The documents as served: they depend only on the base URL, which is fixed for the process.
-pub struct Published {
-    pub api_index: Bytes,
-    pub openapi: Bytes,
-    pub skill_md: Bytes,
-}
-
-static PUBLISHED: OnceLock<Published> = OnceLock::new();
-
 /// Builds the documents of this process once, when the router is built, for the directory's
 /// base URL and its change feed's epoch (the only cursors the feed takes are of that epoch).
 /// A process serves one directory: a later call returns the documents of the first and its
 /// arguments are not read.
 pub fn publish(base_url: &str, feed_epoch: u64) -> &'static Published {
-    PUBLISHED.get_or_init(|| Published {
+    published::publish_with(|| Published {
         api_index: serde_json::to_vec(&api_index(base_url)).expect("the API index serialises").into(),
         openapi: serde_json::to_vec(&openapi(base_url, feed_epoch)).expect("openapi.json serialises").into(),
         skill_md: Bytes::from_static(crate::skill::render(base_url).as_bytes()),
     })
-}
-
-/// The documents `publish` built.
-pub fn published() -> &'static Published {
-    PUBLISHED.get().expect("the router publishes the documents before it serves them")
 }
 
 fn status_title(code: u16) -> &'static str {

@@ -2,10 +2,8 @@
 //! so malformed JSON, a wrong content type, an oversized body or a bad key all answer with the
 //! envelope.
 
-use std::net::{IpAddr, SocketAddr};
-
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, FromRef, FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
 use schemars::JsonSchema;
@@ -13,6 +11,7 @@ use serde::de::DeserializeOwned;
 
 use crate::app::App;
 use crate::error::Error;
+use crate::net::request_client_ip;
 use crate::service::Caller;
 use crate::validation;
 
@@ -151,41 +150,4 @@ where
         let app = App::from_ref(state);
         Ok(ClientIp(request_client_ip(parts, &app).to_string()))
     }
-}
-
-/// The client of a request, as every limit counts it (see [`client_ip`]).
-pub(crate) fn request_client_ip(parts: &Parts, app: &App) -> IpAddr {
-    let peer = parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip())
-        .unwrap_or(IpAddr::from([127, 0, 0, 1]));
-    client_ip(peer, &parts.headers, &app.settings().trusted_proxies)
-}
-
-pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[ipnet::IpNet]) -> IpAddr {
-    // A dual-stack listener reports IPv4 peers as ::ffff:a.b.c.d; compare and count them as the
-    // IPv4 addresses they are.
-    let peer = peer.to_canonical();
-    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(ip));
-    if !is_trusted(&peer) {
-        return peer;
-    }
-    let entries: Vec<&str> = headers
-        .get_all("x-forwarded-for")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .collect();
-    // Walk from the nearest hop outwards; stop at the first address no trusted proxy vouches
-    // for. An unreadable entry ends the walk: what lies beyond it cannot be trusted.
-    let mut client = peer;
-    for entry in entries.iter().rev() {
-        match entry.trim().parse::<IpAddr>().map(|ip| ip.to_canonical()) {
-            Ok(ip) if is_trusted(&ip) => client = ip,
-            Ok(ip) => return ip,
-            Err(_) => return client,
-        }
-    }
-    client
 }

@@ -1,5 +1,6 @@
-//! The REST adapter: the router built from the route table, the envelope for every failure,
-//! and the server loop with graceful shutdown.
+//! The REST adapter: the routes of the route table with their handlers, the extractors, the
+//! envelope for every failure, the documents generated from the table, the hardening
+//! middleware and the server loop. `serve` mounts it with the other adapters.
 
 pub mod docs;
 pub mod error;
@@ -7,114 +8,21 @@ pub mod extract;
 pub mod handlers;
 pub mod middleware;
 pub mod ops;
+pub mod published;
 pub mod routes;
 pub mod server;
 pub mod tagged;
-
-use std::time::Duration;
 
 use axum::Router;
 
 use crate::app::App;
 
-/// Every REST route, the operator endpoints, the read-only MCP endpoint at `/mcp`, and the
-/// envelope for unknown paths and wrong methods. Fails only when the base URL is not an absolute
-/// http(s) URL, which the MCP `Host`/`Origin` checks are derived from.
-pub fn router(app: App, metrics: ops::MetricsOn) -> Result<Router, agentdir_mcp::ConfigError> {
-    docs::publish(&app.settings().base_url, app.feed_epoch().unwrap_or_default());
+/// Every REST route of the table and the operator endpoints, without a fallback: the server
+/// (`serve`) adds MCP, the envelope for unknown paths and, on a replica, the forwarding.
+pub fn routes(metrics: ops::MetricsOn) -> Router<App> {
     let mut router: Router<App> = Router::new();
     for route in routes::table() {
         router = router.route(route.endpoint.path, route.handler);
     }
-    let mcp_config =
-        agentdir_mcp::McpConfig::new(&app.settings().base_url, crate::domain::schema::MAX_BODY_BYTES)?;
-    let mcp = agentdir_mcp::streamable_http_service(crate::mcp_port::McpPort::new(app.clone()), mcp_config);
-    Ok(router
-        .merge(ops::routes(metrics))
-        .nest_service("/mcp", mcp)
-        .fallback(error::not_found)
-        .method_not_allowed_fallback(error::method_not_allowed)
-        .layer(axum::middleware::from_fn_with_state(app.clone(), crate::replica::forward::route))
-        .with_state(app))
-}
-
-/// The whole application as served: the routes of `router` inside `middleware`, and outside it
-/// a replica's wait for a client's position (which must not hold an in-flight slot).
-pub fn app(
-    app: App,
-    limits: &middleware::Hardening,
-    metrics: ops::MetricsOn,
-) -> Result<Router, agentdir_mcp::ConfigError> {
-    let templates = routes::endpoints().into_iter().map(|e| e.path);
-    let positions =
-        axum::middleware::from_fn_with_state(app.clone(), crate::replica::forward::await_position);
-    Ok(middleware::stack(router(app, metrics)?, templates, limits).layer(positions))
-}
-
-/// Serves until SIGINT or SIGTERM, then lets in-flight requests finish (within the grace
-/// period of `limits`). With `metrics_listener`, `/metrics` is served there and not on the main
-/// port.
-pub async fn serve(
-    app: App,
-    listener: tokio::net::TcpListener,
-    metrics_listener: Option<tokio::net::TcpListener>,
-    limits: middleware::Hardening,
-) -> std::io::Result<()> {
-    let metrics = crate::telemetry::install();
-    let metrics_on =
-        if metrics_listener.is_some() { ops::MetricsOn::OwnListener } else { ops::MetricsOn::MainPort };
-    let service = self::app(app.clone(), &limits, metrics_on)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    let scrapes = metrics_listener.map(|l| {
-        // Anything else there gets the same envelope as on the main port.
-        let service = ops::metrics_only()
-            .fallback(error::not_found)
-            .method_not_allowed_fallback(error::method_not_allowed)
-            .with_state(app.clone());
-        let limits = limits.clone();
-        tokio::spawn(async move { server::run(l, service, &limits, std::future::pending()).await })
-    });
-    let replica =
-        app.role().replica().is_some().then(|| tokio::spawn(crate::replica::link::run(app.clone())));
-    let background = app.start_background();
-    // Histogram samples pile up until folded in; do it even when nobody scrapes.
-    let upkeep = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(5));
-        loop {
-            tick.tick().await;
-            metrics.run_upkeep();
-        }
-    });
-    server::run(listener, service, &limits, shutdown_signal()).await;
-    drop(background);
-    if let Some(replica) = replica {
-        replica.abort();
-    }
-    upkeep.abort();
-    if let Some(scrapes) = scrapes {
-        scrapes.abort();
-    }
-    Ok(())
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
-    }
-    tracing::info!("shutdown signal received");
+    router.merge(ops::routes(metrics))
 }

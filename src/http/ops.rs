@@ -68,7 +68,7 @@ async fn metrics_text(State(app): State<App>) -> Response {
         tracing::warn!(error = %e, "metrics: the gauges could not be read");
     }
     if let Some(replica) = app.role().replica() {
-        crate::replica::link::record_metrics(replica);
+        replica.record_metrics();
     }
     handle.run_upkeep();
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], handle.render()).into_response()

@@ -6,7 +6,7 @@ use axum::routing::{MethodRouter, delete, get, patch, post, put};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
 use super::handlers::{agents, calls, collabs, me, meta, requests};
-use crate::app::App;
+use crate::app::{App, Node};
 use crate::domain::{
     agent, call, changes, collab, contact_request as cr, deletion, export, handles, list, offering, recovery,
     statement, stats, trust,
@@ -23,16 +23,6 @@ pub enum Access {
     Public,
     /// Bearer key required.
     Key,
-}
-
-/// Which node answers a route when the directory runs with read replicas.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Node {
-    /// A public read: the node the client reached answers it from its own copy.
-    Any,
-    /// A write, or a route that needs a key: a replica forwards it, so a rotated key is dead on
-    /// every node at once and every write has one home.
-    Primary,
 }
 
 /// What a route is, for the router and for the documents describing it.
@@ -135,7 +125,7 @@ use Access::{Key, Public};
 pub fn table() -> Vec<Route> {
     vec![
         route(Method::GET, "/api", Public, "Index of every endpoint")
-            .returns::<super::docs::ApiIndex>()
+            .returns::<super::published::ApiIndex>()
             .to(get(meta::index)),
         route(Method::GET, "/api/stats", Public, "Directory counts, including confirmed collaborations")
             .returns::<stats::Stats>()

@@ -21,7 +21,7 @@ use crate::domain::schema::patterns;
 use crate::domain::statement::SignedStatement;
 use crate::domain::stats::Stats;
 use crate::error::{Error, Rule};
-use crate::http::extract::request_client_ip;
+use crate::net::request_client_ip;
 use crate::validation;
 
 /// Arguments of `get_agent` (and of the `agentdir://agents/{handle}` resource).

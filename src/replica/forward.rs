@@ -14,7 +14,7 @@
 //! - anything no route matches is answered here (404 or 405): nothing unknown is forwarded.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
@@ -22,12 +22,10 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::{CAUGHT_UP_HEADER, SEQ_HEADER, SERVED_BY_HEADER, link};
-use crate::app::App;
-use crate::app::Replica;
+use super::{CAUGHT_UP_HEADER, POSITION_HEADER, SERVED_BY_HEADER, link};
+use crate::app::{App, Node, Replica};
 use crate::domain::schema::MAX_BODY_BYTES;
 use crate::error::Error;
-use crate::http::routes::{self, Node};
 use crate::store::positions::WritePosition;
 
 /// The largest answer of the primary a replica passes on (125 MiB). The largest legitimate one
@@ -59,27 +57,42 @@ fn is_write(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-/// The node that answers this request, from the route it matched. Unmatched paths, wrong
-/// methods and `/mcp` (read-only) are answered by any node.
-fn node_of(req: &Request) -> Node {
-    static NODES: OnceLock<HashMap<(Method, &'static str), Node>> = OnceLock::new();
-    let nodes =
-        NODES.get_or_init(|| routes::endpoints().into_iter().map(|e| ((e.method, e.path), e.node)).collect());
-    let Some(matched) = req.extensions().get::<MatchedPath>() else { return Node::Any };
-    let method = if req.method() == Method::HEAD { Method::GET } else { req.method().clone() };
-    nodes.get(&(method, matched.as_str())).copied().unwrap_or(Node::Any)
+/// What the forwarding layers hold: the app, and which node answers each route (method and path
+/// template), as the REST adapter's route table says; the server's wiring hands it over, so
+/// this adapter never reads the other's table. One reference count to clone, as `App` is.
+#[derive(Clone)]
+pub struct Forwarding(Arc<Routes>);
+
+struct Routes {
+    app: App,
+    nodes: HashMap<(Method, &'static str), Node>,
 }
 
-fn seq_of(headers: &HeaderMap) -> Option<WritePosition> {
-    headers.get(SEQ_HEADER)?.to_str().ok()?.trim().parse().ok().map(WritePosition::new)
+impl Forwarding {
+    pub fn new(app: App, routes: impl IntoIterator<Item = (Method, &'static str, Node)>) -> Forwarding {
+        let nodes = routes.into_iter().map(|(method, path, node)| ((method, path), node)).collect();
+        Forwarding(Arc::new(Routes { app, nodes }))
+    }
+
+    /// The node that answers this request, from the route it matched. Unmatched paths, wrong
+    /// methods and `/mcp` (read-only) are answered by any node.
+    fn node_of(&self, req: &Request) -> Node {
+        let Some(matched) = req.extensions().get::<MatchedPath>() else { return Node::Any };
+        let method = if req.method() == Method::HEAD { Method::GET } else { req.method().clone() };
+        self.0.nodes.get(&(method, matched.as_str())).copied().unwrap_or(Node::Any)
+    }
+}
+
+fn position_of(headers: &HeaderMap) -> Option<WritePosition> {
+    headers.get(POSITION_HEADER)?.to_str().ok()?.trim().parse().ok().map(WritePosition::new)
 }
 
 /// Before a read takes an in-flight slot: waits for the position the client carries when the
 /// primary issued it. Waiting here holds nothing other requests need.
-pub async fn await_position(State(app): State<App>, mut req: Request, next: Next) -> Response {
-    if let Some(replica) = app.role().replica()
-        && node_of(&req) == Node::Any
-        && let Some(wanted) = seq_of(req.headers())
+pub async fn await_position(State(forwarding): State<Forwarding>, mut req: Request, next: Next) -> Response {
+    if let Some(replica) = forwarding.0.app.role().replica()
+        && forwarding.node_of(&req) == Node::Any
+        && let Some(wanted) = position_of(req.headers())
         && wanted > replica.applied_position()
     {
         if !link::issued(replica, wanted).await {
@@ -97,32 +110,33 @@ pub async fn await_position(State(app): State<App>, mut req: Request, next: Next
     next.run(req).await
 }
 
-pub async fn route(State(app): State<App>, req: Request, next: Next) -> Response {
+pub async fn route(State(forwarding): State<Forwarding>, req: Request, next: Next) -> Response {
+    let app = &forwarding.0.app;
     let Some(replica) = app.role().replica() else {
         // Reads, the bulk of the traffic, skip the route lookup.
-        let writes = is_write(req.method()) && node_of(&req) == Node::Primary;
+        let writes = is_write(req.method()) && forwarding.node_of(&req) == Node::Primary;
         let mut res = next.run(req).await;
         if writes {
-            res.headers_mut().insert(SEQ_HEADER, HeaderValue::from(app.written().get()));
+            res.headers_mut().insert(POSITION_HEADER, HeaderValue::from(app.written().get()));
         }
         return res;
     };
-    if node_of(&req) == Node::Primary {
+    if forwarding.node_of(&req) == Node::Primary {
         return if is_write(req.method()) {
-            forward_write(&app, replica, req).await
+            forward_write(app, replica, req).await
         } else {
-            forward(&app, replica, req).await
+            forward(app, replica, req).await
         };
     }
     if req.extensions().get::<BehindClient>().is_some() {
-        return forward(&app, replica, req).await;
+        return forward(app, replica, req).await;
     }
     next.run(req).await
 }
 
 async fn forward_write(app: &App, replica: &Replica, req: Request) -> Response {
     let mut res = forward(app, replica, req).await;
-    let Some(position) = seq_of(res.headers()) else { return res };
+    let Some(position) = position_of(res.headers()) else { return res };
     replica.primary_at(position);
     let caught_up = replica.applied_position() >= position || replica.wait_for(position).await;
     if !caught_up {
@@ -185,7 +199,7 @@ fn primary_url(primary: &url::Url, uri: &Uri) -> anyhow::Result<url::Url> {
 
 async fn send(app: &App, replica: &Replica, req: Request) -> Result<Response, Failed> {
     let peer = req.extensions().get::<ConnectInfo<std::net::SocketAddr>>().map(|c| c.0.ip());
-    let client = crate::http::extract::client_ip(
+    let client = crate::net::client_ip(
         peer.unwrap_or(std::net::IpAddr::from([127, 0, 0, 1])),
         req.headers(),
         &app.settings().trusted_proxies,

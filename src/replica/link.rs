@@ -17,10 +17,6 @@ pub const PRIMARY_POLL: Duration = Duration::from_secs(1);
 /// How long the loop's question for the primary's position may take.
 const PRIMARY_POLL_TIMEOUT: Duration = Duration::from_secs(5);
 
-pub const SEQ_BEHIND: &str = "agentdir_replica_seq_behind";
-pub const SECONDS_BEHIND: &str = "agentdir_replica_seconds_behind";
-pub const APPLIED: &str = "agentdir_replica_applied_seq";
-pub const PRIMARY_SEQ: &str = "agentdir_replica_primary_seq";
 pub const FORWARDED: &str = "agentdir_replica_forwarded_total";
 pub const NOT_CAUGHT_UP: &str = "agentdir_replica_not_caught_up_total";
 pub const UNISSUED_POSITIONS: &str = "agentdir_replica_unissued_positions_total";
@@ -47,16 +43,6 @@ pub async fn issued(replica: &Replica, position: WritePosition) -> bool {
         *last_answered = number;
     }
     position <= replica.primary_position()
-}
-
-/// Publishes where the replica stands in `/metrics`; tells whether it is stuck.
-pub fn record_metrics(replica: &Replica) -> bool {
-    let lag = replica.lag();
-    metrics::gauge!(SEQ_BEHIND).set(lag.seq_behind as f64);
-    metrics::gauge!(SECONDS_BEHIND).set(lag.seconds_behind);
-    metrics::gauge!(APPLIED).set(lag.applied_seq as f64);
-    metrics::gauge!(PRIMARY_SEQ).set(lag.primary_seq as f64);
-    lag.stuck
 }
 
 /// Asks the primary for its position.
@@ -89,7 +75,7 @@ pub async fn run(app: App) {
                 if let Err(e) = poll_primary(replica, PRIMARY_POLL_TIMEOUT).await {
                     tracing::debug!(error = %e, "the primary did not tell its position");
                 }
-                if record_metrics(replica) {
+                if replica.record_metrics() {
                     tracing::warn!(
                         "replica stuck: its copy stopped following the primary; restore a fresh copy"
                     );

@@ -11,14 +11,14 @@ use crate::domain::changes::ChangesQuery;
 use crate::domain::statement::Jwks;
 use crate::domain::stats::Stats;
 use crate::error::Result;
-use crate::http::docs;
 use crate::http::extract::QueryParams;
+use crate::http::published::published;
 use crate::http::tagged;
 
 const JSON: &str = "application/json";
 
 pub async fn index() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, JSON)], docs::published().api_index.clone())
+    ([(header::CONTENT_TYPE, JSON)], published().api_index.clone())
 }
 
 pub async fn stats(State(app): State<App>) -> Reply<Stats> {
@@ -26,12 +26,12 @@ pub async fn stats(State(app): State<App>) -> Reply<Stats> {
 }
 
 pub async fn skill() -> impl IntoResponse {
-    let skill_md = docs::published().skill_md.clone();
+    let skill_md = published().skill_md.clone();
     ([(header::CONTENT_TYPE, "text/markdown; charset=utf-8")], skill_md)
 }
 
 pub async fn openapi() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, JSON)], docs::published().openapi.clone())
+    ([(header::CONTENT_TYPE, JSON)], published().openapi.clone())
 }
 
 pub async fn jwks(State(app): State<App>) -> Reply<Jwks> {

@@ -1,0 +1,117 @@
+//! The server as one program, `agentdir serve`: the REST adapter's routes with the MCP adapter
+//! at `/mcp` and, on a replica, the replica adapter's forwarding around them; the background
+//! work of the role; metrics; graceful shutdown. This is where the adapters meet: none of them
+//! imports another, and what one needs of another (which routes the primary answers) is handed
+//! over here.
+
+use std::time::Duration;
+
+use axum::Router;
+
+use crate::app::App;
+use crate::http::middleware::Hardening;
+use crate::http::{docs, error, middleware, ops, routes, server};
+use crate::replica::forward::{self, Forwarding};
+
+/// Every REST route, the operator endpoints, the read-only MCP endpoint at `/mcp`, and the
+/// envelope for unknown paths and wrong methods, inside a replica's forwarding. Fails only when
+/// the base URL is not an absolute http(s) URL, which the MCP `Host`/`Origin` checks are
+/// derived from.
+pub fn router(
+    app: App,
+    forwarding: Forwarding,
+    metrics: ops::MetricsOn,
+) -> Result<Router, agentdir_mcp::ConfigError> {
+    docs::publish(&app.settings().base_url, app.feed_epoch().unwrap_or_default());
+    let mcp_config =
+        agentdir_mcp::McpConfig::new(&app.settings().base_url, crate::domain::schema::MAX_BODY_BYTES)?;
+    let mcp = agentdir_mcp::streamable_http_service(crate::mcp_port::McpPort::new(app.clone()), mcp_config);
+    Ok(crate::http::routes(metrics)
+        .nest_service("/mcp", mcp)
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(forwarding, forward::route))
+        .with_state(app))
+}
+
+/// The whole application as served: the routes of `router` inside `middleware`, and outside it
+/// a replica's wait for a client's position (which must not hold an in-flight slot).
+pub fn app(
+    app: App,
+    limits: &Hardening,
+    metrics: ops::MetricsOn,
+) -> Result<Router, agentdir_mcp::ConfigError> {
+    let endpoints = routes::endpoints();
+    let templates: Vec<&'static str> = endpoints.iter().map(|e| e.path).collect();
+    let forwarding = Forwarding::new(app.clone(), endpoints.into_iter().map(|e| (e.method, e.path, e.node)));
+    let positions = axum::middleware::from_fn_with_state(forwarding.clone(), forward::await_position);
+    Ok(middleware::stack(router(app, forwarding, metrics)?, templates, limits).layer(positions))
+}
+
+/// Serves until SIGINT or SIGTERM, then lets in-flight requests finish (within the grace
+/// period of `limits`). With `metrics_listener`, `/metrics` is served there and not on the main
+/// port.
+pub async fn serve(
+    app: App,
+    listener: tokio::net::TcpListener,
+    metrics_listener: Option<tokio::net::TcpListener>,
+    limits: Hardening,
+) -> std::io::Result<()> {
+    let metrics = crate::telemetry::install();
+    let metrics_on =
+        if metrics_listener.is_some() { ops::MetricsOn::OwnListener } else { ops::MetricsOn::MainPort };
+    let service = self::app(app.clone(), &limits, metrics_on)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    let scrapes = metrics_listener.map(|l| {
+        // Anything else there gets the same envelope as on the main port.
+        let service = ops::metrics_only()
+            .fallback(error::not_found)
+            .method_not_allowed_fallback(error::method_not_allowed)
+            .with_state(app.clone());
+        let limits = limits.clone();
+        tokio::spawn(async move { server::run(l, service, &limits, std::future::pending()).await })
+    });
+    let replica =
+        app.role().replica().is_some().then(|| tokio::spawn(crate::replica::link::run(app.clone())));
+    let background = app.start_background();
+    // Histogram samples pile up until folded in; do it even when nobody scrapes.
+    let upkeep = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            tick.tick().await;
+            metrics.run_upkeep();
+        }
+    });
+    server::run(listener, service, &limits, shutdown_signal()).await;
+    drop(background);
+    if let Some(replica) = replica {
+        replica.abort();
+    }
+    upkeep.abort();
+    if let Some(scrapes) = scrapes {
+        scrapes.abort();
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutdown signal received");
+}
