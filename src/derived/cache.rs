@@ -92,6 +92,62 @@ impl State {
     }
 }
 
+/// A document by its key (`Card(handle)`, `Call(id)`).
+impl Shelved for Document {
+    type Key = DocumentKey;
+
+    fn shelf(state: &mut State) -> &mut Shelf<Self> {
+        &mut state.documents
+    }
+
+    fn bytes(&self) -> usize {
+        self.rendered.json.len() + self.rendered.etag.len() + std::mem::size_of::<Document>()
+    }
+
+    fn valid_until(&self) -> Option<i64> {
+        self.valid_until
+    }
+}
+
+/// The length of its JSON: what it holds in memory, near enough.
+fn json_bytes<T: serde::Serialize>(value: &T) -> usize {
+    serde_json::to_vec(value).map_or(0, |v| v.len()) + std::mem::size_of::<T>()
+}
+
+/// An agent by its key (`agents.id`).
+impl Shelved for AgentView {
+    type Key = i64;
+
+    fn shelf(state: &mut State) -> &mut Shelf<Self> {
+        &mut state.agents
+    }
+
+    fn bytes(&self) -> usize {
+        json_bytes(self)
+    }
+
+    fn valid_until(&self) -> Option<i64> {
+        AgentView::valid_until(self)
+    }
+}
+
+/// A call by its key (`calls.seq`).
+impl Shelved for CallSummary {
+    type Key = i64;
+
+    fn shelf(state: &mut State) -> &mut Shelf<Self> {
+        &mut state.calls
+    }
+
+    fn bytes(&self) -> usize {
+        json_bytes(self)
+    }
+
+    fn valid_until(&self) -> Option<i64> {
+        None
+    }
+}
+
 /// The documents and items held, under one lock and one budget.
 pub struct Cache {
     state: Mutex<State>,

@@ -5,7 +5,6 @@
 
 use rusqlite::Connection;
 
-use super::cache::{Shelf, Shelved, State};
 use super::rendered::Rendered;
 use super::views;
 use crate::error::Result;
@@ -37,22 +36,6 @@ pub struct Document {
     pub rendered: Rendered,
     /// Unix ms at which what the document shows changes by itself (a link proof expiring).
     pub valid_until: Option<i64>,
-}
-
-impl Shelved for Document {
-    type Key = DocumentKey;
-
-    fn shelf(state: &mut State) -> &mut Shelf<Self> {
-        &mut state.documents
-    }
-
-    fn bytes(&self) -> usize {
-        self.rendered.json.len() + self.rendered.etag.len() + std::mem::size_of::<Document>()
-    }
-
-    fn valid_until(&self) -> Option<i64> {
-        self.valid_until
-    }
 }
 
 impl Document {

@@ -5,50 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::cache::{Cache, Shelf, Shelved, State};
-use crate::domain::agent::AgentView;
-use crate::domain::call::CallSummary;
+use super::cache::{Cache, Shelved};
 use crate::error::Result;
 use crate::time::now_ms;
-
-/// The length of its JSON: what it holds in memory, near enough.
-fn json_bytes<T: serde::Serialize>(value: &T) -> usize {
-    serde_json::to_vec(value).map_or(0, |v| v.len()) + std::mem::size_of::<T>()
-}
-
-/// An agent by its key (`agents.id`).
-impl Shelved for AgentView {
-    type Key = i64;
-
-    fn shelf(state: &mut State) -> &mut Shelf<Self> {
-        &mut state.agents
-    }
-
-    fn bytes(&self) -> usize {
-        json_bytes(self)
-    }
-
-    fn valid_until(&self) -> Option<i64> {
-        AgentView::valid_until(self)
-    }
-}
-
-/// A call by its key (`calls.seq`).
-impl Shelved for CallSummary {
-    type Key = i64;
-
-    fn shelf(state: &mut State) -> &mut Shelf<Self> {
-        &mut state.calls
-    }
-
-    fn bytes(&self) -> usize {
-        json_bytes(self)
-    }
-
-    fn valid_until(&self) -> Option<i64> {
-        None
-    }
-}
 
 impl Cache {
     /// Items of a page, in the order of `keys`: each from memory when held, the rest read in

@@ -8,8 +8,6 @@ use std::hash::{Hash, Hasher};
 
 use agentdir_search_index::AgentQuery;
 
-use super::vectors::Facts;
-
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Row {
     level: u8,
@@ -21,14 +19,23 @@ pub struct Row {
 }
 
 impl Row {
-    pub fn of(f: &Facts) -> Row {
+    /// The row of an agent with these facts (capabilities and languages as the index's exact
+    /// filters compare them).
+    pub fn new(
+        level: u8,
+        verified: bool,
+        live: bool,
+        joined_at: i64,
+        capabilities: &[String],
+        languages: &[String],
+    ) -> Row {
         Row {
-            level: f.level,
-            verified: f.verified,
-            live: f.live,
-            joined_at: f.joined_at,
-            capabilities: f.capabilities.iter().fold(0, |bits, c| bits | bit(c)),
-            languages: f.languages.iter().fold(0, |bits, l| bits | bit(l)),
+            level,
+            verified,
+            live,
+            joined_at,
+            capabilities: capabilities.iter().fold(0, |bits, c| bits | bit(c)),
+            languages: languages.iter().fold(0, |bits, l| bits | bit(l)),
         }
     }
 }

@@ -47,6 +47,13 @@ pub struct Facts {
     pub text_hash: Vec<u8>,
 }
 
+impl Facts {
+    /// What the vector scan checks of the agent.
+    fn row(&self) -> Row {
+        Row::new(self.level, self.verified, self.live, self.joined_at, &self.capabilities, &self.languages)
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct State {
     pub facts: HashMap<u64, Facts>,
@@ -119,7 +126,7 @@ impl Vectors {
                 Some((facts, stored)) => {
                     if let Some(v) = stored {
                         state.stored.insert(key, stored_hash(&v));
-                        place(&mut state, key, &facts.text_hash, Row::of(&facts), &v);
+                        place(&mut state, key, &facts.text_hash, facts.row(), &v);
                     }
                     let current = state.stored.get(&key) == Some(&facts.text_hash);
                     if !current {
@@ -147,7 +154,7 @@ impl Vectors {
             for v in &batch {
                 let key = v.agent_id as u64;
                 state.stored.insert(key, stored_hash(v));
-                if let Some((hash, row)) = state.facts.get(&key).map(|f| (f.text_hash.clone(), Row::of(f))) {
+                if let Some((hash, row)) = state.facts.get(&key).map(|f| (f.text_hash.clone(), f.row())) {
                     place(&mut state, key, &hash, row, v);
                 }
             }
