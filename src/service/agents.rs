@@ -148,7 +148,7 @@ impl App {
     pub async fn own_profile(&self, caller: Caller) -> Result<OwnProfile> {
         self.blocking(move |app| {
             let conn = app.read()?;
-            own_profile(&conn, &caller_row(&conn, &caller)?, now_ms())
+            own_profile(&conn, &caller.row(&conn)?, now_ms())
         })
         .await
     }
@@ -179,7 +179,7 @@ impl App {
         };
         let app = self.clone();
         let written = self.write(move |tx| {
-            let mut a = caller_row(tx, &caller)?;
+            let mut a = caller.row(tx)?;
             if sets_endpoints {
                 app.limits.spend_agent(tx, Persistent::Links, a.id, now)?;
             }
@@ -316,7 +316,7 @@ impl App {
         let (key_id, hash) = (key.key_id.clone(), key.hash.clone());
         let old_key_id = caller.key_id.clone();
         self.write(move |tx| {
-            let a = caller_row(tx, &caller)?;
+            let a = caller.row(tx)?;
             // Of several rotations with one key, the first wins; the others find their key
             // already rotated away.
             if a.key_id != caller.key_id {
@@ -330,11 +330,6 @@ impl App {
         self.keys.remember_issued(&key);
         Ok(RotatedKey { api_key: key.key })
     }
-}
-
-/// The caller's own row, or 401 when its agent is gone.
-pub(crate) fn caller_row(conn: &rusqlite::Connection, caller: &Caller) -> Result<AgentRow> {
-    agents_store::by_id(conn, caller.id)?.ok_or(Error::Unauthorized)
 }
 
 /// The ids of a replacement list of the agent's offerings: each one named must be one of its

@@ -9,7 +9,6 @@
 
 use rusqlite::Connection;
 
-use super::agents::caller_row;
 use super::{App, Caller};
 use crate::app::limits::agent_subject;
 use crate::domain::deletion::{AgentDeleted, Erased, Removed, UNDO_MS};
@@ -120,7 +119,7 @@ impl App {
         let key_id = caller.key_id.clone();
         let deleted = self
             .write(move |tx| {
-                let a = caller_row(tx, &caller)?;
+                let a = caller.row(tx)?;
                 let deleted = delete(tx, &a, now)?;
                 audit::record(tx, "delete", &a.handle, "api", None, now)?;
                 Ok(deleted)

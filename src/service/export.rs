@@ -1,6 +1,5 @@
 //! `GET /api/me/export`: everything held about the caller's agent, read in one snapshot.
 
-use super::agents::caller_row;
 use super::requests::request_views;
 use super::{App, Caller};
 use crate::derived::views;
@@ -20,7 +19,7 @@ impl App {
             let conn = app.read()?;
             // One snapshot, so the lists and the totals agree with each other.
             let snapshot = conn.unchecked_transaction()?;
-            let a = caller_row(&snapshot, &caller)?;
+            let a = caller.row(&snapshot)?;
             let (call_total, call_rows) = calls::of_agent(&snapshot, a.id, limit, offset)?;
             let (reply_total, reply_rows) = replies::by_agent(&snapshot, a.id, limit, offset)?;
             let (request_total, request_rows) =

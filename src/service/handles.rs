@@ -3,7 +3,6 @@
 
 use rusqlite::Connection;
 
-use super::agents::caller_row;
 use super::{App, Caller};
 use crate::derived::views::own_profile;
 use crate::domain::handles::{HOLD_MS, HandleChange, HoldReason, RENAME_EVERY_MS, Renamed, ReservedHandles};
@@ -96,7 +95,7 @@ impl App {
         let now = now_ms();
         let app = self.clone();
         self.write(move |tx| {
-            let a = caller_row(tx, &caller)?;
+            let a = caller.row(tx)?;
             let renamed =
                 rename(tx, &app.settings.reserved_handles, &a, &input.handle, RenamedBy::Agent, now)?;
             audit::record(tx, "rename", &renamed.previous_handle, "api", Some(&input.handle), now)?;

@@ -28,6 +28,8 @@ pub mod trust;
 pub mod vectors;
 
 use crate::app::App;
+use crate::error::{Error, Result};
+use crate::store::agents::{self as agents_store, AgentRow};
 
 /// Who is calling: an authenticated, not suspended agent.
 #[derive(Debug, Clone)]
@@ -36,4 +38,11 @@ pub struct Caller {
     pub handle: String,
     /// The key id the caller authenticated with (a rotation must still find it current).
     pub key_id: String,
+}
+
+impl Caller {
+    /// The caller's own row, or 401 when its agent is gone.
+    pub(crate) fn row(&self, conn: &rusqlite::Connection) -> Result<AgentRow> {
+        agents_store::by_id(conn, self.id)?.ok_or(Error::Unauthorized)
+    }
 }

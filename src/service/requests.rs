@@ -1,7 +1,6 @@
 //! Contact requests: sending under the recipient's policy, reading by the two parties, and the
 //! moves accept, decline, withdraw and report.
 
-use super::agents::caller_row;
 use super::{App, Caller};
 use crate::app::limits::{InMemory, Persistent};
 use crate::derived::views;
@@ -68,7 +67,7 @@ impl App {
                     .ok_or(Error::NotFound)?,
                 found => found?,
             };
-            let sender = caller_row(tx, &caller)?;
+            let sender = caller.row(tx)?;
             if recipient.id == sender.id {
                 return Err(Error::SelfTarget);
             }

@@ -1,7 +1,6 @@
 //! Trust: starting a mailbox verification or an owner claim. The directory never sends mail:
 //! the person sends one carrying the code (see `inbound`).
 
-use super::agents::caller_row;
 use super::{App, Caller};
 use crate::app::tokens;
 use crate::domain::trust::{CODE_DAYS, CodePurpose, Instructions, OwnerClaimInput};
@@ -48,14 +47,14 @@ impl App {
     /// `POST /api/me/verify`: instructions to verify the mailbox on the profile.
     pub async fn start_mailbox_verification(&self, caller: Caller) -> Result<Instructions> {
         let c = caller.clone();
-        let a = self.blocking(move |app| caller_row(&*app.read()?, &c)).await?;
+        let a = self.blocking(move |app| c.row(&*app.read()?)).await?;
         self.instructions(caller, CodePurpose::Mailbox, a.mailbox).await
     }
 
     /// `POST /api/me/owner-claim`: instructions for the owner to claim the agent.
     pub async fn start_owner_claim(&self, caller: Caller, input: OwnerClaimInput) -> Result<Instructions> {
         let c = caller.clone();
-        let a = self.blocking(move |app| caller_row(&*app.read()?, &c)).await?;
+        let a = self.blocking(move |app| c.row(&*app.read()?)).await?;
         if a.owner_claimed_at.is_some() {
             return Err(Error::AlreadyClaimed);
         }
