@@ -24,6 +24,31 @@ pub enum MailOutcome {
     },
 }
 
+/// Why a message completed nothing; `Display` is a one-line English reason (the
+/// `inbound-mail` command tells the MTA).
+#[derive(Debug, thiserror::Error)]
+pub enum MailRefused {
+    #[error("database unavailable: {0}")]
+    Unavailable(r2d2::Error),
+    #[error("the subject holds no verification code")]
+    NoCode,
+    #[error("no live verification code in the subject (wrong, replaced or already used)")]
+    NoLiveCode,
+    #[error("the subject is not the exact subject given in the instructions")]
+    NotTheSubject,
+    #[error("the verification code has expired")]
+    Expired,
+    #[error("the message does not come from the address given in the instructions")]
+    WrongSender,
+    /// The code, or its agent, could not be read.
+    #[error("{0}")]
+    Unread(Error),
+    /// The directory refused the step when it was applied (the code was used meanwhile, the
+    /// mailbox changed, the owner is claimed already, …).
+    #[error("{}", .0.messages().en)]
+    Refused(Error),
+}
+
 /// A code a message may carry: a mailbox or owner code, or a key recovery's own code.
 struct MailCode {
     agent_id: i64,
@@ -63,10 +88,9 @@ fn live_code(conn: &rusqlite::Connection, code: &str) -> crate::error::Result<Op
 /// Applies the code carried by a message whose sender the receiving MTA authenticated. `from`
 /// is the From address. The subject must contain a live code's exact subject, and the message
 /// must come from the address that code was issued for (for a key recovery: from the agent's
-/// mailbox, or from the mailbox verified before a change while it recovers the agent). The
-/// error is a one-line reason.
-pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<MailOutcome, String> {
-    let mut conn = pool.get().map_err(|e| format!("database unavailable: {e}"))?;
+/// mailbox, or from the mailbox verified before a change while it recovers the agent).
+pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<MailOutcome, MailRefused> {
+    let mut conn = pool.get().map_err(MailRefused::Unavailable)?;
     let now = now_ms();
     let candidates: Vec<String> = subject_line
         .split(|c: char| !c.is_ascii_alphanumeric())
@@ -74,31 +98,30 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
         .map(str::to_ascii_lowercase)
         .collect();
     if candidates.is_empty() {
-        return Err("the subject holds no verification code".into());
+        return Err(MailRefused::NoCode);
     }
-    let mut reason =
-        String::from("no live verification code in the subject (wrong, replaced or already used)");
+    let mut reason = MailRefused::NoLiveCode;
     for code in candidates {
-        let Some(row) = live_code(&conn, &code).map_err(|e| e.to_string())? else {
+        let Some(row) = live_code(&conn, &code).map_err(MailRefused::Unread)? else {
             continue;
         };
         if !subject_line.contains(&row.purpose.subject(&row.code)) {
-            reason = "the subject is not the exact subject given in the instructions".into();
+            reason = MailRefused::NotTheSubject;
             continue;
         }
         if now >= row.expires_at {
-            reason = "the verification code has expired".into();
+            reason = MailRefused::Expired;
             continue;
         }
         let from_right_address = match &row.address {
             Some(address) => address.eq_ignore_ascii_case(from),
-            None => match agents::by_id(&conn, row.agent_id).map_err(|e| e.to_string())? {
-                Some(a) => recovering_mailbox(&conn, &a, from, now).map_err(|e| e.to_string())?.is_some(),
+            None => match agents::by_id(&conn, row.agent_id).map_err(MailRefused::Unread)? {
+                Some(a) => recovering_mailbox(&conn, &a, from, now).map_err(MailRefused::Unread)?.is_some(),
                 None => false,
             },
         };
         if !from_right_address {
-            reason = "the message does not come from the address given in the instructions".into();
+            reason = MailRefused::WrongSender;
             continue;
         }
         let applied = store::write(&mut conn, |tx| {
@@ -149,7 +172,7 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
                 }
             }
         });
-        return applied.map_err(|e| e.messages().en);
+        return applied.map_err(MailRefused::Refused);
     }
     Err(reason)
 }
