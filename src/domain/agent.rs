@@ -140,7 +140,57 @@ pub struct ProfilePatch {
     pub endpoints: Option<Vec<EndpointInput>>,
 }
 
+/// What an agent says of itself, as a profile patch edits it in place: the fields of its card
+/// that change with no step of their own (the mailbox, the owner and the endpoints have theirs).
+pub struct ProfileFields<'a> {
+    pub name: &'a mut String,
+    pub tagline: &'a mut String,
+    pub contact_public: &'a mut bool,
+    pub description_en: &'a mut String,
+    pub description_zh: &'a mut String,
+    pub capabilities: &'a mut Vec<String>,
+    pub languages: &'a mut Vec<String>,
+    pub homepage: &'a mut Option<String>,
+    pub model: &'a mut Option<String>,
+    pub contact_policy: &'a mut ContactPolicy,
+}
+
 impl ProfilePatch {
+    /// Sets what the patch names of `to`. The mailbox, the owner and the endpoints, which have
+    /// steps of their own, are the caller's: take them out first.
+    pub fn apply(self, to: ProfileFields<'_>) {
+        if let Some(v) = self.name {
+            *to.name = v;
+        }
+        if let Some(v) = self.tagline {
+            *to.tagline = v.unwrap_or_default();
+        }
+        if let Some(v) = self.contact_public {
+            *to.contact_public = v;
+        }
+        if let Some(v) = self.description_en {
+            *to.description_en = v;
+        }
+        if let Some(v) = self.description_zh {
+            *to.description_zh = v;
+        }
+        if let Some(v) = self.capabilities {
+            *to.capabilities = v;
+        }
+        if let Some(v) = self.languages {
+            *to.languages = v;
+        }
+        if let Some(v) = self.homepage {
+            *to.homepage = v;
+        }
+        if let Some(v) = self.model {
+            *to.model = v;
+        }
+        if let Some(p) = self.contact_policy {
+            to.contact_policy.apply(p);
+        }
+    }
+
     /// Whether the patch changes the text search by meaning reads (see [`profile_text`]).
     pub fn changes_profile_text(&self) -> bool {
         self.name.is_some()

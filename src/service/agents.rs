@@ -179,6 +179,7 @@ impl App {
         };
         let app = self.clone();
         let written = self.write(move |tx| {
+            let mut patch = patch;
             let mut a = caller.row(tx)?;
             if sets_endpoints {
                 app.limits.spend_agent(tx, Persistent::Links, a.id, now)?;
@@ -186,7 +187,7 @@ impl App {
             if vector.changes_text {
                 app.limits.spend_agent(tx, Persistent::ProfileEdits, a.id, now)?;
             }
-            if let Some(mailbox) = patch.mailbox
+            if let Some(mailbox) = patch.mailbox.take()
                 && !mailbox.eq_ignore_ascii_case(&a.mailbox)
             {
                 // The mailbox verified before the change still recovers the agent for a while
@@ -197,7 +198,7 @@ impl App {
                 // A verification code was for the old address.
                 codes::remove(tx, a.id, CodePurpose::Mailbox)?;
             }
-            if let Some(owner) = patch.owner
+            if let Some(owner) = patch.owner.take()
                 && owner != a.owner
             {
                 a.owner = owner;
@@ -205,40 +206,11 @@ impl App {
                 a.owner_claimed_at = None;
                 codes::remove(tx, a.id, CodePurpose::Owner)?;
             }
-            if let Some(v) = patch.name {
-                a.name = v;
-            }
-            if let Some(v) = patch.tagline {
-                a.tagline = v.unwrap_or_default();
-            }
-            if let Some(v) = patch.contact_public {
-                a.contact_public = v;
-            }
-            if let Some(v) = patch.description_en {
-                a.description_en = v;
-            }
-            if let Some(v) = patch.description_zh {
-                a.description_zh = v;
-            }
-            if let Some(v) = patch.capabilities {
-                a.capabilities = v;
-            }
-            if let Some(v) = patch.languages {
-                a.languages = v;
-            }
-            if let Some(v) = patch.homepage {
-                a.homepage = v;
-            }
-            if let Some(v) = patch.model {
-                a.model = v;
-            }
-            if let Some(p) = patch.contact_policy {
-                a.policy.apply(p);
-            }
-            let to_check = match patch.endpoints {
+            let to_check = match patch.endpoints.take() {
                 Some(list) => endpoints::replace(tx, a.id, list, now)?,
                 None => Vec::new(),
             };
+            patch.apply(a.profile_mut());
             a.updated_at = now;
             a.last_active_at = now;
             agents_store::update_profile(tx, &a)?;

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use rusqlite::{Connection, OptionalExtension, Row, ToSql, named_params};
 
 use super::{JsonList, id_list, is_unique_violation, to_json};
+use crate::domain::agent::ProfileFields;
 use crate::domain::contact_policy::ContactPolicy;
 use crate::domain::recovery::PreviousMailbox;
 use crate::error::{Error, Result};
@@ -44,6 +45,22 @@ impl AgentRow {
     /// The public may see it: neither suspended nor deleted (the `listed` column).
     pub fn is_listed(&self) -> bool {
         self.suspended_at.is_none() && self.deleted_at.is_none()
+    }
+
+    /// The fields a profile patch edits in place (`ProfilePatch::apply`).
+    pub fn profile_mut(&mut self) -> ProfileFields<'_> {
+        ProfileFields {
+            name: &mut self.name,
+            tagline: &mut self.tagline,
+            contact_public: &mut self.contact_public,
+            description_en: &mut self.description_en,
+            description_zh: &mut self.description_zh,
+            capabilities: &mut self.capabilities,
+            languages: &mut self.languages,
+            homepage: &mut self.homepage,
+            model: &mut self.model,
+            contact_policy: &mut self.policy,
+        }
     }
 
     pub fn level(&self) -> u8 {
