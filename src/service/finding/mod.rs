@@ -16,17 +16,17 @@
 
 pub mod score;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use agentdir_meaning::{Hit, Quantized};
-use agentdir_search_index::{AgentQuery, Page as IndexPage};
+use agentdir_search_index::{AgentQuery, Page as IndexPage, WordCheck};
 
-use self::score::Candidate;
+use self::score::{Candidate, Scoring, WordPlace};
 use crate::app::App;
 use crate::app::model::SearchMode;
 use crate::app::runtime::Bound;
 use crate::derived::vector_rows::{RowFilter, normalised};
-use crate::derived::vectors::Facts;
+use crate::derived::vectors::{Facts, State};
 use crate::domain::agent::{self, AgentHit, AgentList, AgentSearch};
 use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
@@ -53,7 +53,7 @@ pub const NEAREST_FLOOR: f32 = 0.12;
 const MINUTE: i64 = 60 * SECOND;
 
 /// A page's total and its keys in order, each with its ranking (none when listed by recency).
-type RankedPage = (u64, Vec<(u64, Option<Ranking>)>);
+type OrderedPage = (u64, Vec<(u64, Option<Ranking>)>);
 
 /// The need of a search as the model read it.
 pub enum Need {
@@ -145,30 +145,18 @@ impl App {
         let (total, ordered) = match text {
             None => {
                 let found = self.index.search_agents(&query).map_err(index_failed)?;
-                let ranked = found.keys.iter().map(|k| (*k, None)).collect();
-                (found.total, ranked)
+                let listed = found.keys.iter().map(|k| (*k, None)).collect();
+                (found.total, listed)
             }
-            Some(text) => self.rank_agents(&query, text, handle.as_deref(), need, now)?,
+            Some(text) => self.ordered_page(&query, text, handle.as_deref(), need, now)?,
         };
         let ids: Vec<i64> = ordered.iter().map(|(k, _)| *k as i64).collect();
         let mut rankings: HashMap<String, Ranking> = HashMap::new();
         if explain {
             let state = self.vectors.read();
+            let recency = Scoring { handle: None, now, meaning_used: false, matched_by: "recency" };
             for (key, ranking) in ordered {
-                let ranking = ranking.unwrap_or_else(|| {
-                    score::score(
-                        &Candidate {
-                            word_rank: None,
-                            window: 1,
-                            similarity: None,
-                            facts: state.facts.get(&key),
-                            handle: None,
-                            now,
-                        },
-                        false,
-                        "recency",
-                    )
-                });
+                let ranking = ranking.unwrap_or_else(|| scored(&state, &recency, key, None, None).1);
                 if let Some(f) = state.facts.get(&key) {
                     rankings.insert(f.handle.clone(), ranking);
                 }
@@ -186,14 +174,17 @@ impl App {
     }
 
     /// The page of a search with text: its total and its keys in order, each with its ranking.
-    fn rank_agents(
+    /// The rule's steps, in order: the word window; the meaning matches, and the nearest to fill
+    /// a thin result; both fused and scored; near copies demoted; newcomers yielding; the page;
+    /// and past the fused part, the word matches after the window.
+    fn ordered_page(
         &self,
         query: &AgentQuery,
         text: &str,
         handle: Option<&str>,
         need: Need,
         now: i64,
-    ) -> Result<RankedPage> {
+    ) -> Result<OrderedPage> {
         let mode = self.model.mode;
         let (vector, matched_by) = match need {
             Need::Vector(v) => (Some(v), if mode == SearchMode::Meaning { "meaning" } else { "combined" }),
@@ -202,117 +193,191 @@ impl App {
         };
         // Meaning mode without a vector (no model, or over budget) falls back to words.
         let use_words = mode != SearchMode::Meaning || vector.is_none();
-        let window = if use_words {
-            self.index
-                .search_agents(&AgentQuery { limit: WORD_WINDOW, offset: 0, ..*query })
-                .map_err(index_failed)?
-        } else {
-            IndexPage::default()
-        };
-        let word_rank: HashMap<u64, usize> = window.keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
-        let state = self.vectors.read();
-        let mut meaning_only = Vec::new();
+        let window = self.word_window(query, use_words)?;
         let words_total = if use_words { window.total } else { 0 };
-        if let Some(v) = &vector {
-            let check = (window.total as usize > window.keys.len()).then(|| self.index.word_check(text));
-            // A meaning-only match (of the rows the scan let through): passes the filters and is
-            // not already a word match.
-            let meaning_only_match = |key: &u64| {
-                let Some(f) = state.facts.get(key) else { return false };
-                if !holds_named_values(query, f) || word_rank.contains_key(key) {
-                    return false;
-                }
-                let word_match = use_words
-                    && check
-                        .as_ref()
-                        .is_some_and(|c| c.matches(&f.words) || handle == Some(f.handle.as_str()));
-                !word_match
-            };
-            // One scan: down to the floor only while the word matches leave room for the nearest.
-            let rows = RowFilter::of(query);
-            let fill_possible = (words_total as usize) < NEAREST_FILL;
-            let floor = if fill_possible { NEAREST_FLOOR } else { MEANING_THRESHOLD };
-            let (mut strong, mut near): (Vec<Hit>, Vec<Hit>) = state
-                .matrix
-                .search(v, floor, |row| rows.admits(row))
-                .into_iter()
-                .partition(|hit| hit.similarity >= MEANING_THRESHOLD);
-            meaning_only = nearest_first(&mut strong, MEANING_CANDIDATES, meaning_only_match);
-            // A need that profiles meet only by holding its words, none by meaning alone (a rare
-            // term, a name), is precise: it does not meet the merely nearest.
-            let precise = words_total > 0 && meaning_only.is_empty();
-            let found = words_total as usize + meaning_only.len();
-            if !precise && found < NEAREST_FILL {
-                let fill = NEAREST_FILL - found;
-                meaning_only.extend(nearest_first(&mut near, fill, meaning_only_match));
+        let state = self.vectors.read();
+        let meaning_only = match &vector {
+            Some(v) => {
+                let words = WordMatches {
+                    window: window.keys.iter().copied().collect(),
+                    beyond: (window.total as usize > window.keys.len()).then(|| self.index.word_check(text)),
+                    handle,
+                    use_words,
+                };
+                meaning_matches(&state, query, v, &words, words_total)
             }
-        }
+            None => Vec::new(),
+        };
         let total = words_total + meaning_only.len() as u64;
-        // The handle bonus counts only for a handle no other agent's words match (see `rank`).
+        // The handle bonus counts only for a handle no other agent's words match (see `score`).
         let handle = handle.filter(|_| !use_words || window.total <= 1);
-        let n = window.keys.len();
-        let mut fused: Vec<(u64, Ranking)> = window
-            .keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| {
-                let similarity = vector.as_ref().and_then(|v| state.matrix.similarity(v, *k));
-                let c = Candidate {
-                    word_rank: Some(i),
-                    window: n,
-                    similarity,
-                    facts: state.facts.get(k),
-                    handle,
-                    now,
-                };
-                (*k, score::score(&c, vector.is_some(), matched_by))
-            })
-            .chain(meaning_only.iter().map(|h| {
-                let c = Candidate {
-                    word_rank: None,
-                    window: n,
-                    similarity: Some(h.similarity),
-                    facts: state.facts.get(&h.key),
-                    handle,
-                    now,
-                };
-                (h.key, score::score(&c, true, matched_by))
-            }))
-            .collect();
-        fused.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
+        let scoring = Scoring { handle, now, meaning_used: vector.is_some(), matched_by };
+        let mut fused = fuse(&state, &scoring, vector.as_ref(), &window.keys, &meaning_only);
         score::demote_near_copies(&mut fused, |a, b| state.matrix.pair_similarity(a, b));
         score::newcomers_yield(&mut fused);
         let (offset, limit) = (query.offset, query.limit);
         let mut page: Vec<(u64, Option<Ranking>)> =
             fused.into_iter().skip(offset).take(limit).map(|(k, r)| (k, Some(r))).collect();
-        // Past the fused part: the word matches after the window, in word order.
-        let fused_len = n + meaning_only.len();
-        if page.len() < limit && use_words && window.total as usize > n {
-            let start = offset.max(fused_len) - fused_len;
+        let fused_len = window.keys.len() + meaning_only.len();
+        if page.len() < limit && use_words && window.total as usize > window.keys.len() {
             drop(state);
-            let tail = self
-                .index
-                .search_agents(&AgentQuery {
-                    offset: WORD_WINDOW + start,
-                    limit: limit - page.len(),
-                    ..*query
-                })
-                .map_err(index_failed)?;
-            let state = self.vectors.read();
-            for (j, k) in tail.keys.into_iter().enumerate() {
-                let c = Candidate {
-                    word_rank: Some(WORD_WINDOW + start + j),
-                    window: WORD_WINDOW + start + j + 1,
-                    similarity: vector.as_ref().and_then(|v| state.matrix.similarity(v, k)),
-                    facts: state.facts.get(&k),
-                    handle,
-                    now,
-                };
-                page.push((k, Some(score::score(&c, vector.is_some(), matched_by))));
-            }
+            let wanted = limit - page.len();
+            page.extend(self.word_tail(query, &scoring, vector.as_ref(), fused_len, wanted)?);
         }
         Ok((total, page))
     }
+
+    /// The word window: the first [`WORD_WINDOW`] word matches in BM25 order, with how many agents
+    /// hold the words; none in meaning mode.
+    fn word_window(&self, query: &AgentQuery, use_words: bool) -> Result<IndexPage> {
+        if !use_words {
+            return Ok(IndexPage::default());
+        }
+        self.index
+            .search_agents(&AgentQuery { limit: WORD_WINDOW, offset: 0, ..*query })
+            .map_err(index_failed)
+    }
+
+    /// Past the fused part: the word matches after the window, in word order, scored where they
+    /// stand among the word matches.
+    fn word_tail(
+        &self,
+        query: &AgentQuery,
+        scoring: &Scoring<'_>,
+        vector: Option<&Quantized>,
+        fused_len: usize,
+        wanted: usize,
+    ) -> Result<Vec<(u64, Option<Ranking>)>> {
+        let start = query.offset.max(fused_len) - fused_len;
+        let tail = self
+            .index
+            .search_agents(&AgentQuery { offset: WORD_WINDOW + start, limit: wanted, ..*query })
+            .map_err(index_failed)?;
+        let state = self.vectors.read();
+        Ok(tail
+            .keys
+            .into_iter()
+            .enumerate()
+            .map(|(j, key)| {
+                let place = WORD_WINDOW + start + j;
+                let words = WordPlace { place, window: place + 1 };
+                let similarity = vector.and_then(|v| state.matrix.similarity(v, key));
+                let (key, ranking) = scored(&state, scoring, key, Some(words), similarity);
+                (key, Some(ranking))
+            })
+            .collect())
+    }
+}
+
+/// The one place an agent is made a candidate and scored.
+fn scored(
+    state: &State,
+    scoring: &Scoring<'_>,
+    key: u64,
+    words: Option<WordPlace>,
+    similarity: Option<f32>,
+) -> (u64, Ranking) {
+    let candidate = Candidate { words, similarity, facts: state.facts.get(&key) };
+    (key, score::score(scoring, &candidate))
+}
+
+/// The meaning matches that are not word matches: of one scan, the nearest
+/// [`MEANING_CANDIDATES`] at or above [`MEANING_THRESHOLD`], then the fill.
+fn meaning_matches(
+    state: &State,
+    query: &AgentQuery,
+    vector: &Quantized,
+    words: &WordMatches<'_>,
+    words_total: u64,
+) -> Vec<Hit> {
+    let accept = |key: &u64| meaning_only_match(state, query, words, key);
+    let (mut strong, near) = meaning_scan(state, query, vector, words_total);
+    let matches = nearest_first(&mut strong, MEANING_CANDIDATES, accept);
+    fill(matches, near, words_total, accept)
+}
+
+/// The meaning scan, once: the rows the search's filters let through with similarity at least
+/// [`MEANING_THRESHOLD`] (strong), and below it down to [`NEAREST_FLOOR`] (near) only while the
+/// word matches leave room for the nearest.
+fn meaning_scan(
+    state: &State,
+    query: &AgentQuery,
+    vector: &Quantized,
+    words_total: u64,
+) -> (Vec<Hit>, Vec<Hit>) {
+    let rows = RowFilter::of(query);
+    let fill_possible = (words_total as usize) < NEAREST_FILL;
+    let floor = if fill_possible { NEAREST_FLOOR } else { MEANING_THRESHOLD };
+    state
+        .matrix
+        .search(vector, floor, |row| rows.admits(row))
+        .into_iter()
+        .partition(|hit| hit.similarity >= MEANING_THRESHOLD)
+}
+
+/// The word matches, as a meaning match is told from them: those of the window, and past it
+/// (asked only when the window did not hold them all) the agents that hold the words of `q` or
+/// are the handle it names.
+struct WordMatches<'a> {
+    window: HashSet<u64>,
+    beyond: Option<WordCheck>,
+    handle: Option<&'a str>,
+    use_words: bool,
+}
+
+/// A meaning-only match (of the rows the scan let through): passes the filters and is not
+/// already a word match.
+fn meaning_only_match(state: &State, query: &AgentQuery, words: &WordMatches<'_>, key: &u64) -> bool {
+    let Some(f) = state.facts.get(key) else { return false };
+    if !holds_named_values(query, f) || words.window.contains(key) {
+        return false;
+    }
+    let word_match = words.use_words
+        && words
+            .beyond
+            .as_ref()
+            .is_some_and(|c| c.matches(&f.words) || words.handle == Some(f.handle.as_str()));
+    !word_match
+}
+
+/// The fill: when fewer than [`NEAREST_FILL`] agents match, the nearest others match too, up to
+/// [`NEAREST_FILL`] in all, unless the need is precise: agents meet it only by holding its words
+/// (a rare term, a name), none by meaning alone.
+fn fill(
+    mut matches: Vec<Hit>,
+    mut near: Vec<Hit>,
+    words_total: u64,
+    accept: impl Fn(&u64) -> bool,
+) -> Vec<Hit> {
+    let precise = words_total > 0 && matches.is_empty();
+    let found = words_total as usize + matches.len();
+    if !precise && found < NEAREST_FILL {
+        matches.extend(nearest_first(&mut near, NEAREST_FILL - found, accept));
+    }
+    matches
+}
+
+/// Fused: the word window and the meaning-only matches, scored, best first (equal scores by
+/// key).
+fn fuse(
+    state: &State,
+    scoring: &Scoring<'_>,
+    vector: Option<&Quantized>,
+    window: &[u64],
+    meaning_only: &[Hit],
+) -> Vec<(u64, Ranking)> {
+    let n = window.len();
+    let mut fused: Vec<(u64, Ranking)> = window
+        .iter()
+        .enumerate()
+        .map(|(place, &key)| {
+            let similarity = vector.and_then(|v| state.matrix.similarity(v, key));
+            scored(state, scoring, key, Some(WordPlace { place, window: n }), similarity)
+        })
+        .chain(meaning_only.iter().map(|h| scored(state, scoring, h.key, None, Some(h.similarity))))
+        .collect();
+    fused.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
+    fused
 }
 
 /// Whether an agent holds the capability and the language a search names: the scan's

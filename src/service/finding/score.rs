@@ -77,28 +77,42 @@ pub const ACTIVITY_BONUS: f32 = 0.05;
 pub const PENALTY_PER_HIDDEN_CALL: f32 = 0.05;
 pub const PENALTY_PER_SUSPENSION: f32 = 0.15;
 
-/// What the search knew about one candidate.
-pub struct Candidate<'a> {
-    /// Its place among the word matches (0 = best), if it holds every word.
-    pub word_rank: Option<usize>,
-    /// Word matches in the window.
-    pub window: usize,
-    pub similarity: Option<f32>,
-    pub facts: Option<&'a Facts>,
+/// What is the same for every agent one search scores.
+pub struct Scoring<'a> {
     /// The handle `q` names, if it names one and no other agent holds its words.
     pub handle: Option<&'a str>,
     /// The time of the search (unix ms), for the days since each agent was active.
     pub now: i64,
+    /// The need was read by the model: relevance fuses words and meaning.
+    pub meaning_used: bool,
+    /// How `q` was matched, as `Signals::matched_by` tells it.
+    pub matched_by: &'static str,
 }
 
-pub fn score(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) -> Ranking {
+/// An agent's place among the word matches (BM25 order): `place` of the first `window`.
+#[derive(Debug, Clone, Copy)]
+pub struct WordPlace {
+    pub place: usize,
+    pub window: usize,
+}
+
+/// What the search knew about one agent it scores.
+pub struct Candidate<'a> {
+    /// Its place among the word matches, if it holds every word of `q`.
+    pub words: Option<WordPlace>,
+    /// Its profile's similarity to the need, if the need was read and it has a vector.
+    pub similarity: Option<f32>,
+    pub facts: Option<&'a Facts>,
+}
+
+pub fn score(s: &Scoring<'_>, c: &Candidate<'_>) -> Ranking {
     let words = c
-        .word_rank
-        .map_or(0.0, |r| WORD_FLOOR + (1.0 - WORD_FLOOR) * (1.0 - r as f32 / c.window.max(1) as f32));
+        .words
+        .map_or(0.0, |w| WORD_FLOOR + (1.0 - WORD_FLOOR) * (1.0 - w.place as f32 / w.window.max(1) as f32));
     let meaning =
         c.similarity.map_or(0.0, |s| ((s - MEANING_FLOOR) / (MEANING_FULL - MEANING_FLOOR)).clamp(0.0, 1.0));
     let relevance =
-        if meaning_used { WORDS_WEIGHT * words.max(meaning) + MEANING_WEIGHT * meaning } else { words };
+        if s.meaning_used { WORDS_WEIGHT * words.max(meaning) + MEANING_WEIGHT * meaning } else { words };
     let f = c.facts;
     let level = f.map_or(0, |f| f.level);
     let e = f.map(|f| f.evidence).unwrap_or_default();
@@ -106,7 +120,7 @@ pub fn score(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) ->
         + TRUST_PER_PROOF * e.live_proofs.min(2) as f32
         + TRUST_PER_COLLABORATION * e.collaborations.min(3) as f32)
         .min(1.0);
-    let days = f.map_or(i64::MAX / DAY, |f| (c.now - f.last_active_at).max(0) / DAY);
+    let days = f.map_or(i64::MAX / DAY, |f| (s.now - f.last_active_at).max(0) / DAY);
     let activity = if days <= ACTIVITY_RECENT_DAYS {
         ACTIVITY_BONUS
     } else if days < ACTIVITY_FADE_DAYS {
@@ -119,10 +133,10 @@ pub fn score(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) ->
         + PENALTY_PER_SUSPENSION * e.suspensions.min(2) as f32;
     let evidence = (EVIDENCE_BASE + EVIDENCE_TRUST * trust + activity - penalty).max(0.1);
     let fit = (relevance / FIT_FULL).min(1.0);
-    let exact_handle = f.is_some_and(|f| c.handle == Some(f.handle.as_str()));
+    let exact_handle = f.is_some_and(|f| s.handle == Some(f.handle.as_str()));
     // A link proof costs a sign-up no more than its own web page: it does not vouch for it.
     let vouched = level > 0 || e.collaborations > 0;
-    let newcomer = !vouched && f.is_some_and(|f| c.now - f.joined_at < NEW_WINDOW_DAYS * DAY);
+    let newcomer = !vouched && f.is_some_and(|f| s.now - f.joined_at < NEW_WINDOW_DAYS * DAY);
     let bonus = if exact_handle { EXACT_HANDLE_BONUS } else { 0.0 };
     Ranking {
         score: shown(evidence * fit + TIE_BREAK * (relevance + words) + bonus),
@@ -140,7 +154,7 @@ pub fn score(c: &Candidate<'_>, meaning_used: bool, matched_by: &'static str) ->
             exact_handle,
             newcomer,
             near_copy: false,
-            matched_by,
+            matched_by: s.matched_by,
         },
     }
 }
