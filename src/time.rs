@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub const SECOND: i64 = 1_000;
 pub const DAY: i64 = 86_400 * SECOND;
@@ -80,6 +80,15 @@ impl Timestamp {
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.rfc3339())
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Timestamp, D::Error> {
+        let text = String::deserialize(de)?;
+        DateTime::parse_from_rfc3339(&text)
+            .map(|t| Timestamp(t.timestamp_millis()))
+            .map_err(serde::de::Error::custom)
     }
 }
 

@@ -91,7 +91,7 @@ fn agent_view(
         updated_at: Timestamp(a.updated_at),
         last_active_at: Timestamp(a.last_active_at),
         contact: Contact {
-            method: "request",
+            method: "request".into(),
             email: a.contact_public.then(|| a.mailbox.clone()),
             email_public: a.contact_public,
             mailbox_verified: verified,
@@ -110,8 +110,8 @@ pub fn card(conn: &Connection, handle: &str, now: i64) -> Result<AgentCard> {
         notice: NOTICE,
         evidence: Evidence {
             confirmed_collaborations: collabs::evidence_count(conn, a.id)?,
-            confirmed_collaborations_note_en: agent::EVIDENCE_NOTE_EN,
-            confirmed_collaborations_note_zh: agent::EVIDENCE_NOTE_ZH,
+            confirmed_collaborations_note_en: agent::EVIDENCE_NOTE_EN.into(),
+            confirmed_collaborations_note_zh: agent::EVIDENCE_NOTE_ZH.into(),
             last_active_at: Timestamp(a.last_active_at),
             joined_at: Timestamp(a.created_at),
         },

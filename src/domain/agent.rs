@@ -1,5 +1,6 @@
 //! Agents: registration, the profile patch, the public card and the owner's own view.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -279,10 +280,10 @@ pub struct AgentSearch {
 }
 
 /// How to reach an agent: always through a contact request.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Contact {
     /// Always `request`.
-    pub method: &'static str,
+    pub method: Cow<'static, str>,
     /// The mailbox, only when the agent made it public.
     pub email: Option<String>,
     pub email_public: bool,
@@ -292,7 +293,7 @@ pub struct Contact {
 }
 
 /// The public profile of an agent. The mailbox is never part of it; see `contact.email`.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct AgentView {
     pub handle: String,
     pub name: String,
@@ -327,13 +328,13 @@ impl AgentView {
     }
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Evidence {
     /// Collaborations both sides confirmed, between agents whose different owners have each
     /// claimed them.
     pub confirmed_collaborations: u64,
-    pub confirmed_collaborations_note_en: &'static str,
-    pub confirmed_collaborations_note_zh: &'static str,
+    pub confirmed_collaborations_note_en: Cow<'static, str>,
+    pub confirmed_collaborations_note_zh: Cow<'static, str>,
     pub last_active_at: Timestamp,
     pub joined_at: Timestamp,
 }
@@ -343,7 +344,7 @@ pub const EVIDENCE_NOTE_ZH: &str =
     "仅统计双方均已确认、且双方智能体分别由不同所有者认领的合作。合作摘要由智能体自行撰写。";
 
 /// `GET /api/agents/{handle}`.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct AgentCard {
     pub notice: Notice,
     pub agent: AgentView,

@@ -122,7 +122,7 @@ pub struct ReportInput {
     pub reason: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CallSummary {
     pub id: String,
     pub kind: CallKind,
@@ -141,7 +141,7 @@ pub struct CallSummary {
     pub author: AgentRef,
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ReplyView {
     pub id: String,
     pub post_id: String,
@@ -151,7 +151,7 @@ pub struct ReplyView {
 }
 
 /// `GET /api/posts/{id}`.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CallDetail {
     pub notice: Notice,
     pub post: CallSummary,

@@ -8,7 +8,7 @@ use super::schema::double_option;
 pub const NOTE_MAX: u32 = 200;
 pub const WEEKLY_CAP_MAX: u8 = 50;
 
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ContactPolicy {
     pub accepting: bool,
     /// Minimum sender trust level, 1 or 2.

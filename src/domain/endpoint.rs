@@ -131,7 +131,7 @@ pub struct EndpointInput {
 }
 
 /// One endpoint as the card shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EndpointView {
     pub kind: EndpointKind,
     pub url: String,

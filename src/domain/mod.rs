@@ -102,7 +102,7 @@ pub(crate) fn reject_null_except(schema: &mut Schema, nullable: &[&str]) {
 }
 
 /// Public reference to an agent inside other records.
-#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct AgentRef {
     pub handle: String,
     pub name: String,

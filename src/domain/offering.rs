@@ -69,7 +69,7 @@ pub struct OfferingsReplacement {
 }
 
 /// An offering as shown on the card.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Offering {
     pub id: String,
     pub title: String,

@@ -49,7 +49,7 @@ pub fn level(mailbox_verified: bool, owner_claimed: bool) -> u8 {
     }
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct TrustView {
     /// 0 none, 1 mailbox verified, 2 mailbox verified and owner claimed.
     pub level: u8,
@@ -58,7 +58,7 @@ pub struct TrustView {
     pub links: Vec<LinkProofView>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[schemars(inline)]
 pub enum ProofStatus {
@@ -66,7 +66,7 @@ pub enum ProofStatus {
     Expired,
 }
 
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct LinkProofView {
     /// Where the proof text was found, after redirects: the origin this proof proves.
     pub url: String,

@@ -3,14 +3,14 @@
 //! the paging line and the untrusted-content notice.
 //!
 //! Lists are rendered from the core's values. A card and a call are rendered from their
-//! document's JSON, the very bytes the structured result carries, so the core keeps no text for
-//! MCP and the two cannot disagree.
+//! document's JSON, the very bytes the structured result carries, read back as the core's own
+//! types (`AgentCard`, `CallDetail`), so the core keeps no text for MCP and the two cannot
+//! disagree.
 
-use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use agentdir_mcp::ToText;
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 use crate::domain::agent::{AgentCard, AgentList, AgentView};
 use crate::domain::call::{CallDetail, CallList};
@@ -185,148 +185,11 @@ impl ToText for Stats {
     }
 }
 
-// ---- documents, read from their JSON: only the fields the text shows ----
-
-type Text<'a> = Cow<'a, str>;
-
-#[derive(Deserialize)]
-struct Handle<'a> {
-    #[serde(borrow)]
-    handle: Text<'a>,
-}
-
-#[derive(Deserialize)]
-struct CardJson<'a> {
-    #[serde(borrow)]
-    agent: CardAgent<'a>,
-    #[serde(borrow)]
-    evidence: CardEvidence<'a>,
-    #[serde(borrow)]
-    recent_posts: Vec<RecentCall<'a>>,
-}
-
-#[derive(Deserialize)]
-struct CardAgent<'a> {
-    #[serde(borrow)]
-    handle: Text<'a>,
-    #[serde(borrow)]
-    name: Text<'a>,
-    trust: Level,
-    #[serde(borrow)]
-    tagline: Text<'a>,
-    #[serde(borrow)]
-    description_en: Text<'a>,
-    #[serde(borrow)]
-    description_zh: Text<'a>,
-    #[serde(borrow)]
-    capabilities: Vec<Text<'a>>,
-    #[serde(borrow)]
-    languages: Vec<Text<'a>>,
-    #[serde(borrow)]
-    offerings: Vec<CardOffering<'a>>,
-    #[serde(borrow)]
-    contact: HowToContact<'a>,
-    #[serde(borrow)]
-    contact_policy: PolicyNote<'a>,
-}
-
-#[derive(Deserialize)]
-struct Level {
-    level: u8,
-}
-
-#[derive(Deserialize)]
-struct CardOffering<'a> {
-    #[serde(borrow)]
-    id: Text<'a>,
-    #[serde(borrow)]
-    title: Text<'a>,
-    #[serde(borrow)]
-    deliverable: Text<'a>,
-    #[serde(borrow)]
-    mode: Text<'a>,
-    turnaround_days: Option<u8>,
-}
-
-#[derive(Deserialize)]
-struct HowToContact<'a> {
-    #[serde(borrow)]
-    how_en: Text<'a>,
-}
-
-#[derive(Deserialize)]
-struct PolicyNote<'a> {
-    #[serde(borrow)]
-    note: Option<Text<'a>>,
-}
-
-#[derive(Deserialize)]
-struct CardEvidence<'a> {
-    confirmed_collaborations: u64,
-    #[serde(borrow)]
-    joined_at: Text<'a>,
-    #[serde(borrow)]
-    last_active_at: Text<'a>,
-}
-
-#[derive(Deserialize)]
-struct RecentCall<'a> {
-    #[serde(borrow)]
-    id: Text<'a>,
-    #[serde(borrow)]
-    kind: Text<'a>,
-    #[serde(borrow)]
-    title: Text<'a>,
-}
-
-#[derive(Deserialize)]
-struct CallJson<'a> {
-    #[serde(borrow)]
-    post: CallPost<'a>,
-    #[serde(borrow)]
-    replies: Vec<CallReply<'a>>,
-}
-
-#[derive(Deserialize)]
-struct CallPost<'a> {
-    #[serde(borrow)]
-    id: Text<'a>,
-    #[serde(borrow)]
-    kind: Text<'a>,
-    #[serde(borrow)]
-    title: Text<'a>,
-    #[serde(borrow)]
-    body: Text<'a>,
-    #[serde(borrow)]
-    deliverable: Option<Text<'a>>,
-    #[serde(borrow)]
-    deadline: Option<Text<'a>>,
-    #[serde(borrow)]
-    constraints: Option<Text<'a>>,
-    #[serde(borrow)]
-    tags: Vec<Text<'a>>,
-    #[serde(borrow)]
-    created_at: Text<'a>,
-    reply_count: u64,
-    #[serde(borrow)]
-    author: Handle<'a>,
-}
-
-#[derive(Deserialize)]
-struct CallReply<'a> {
-    #[serde(borrow)]
-    id: Text<'a>,
-    #[serde(borrow)]
-    body: Text<'a>,
-    #[serde(borrow)]
-    created_at: Text<'a>,
-    #[serde(borrow)]
-    author: Handle<'a>,
-}
+// ---- documents, read back from their JSON as the core's own types ----
 
 /// The document read as `J`, or no text when it does not read (a defect, logged): the
 /// structured result still carries everything.
-fn read<'a, J: Deserialize<'a>>(json: &'a [u8], render: impl FnOnce(J) -> String) -> String {
+fn read<J: DeserializeOwned>(json: &[u8], render: impl FnOnce(J) -> String) -> String {
     match serde_json::from_slice::<J>(json) {
         Ok(document) => render(document),
         Err(e) => {
@@ -338,7 +201,7 @@ fn read<'a, J: Deserialize<'a>>(json: &'a [u8], render: impl FnOnce(J) -> String
 
 impl DocumentText for AgentCard {
     fn text_of(json: &[u8]) -> String {
-        read(json, |card: CardJson<'_>| {
+        read(json, |card: AgentCard| {
             let a = &card.agent;
             let level = a.trust.level;
             let mut out = format!("{} ({}) — trust level {level}: {}", a.name, a.handle, level_words(level));
@@ -358,7 +221,8 @@ impl DocumentText for AgentCard {
             } else {
                 out.push_str("\nOfferings:");
                 for o in &a.offerings {
-                    let _ = write!(out, "\n- {} [{}] — {} ({}", o.title, o.id, o.deliverable, o.mode);
+                    let _ =
+                        write!(out, "\n- {} [{}] — {} ({}", o.title, o.id, o.deliverable, o.mode.as_str());
                     if let Some(days) = o.turnaround_days {
                         let _ = write!(out, ", {days} days");
                     }
@@ -374,13 +238,13 @@ impl DocumentText for AgentCard {
                 out,
                 "\nEvidence: {}; joined {}; last active {}.",
                 count(e.confirmed_collaborations, "confirmed collaboration", "confirmed collaborations"),
-                e.joined_at,
-                e.last_active_at
+                e.joined_at.rfc3339(),
+                e.last_active_at.rfc3339()
             );
             if !card.recent_posts.is_empty() {
                 out.push_str("\nRecent calls:");
                 for c in &card.recent_posts {
-                    let _ = write!(out, "\n- {} [{}] {}", c.id, c.kind, c.title);
+                    let _ = write!(out, "\n- {} [{}] {}", c.id, c.kind.as_str(), c.title);
                 }
             }
             out
@@ -390,15 +254,16 @@ impl DocumentText for AgentCard {
 
 impl DocumentText for CallDetail {
     fn text_of(json: &[u8]) -> String {
-        read(json, |call: CallJson<'_>| {
+        read(json, |call: CallDetail| {
             let c = &call.post;
+            let created_at = c.created_at.rfc3339();
             let line = CallLine {
                 id: &c.id,
-                kind: &c.kind,
+                kind: c.kind.as_str(),
                 title: &c.title,
                 author: &c.author.handle,
                 replies: c.reply_count,
-                created_at: &c.created_at,
+                created_at: &created_at,
             };
             let mut out = format!("{line}\n{}", c.body.trim());
             for (label, value) in
@@ -421,7 +286,7 @@ impl DocumentText for CallDetail {
                         "\n- {} by {} ({}): {}",
                         r.id,
                         r.author.handle,
-                        r.created_at,
+                        r.created_at.rfc3339(),
                         excerpt(&r.body, REPLY_CHARS)
                     );
                 }
