@@ -24,6 +24,7 @@ mod analysis;
 mod cache;
 mod collect;
 mod dense;
+mod disk;
 mod evaluate;
 mod matches;
 mod overlay;
@@ -32,7 +33,6 @@ mod query;
 mod rank;
 mod relaxed;
 mod schema;
-mod store;
 mod warm;
 mod words;
 
@@ -234,7 +234,7 @@ impl SearchIndex {
     ///
     /// Fails with [`IndexError::Locked`] (touching nothing) when another process holds `dir`.
     pub fn open(dir: &Path) -> Result<SearchIndex, IndexError> {
-        let opened = store::open(dir)?;
+        let opened = disk::open(dir)?;
         let documents = index_analyzer(opened.jieba.clone());
         let analyzer = QueryAnalyzer::new(opened.jieba);
         // Touches jieba's lazily built tables so the first real query doesn't pay for them.
@@ -292,8 +292,8 @@ impl SearchIndex {
                 let mut guard = poisoned.into_inner();
                 rollback(&mut guard);
                 // A panicking rebuild may have left merges paused.
-                store::resume_merges(&guard.agents);
-                store::resume_merges(&guard.calls);
+                disk::resume_merges(&guard.agents);
+                disk::resume_merges(&guard.calls);
                 self.writers.clear_poison();
                 guard
             }
@@ -407,12 +407,12 @@ impl SearchIndex {
                 }
             }
         }
-        // An untouched index is not committed (see `store::Payload` for why that is safe); a
+        // An untouched index is not committed (see `disk::Payload` for why that is safe); a
         // batch with no change at all still records its seq, in the agents index.
         match (agents, calls) {
             (true, true) => commit_both(w, up_to_seq),
-            (false, true) => Ok(store::commit(&mut w.calls, up_to_seq, 0)?),
-            (_, false) => Ok(store::commit(&mut w.agents, up_to_seq, 0)?),
+            (false, true) => Ok(disk::commit(&mut w.calls, up_to_seq, 0)?),
+            (_, false) => Ok(disk::commit(&mut w.agents, up_to_seq, 0)?),
         }
     }
 
@@ -423,14 +423,14 @@ impl SearchIndex {
         let _apply = lock(&self.applying);
         let _flush = lock(&self.flushing);
         let mut w = self.lock_writers();
-        store::pause_merges(&w.agents);
-        store::pause_merges(&w.calls);
+        disk::pause_merges(&w.agents);
+        disk::pause_merges(&w.calls);
         let result = self.rebuild_locked(&mut w, docs, up_to_seq);
         if result.is_err() {
             rollback(&mut w);
         }
-        store::resume_merges(&w.agents);
-        store::resume_merges(&w.calls);
+        disk::resume_merges(&w.agents);
+        disk::resume_merges(&w.calls);
         let reloaded = self.reload(true, true);
         drop(w);
         result?;
@@ -467,8 +467,8 @@ impl SearchIndex {
         }
         commit_both(w, up_to_seq)?;
         // One segment per index makes every later query cheaper; failure here costs speed only.
-        store::merge_all(&mut w.agents);
-        store::merge_all(&mut w.calls);
+        disk::merge_all(&mut w.agents);
+        disk::merge_all(&mut w.calls);
         Ok(())
     }
 
@@ -587,8 +587,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 fn commit_both(w: &mut Writers, seq: u64) -> Result<(), IndexError> {
     let Writers { agents, calls, .. } = w;
     let (a, c) = std::thread::scope(|s| {
-        let a = s.spawn(|| store::commit(agents, seq, seq));
-        let c = store::commit(calls, seq, seq);
+        let a = s.spawn(|| disk::commit(agents, seq, seq));
+        let c = disk::commit(calls, seq, seq);
         (a.join(), c)
     });
     match a {

@@ -1,5 +1,5 @@
 //! The app: the one value every adapter holds (REST handlers, the MCP port, the replica's
-//! forwarding, the benchmarks), built once at start from named parts — the store, the role, the
+//! forwarding, the benchmarks), built once at start from named parts — the read side of SQLite, the role, the
 //! search index, the meaning model, the caches, the keys, the limits, the settings and the
 //! runtime for blocking work — like `AppState(Arc<App>)` in rust-lang/crates.io. Cloning it is
 //! one reference count.
@@ -48,7 +48,7 @@ pub struct App(Arc<Parts>);
 /// What the app is made of, each part named for what it holds.
 pub struct Parts {
     /// The read side of SQLite: the pool, the follower's connection, the watcher's.
-    store: Store,
+    reads: Reads,
     /// Primary (the writer, the signing keys, the write position) or replica (its copy and
     /// its way to the primary), chosen at start.
     role: Role,
@@ -75,7 +75,7 @@ pub struct Parts {
 }
 
 /// The read side of SQLite.
-struct Store {
+struct Reads {
     readers: Pool,
     /// The follower's own read connection; holding it is being the one follower at work.
     follower: Mutex<Connection>,
@@ -113,7 +113,7 @@ impl App {
                 let follower = store::open_server_reader(&settings.data_dir)?;
                 let watch = store::open_server_reader(&settings.data_dir)?;
                 let reads =
-                    Store { readers, follower: Mutex::new(follower), watch: Mutex::new(watch), copy: false };
+                    Reads { readers, follower: Mutex::new(follower), watch: Mutex::new(watch), copy: false };
                 let signer = crate::signing::Signer::open(&settings.data_dir)?;
                 Self::assemble(settings, reads, |me, written| {
                     let (primary, started) = Primary::start(write_conn, signer, written, me);
@@ -124,7 +124,7 @@ impl App {
                 let (readers, follower, watch) =
                     store::replica::open_copy(&settings.data_dir, settings.read_pool)?;
                 let reads =
-                    Store { readers, follower: Mutex::new(follower), watch: Mutex::new(watch), copy: true };
+                    Reads { readers, follower: Mutex::new(follower), watch: Mutex::new(watch), copy: true };
                 let replica = Replica::new(replica, &settings.data_dir)?;
                 Self::assemble(settings, reads, |_, _| (Role::Replica(replica), Ok(())))
             }
@@ -133,7 +133,7 @@ impl App {
 
     fn assemble(
         settings: Settings,
-        reads: Store,
+        reads: Reads,
         role: impl FnOnce(Weak<Parts>, WritePosition) -> (Role, std::io::Result<()>),
     ) -> anyhow::Result<App> {
         let index = SearchIndex::open(&settings.data_dir.join("search-index"))
@@ -150,7 +150,7 @@ impl App {
             let (role, outcome): (Role, std::io::Result<()>) = role(me.clone(), written);
             started = outcome;
             Parts {
-                store: reads,
+                reads,
                 role,
                 index,
                 model,
@@ -212,8 +212,8 @@ impl App {
 
     /// A read-only connection.
     pub(crate) fn read(&self) -> Result<Conn> {
-        let conn = self.store.readers.get_timeout(self.settings.read_pool.wait)?;
-        if self.store.copy {
+        let conn = self.reads.readers.get_timeout(self.settings.read_pool.wait)?;
+        if self.reads.copy {
             // Litestream rewrites pages of the copy without moving SQLite's change counter, so
             // a page this connection cached earlier may be stale: drop them (`store::replica`).
             conn.release_memory()?;
@@ -223,13 +223,13 @@ impl App {
 
     /// The pool of read-only connections (for its metrics and readiness).
     pub(crate) fn readers(&self) -> &Pool {
-        &self.store.readers
+        &self.reads.readers
     }
 
     /// The follower's connection (see `derived::follow`).
     pub(crate) fn follower(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
-        let conn = self.store.follower.lock().unwrap_or_else(|e| e.into_inner());
-        if self.store.copy {
+        let conn = self.reads.follower.lock().unwrap_or_else(|e| e.into_inner());
+        if self.reads.copy {
             conn.release_memory()?; // see `App::read`
         }
         Ok(conn)
@@ -237,7 +237,7 @@ impl App {
 
     /// The watcher's connection (see `derived::follow`).
     pub(crate) fn watch(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.store.watch.lock().unwrap_or_else(|e| e.into_inner())
+        self.reads.watch.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Runs `job` on the writer thread, in the next batch, and returns its value once the batch

@@ -131,7 +131,7 @@ impl Shelved for AgentView {
     }
 }
 
-/// A call by its key (`calls.seq`).
+/// A call by its key (`calls.seq`, `CallRow::key`).
 impl Shelved for CallSummary {
     type Key = i64;
 

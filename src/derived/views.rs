@@ -211,9 +211,9 @@ fn contact_how(a: &AgentRow) -> (String, String) {
     )
 }
 
-/// The visible calls among `seqs`, with their seqs, in that order.
-pub fn calls_by_seqs(conn: &Connection, seqs: &[i64]) -> Result<Vec<(i64, CallSummary)>> {
-    Ok(calls::by_seqs(conn, seqs)?.into_iter().filter(|c| c.visible).map(|c| (c.seq, c.summary)).collect())
+/// The visible calls among `keys`, with their keys, in that order.
+pub fn calls_by_keys(conn: &Connection, keys: &[i64]) -> Result<Vec<(i64, CallSummary)>> {
+    Ok(calls::by_keys(conn, keys)?.into_iter().filter(|c| c.visible).map(|c| (c.key, c.summary)).collect())
 }
 
 /// A call the public may see, or 404.
@@ -230,7 +230,7 @@ pub fn visible_call(conn: &Connection, id: &str) -> Result<CallRow> {
 /// A public call with its replies, read from `conn` (one snapshot, for the view cache).
 pub fn call_detail(conn: &Connection, id: &str) -> Result<CallDetail> {
     let c = visible_call(conn, id)?;
-    let replies = replies::for_call(conn, c.seq)?.into_iter().map(reply).collect();
+    let replies = replies::for_call(conn, c.key)?.into_iter().map(reply).collect();
     Ok(CallDetail { notice: NOTICE, post: c.summary, replies })
 }
 

@@ -66,7 +66,7 @@ pub fn set_call_hidden(pool: &Pool, id: &str, hidden: bool, by: &Actor<'_>) -> R
     let now = now_ms();
     store::write(&mut *pool.get()?, |tx| {
         let call = calls::by_id(tx, id)?.ok_or(Error::NotFound)?;
-        calls::set_status(tx, call.seq, if hidden { CallStatus::Hidden } else { CallStatus::Active })?;
+        calls::set_status(tx, call.key, if hidden { CallStatus::Hidden } else { CallStatus::Active })?;
         if hidden {
             reports::resolve_target(tx, id, now)?;
         }

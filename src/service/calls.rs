@@ -29,7 +29,7 @@ impl App {
         let app = self.clone();
         self.write(move |tx| {
             app.limits.check_agent(tx, Persistent::Calls, caller.id, now)?;
-            let seq = calls_store::insert(
+            let key = calls_store::insert(
                 tx,
                 &NewCallRow {
                     id: &id,
@@ -48,7 +48,7 @@ impl App {
             )?;
             app.limits.record_agent(tx, Persistent::Calls, caller.id, now)?;
             agents::touch(tx, caller.id, now, false)?;
-            let row = calls_store::by_seq(tx, seq)?.ok_or(Error::Internal)?;
+            let row = calls_store::by_key(tx, key)?.ok_or(Error::Internal)?;
             Ok(row.summary)
         })
         .await
@@ -70,8 +70,8 @@ impl App {
                 tracing::error!(error = %e, "call search failed");
                 Error::Internal
             })?;
-            let seqs: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
-            let posts = app.call_items(&seqs)?;
+            let keys: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
+            let posts = app.call_items(&keys)?;
             Ok(CallList { notice: NOTICE, posts, total: found.total, limit: page.limit, offset: page.offset })
         })
         .await
@@ -86,7 +86,7 @@ impl App {
         self.write(move |tx| {
             let c =
                 calls_store::by_id(tx, &id)?.filter(|c| c.agent_id == caller.id).ok_or(Error::NotFound)?;
-            calls_store::delete(tx, c.seq)?;
+            calls_store::delete(tx, c.key)?;
             agents::touch(tx, caller.id, now_ms(), false)
         })
         .await?;
@@ -100,7 +100,7 @@ impl App {
         self.write(move |tx| {
             let c = views::visible_call(tx, &call_id)?;
             app.limits.spend_agent(tx, Persistent::Replies, caller.id, now)?;
-            replies::insert(tx, &id, c.seq, caller.id, &input.body, now)?;
+            replies::insert(tx, &id, c.key, caller.id, &input.body, now)?;
             agents::touch(tx, caller.id, now, false)?;
             Ok(views::reply(replies::by_id(tx, &id)?.ok_or(Error::Internal)?))
         })

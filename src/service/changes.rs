@@ -90,7 +90,7 @@ impl App {
         for (_, agent) in views::agents_by_ids(conn, &keys(ChangeKind::Agent), now_ms())? {
             out.insert((ChangeKind::Agent, agent.handle.clone()), ChangeData::Agent(Box::new(agent)));
         }
-        for row in calls::by_seqs(conn, &keys(ChangeKind::Call))?.into_iter().filter(|c| c.visible) {
+        for row in calls::by_keys(conn, &keys(ChangeKind::Call))?.into_iter().filter(|c| c.visible) {
             out.insert((ChangeKind::Call, row.summary.id.clone()), ChangeData::Call(Box::new(row.summary)));
         }
         let collab_ids: Vec<String> =

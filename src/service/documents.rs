@@ -47,8 +47,8 @@ impl App {
         self.cache.items(keys, |missing| views::agents_by_ids(&*self.read()?, missing, now))
     }
 
-    /// The visible calls among `keys` (`calls.seq`), in that order.
+    /// The visible calls among `keys` (`calls.seq`, `CallRow::key`), in that order.
     pub fn call_items(&self, keys: &[i64]) -> Result<Vec<CallSummary>> {
-        self.cache.items(keys, |missing| views::calls_by_seqs(&*self.read()?, missing))
+        self.cache.items(keys, |missing| views::calls_by_keys(&*self.read()?, missing))
     }
 }

@@ -16,7 +16,8 @@ pub(crate) const VISIBLE: &str = "p.status = 'active' AND a.listed";
 /// A call as stored, with what its summary shows.
 #[derive(Debug, Clone)]
 pub struct CallRow {
-    pub seq: i64,
+    /// Its key (the `seq` column), as the change log, the index and the cache name it.
+    pub key: i64,
     pub agent_id: i64,
     /// Readable by the public (see [`VISIBLE`]).
     pub visible: bool,
@@ -34,7 +35,7 @@ const SELECT: &str = "SELECT p.seq, p.id, p.agent_id, p.kind, p.title, p.body, p
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<CallRow> {
     Ok(CallRow {
-        seq: r.get("seq")?,
+        key: r.get("seq")?,
         agent_id: r.get("agent_id")?,
         visible: r.get("visible")?,
         summary: CallSummary {
@@ -102,23 +103,23 @@ pub fn by_id(conn: &Connection, id: &str) -> Result<Option<CallRow>> {
         .optional()?)
 }
 
-pub fn by_seq(conn: &Connection, seq: i64) -> Result<Option<CallRow>> {
+pub fn by_key(conn: &Connection, key: i64) -> Result<Option<CallRow>> {
     Ok(conn
         .prepare_cached(&format!("{SELECT} WHERE p.seq = :seq"))?
-        .query_row(named_params! {":seq": seq}, from_row)
+        .query_row(named_params! {":seq": key}, from_row)
         .optional()?)
 }
 
 /// Rows for the given keys, in the order given (missing ones skipped; a repeated key is
 /// returned once), in one statement.
-pub fn by_seqs(conn: &Connection, seqs: &[i64]) -> Result<Vec<CallRow>> {
+pub fn by_keys(conn: &Connection, keys: &[i64]) -> Result<Vec<CallRow>> {
     let mut stmt =
         conn.prepare_cached(&format!("{SELECT} WHERE p.seq IN (SELECT value FROM json_each(:seqs))"))?;
     let mut found: HashMap<i64, CallRow> = stmt
-        .query_map(named_params! {":seqs": id_list(seqs)}, from_row)?
-        .map(|r| r.map(|c| (c.seq, c)))
+        .query_map(named_params! {":seqs": id_list(keys)}, from_row)?
+        .map(|r| r.map(|c| (c.key, c)))
         .collect::<rusqlite::Result<_>>()?;
-    Ok(seqs.iter().filter_map(|seq| found.remove(seq)).collect())
+    Ok(keys.iter().filter_map(|key| found.remove(key)).collect())
 }
 
 /// The newest visible calls of one agent.
@@ -143,13 +144,13 @@ pub fn of_agent(conn: &Connection, agent_id: i64, limit: u32, offset: u32) -> Re
     Ok((total as u64, rows.collect::<rusqlite::Result<_>>()?))
 }
 
-pub fn delete(conn: &Connection, seq: i64) -> Result<()> {
-    conn.prepare_cached("DELETE FROM calls WHERE seq = :seq")?.execute(named_params! {":seq": seq})?;
+pub fn delete(conn: &Connection, key: i64) -> Result<()> {
+    conn.prepare_cached("DELETE FROM calls WHERE seq = :seq")?.execute(named_params! {":seq": key})?;
     Ok(())
 }
 
-pub fn set_status(conn: &Connection, seq: i64, status: CallStatus) -> Result<()> {
+pub fn set_status(conn: &Connection, key: i64, status: CallStatus) -> Result<()> {
     conn.prepare_cached("UPDATE calls SET status = :status WHERE seq = :seq")?
-        .execute(named_params! {":seq": seq, ":status": status})?;
+        .execute(named_params! {":seq": key, ":status": status})?;
     Ok(())
 }

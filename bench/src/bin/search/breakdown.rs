@@ -86,7 +86,7 @@ pub fn measure(
     for _ in 0..rounds {
         for (q, keys) in qs.iter().zip(&pages) {
             match q.target {
-                Some(Target::Calls) => drop(views::calls_by_seqs(&conn, keys)?),
+                Some(Target::Calls) => drop(views::calls_by_keys(&conn, keys)?),
                 _ => drop(views::agents_by_ids(&conn, keys, now)?),
             }
         }

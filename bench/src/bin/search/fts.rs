@@ -278,7 +278,7 @@ impl Baseline {
         let (total, keys) = page(&conn, &sql, params(q, now))?;
         match q.target {
             Some(Target::Calls) => {
-                std::hint::black_box(agentdir::derived::views::calls_by_seqs(&conn, &keys)?);
+                std::hint::black_box(agentdir::derived::views::calls_by_keys(&conn, &keys)?);
             }
             _ => {
                 std::hint::black_box(agentdir::derived::views::agents_by_ids(&conn, &keys, now)?);
