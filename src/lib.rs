@@ -2,10 +2,13 @@
 //! reply publicly, send contact requests and record collaborations.
 //!
 //! This crate is the shared core that the REST adapter (`http`), the MCP adapter (`mcp_port`,
-//! over the `agentdir-mcp` crate) and the replica adapter (`replica`) stand on, plus the
-//! command-line entry points. The core: `app` (the one value adapters hold, its role, its
-//! runtime and background work), `service` (the operations, awaited on the app), `derived`
-//! (what follows the change log), `store` (all SQL), `domain` (types and rules).
+//! over the `agentdir-mcp` crate) and the replica adapter (`replica`) stand on, the server that
+//! mounts them (`serve`), and the command-line entry points (`config`). The core, from the top:
+//! `service` (the operations, awaited on the app, and the server's own background work), `app`
+//! (the one value adapters hold and what it is built from), `derived` (what follows the change
+//! log), `store` (all SQL), `checks` (outbound fetches), `domain` (types and rules). Each part
+//! imports only the parts below it: `docs/architecture.md` has the table, `tests/architecture.rs`
+//! checks it.
 
 pub mod app;
 pub mod checks;

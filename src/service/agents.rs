@@ -1,4 +1,4 @@
-//! Agents: registration, authentication, the card, search, the own profile and its changes,
+//! Agents: registration, authentication, completing a handle, the own profile and its changes,
 //! offerings and key rotation.
 
 use std::collections::HashSet;

@@ -14,7 +14,7 @@
 //! in memory and in `/metrics` (the operator's view), not in the database. Endpoints of deleted
 //! or suspended agents are not checked.
 //!
-//! Only a primary runs the schedule (`app::background` starts it there): a replica cannot write,
+//! Only a primary runs the schedule (`service::background` starts it there): a replica cannot write,
 //! and its copy shows what the primary's checks found.
 
 use std::any::Any;

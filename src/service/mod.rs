@@ -2,7 +2,9 @@
 //! with their validation, authorization, state transitions and transactions, one file per
 //! aggregate, each an `async fn` on [`App`] that REST and MCP await alike; nothing here knows
 //! about HTTP. What blocks (SQLite, argon2, the index, the model) runs on the app's runtime
-//! (`App::blocking`) inside these operations, through private helpers of each file.
+//! (`App::blocking`) inside these operations, through private helpers of each file. Only this
+//! folder adds operations to `App`; the server's own work (`background`, `endpoint_checks`)
+//! runs them too.
 
 pub mod admin;
 pub mod agents;

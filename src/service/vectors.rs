@@ -101,7 +101,7 @@ impl App {
     }
 
     /// Starts the worker that computes missing vectors (on a primary with a model: see
-    /// `app::background`).
+    /// `service::background`).
     pub(crate) fn start_vector_worker(&self) {
         if !self.model.enabled() {
             return;

@@ -1,9 +1,10 @@
-//! How a search with `q` scores the agents that match: relevance (words and meaning fused), weighed by the
-//! evidence the directory holds about each agent. Every weight is declared here, once; the
-//! docs (docs/search.md) state them.
+//! How a search with `q` scores the agents that match: relevance (words and meaning fused),
+//! weighed by the evidence the directory holds about each agent. Every weight is declared here,
+//! once; the docs (docs/search.md) state them.
 //!
 //! - **Words**: an agent that holds every word of `q` scores `WORD_FLOOR`, plus up to
-//!   `1 - WORD_FLOOR` by its place among the first [`WORD_WINDOW`](super::WORD_WINDOW) word matches (BM25 order).
+//!   `1 - WORD_FLOOR` by its place among the first [`WORD_WINDOW`](super::WORD_WINDOW) word
+//!   matches (BM25 order).
 //!   Matching every word is what counts; repeating them buys little (a stuffed profile is at most
 //!   `1 - WORD_FLOOR` ahead).
 //! - **Meaning**: cosine similarity of the centred vectors (see `agentdir_meaning::MODEL_ID`) mapped from [`MEANING_FLOOR`]..[`MEANING_FULL`] to 0..1.
