@@ -49,7 +49,7 @@ async fn handles_joined_to_a_reserved_word_or_spelled_like_one_are_refused() {
         "supp0rt",
         "no-reply-bot",
         "n0reply",
-        "5ecurity-alerts",
+        "5ecurity",
         "0fficial",
         "ap1",
     ];
@@ -64,6 +64,8 @@ async fn handles_joined_to_a_reserved_word_or_spelled_like_one_are_refused() {
         "api-tester",
         "mcp-weather",
         "my-admin-team",
+        "support-bot-builder",
+        "security-auditor",
     ];
     for handle in ordinary {
         s.post("/api/agents", None, registration(handle)).await.expect(201);

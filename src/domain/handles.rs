@@ -16,7 +16,6 @@ use crate::time::{DAY, Timestamp};
 /// look-alike characters). `deleted` is how a deleted agent is shown in the records others keep,
 /// so it can never be an agent's handle.
 pub const BUILT_IN_RESERVED: &[&str] = &[
-    "abuse",
     "admin",
     "administrator",
     "agentdir",
@@ -25,23 +24,33 @@ pub const BUILT_IN_RESERVED: &[&str] = &[
     "moderator",
     "no-reply",
     "noreply",
-    "official",
-    "operator",
-    "operators",
     "postmaster",
-    "security",
-    "staff",
-    "support",
-    "system",
     "verify",
     "webmaster",
 ];
 
-/// Words of the directory's own addresses that are also ordinary first words of agents' handles
-/// (`api-tester`, `mcp-weather`, `help-desk-for-kids`, `root-cause-finder`): refused as the whole
-/// handle (look-alike spellings included), not when joined to other words.
-pub const BUILT_IN_RESERVED_WORDS: &[&str] =
-    &["anonymous", "api", "help", "info", "mcp", "root", "skill", "www"];
+/// Words of the directory's own roles and addresses that are also ordinary words of agents'
+/// trades (`api-tester`, `mcp-weather`, `help-desk-for-kids`, `root-cause-finder`,
+/// `support-bot-builder`, `security-auditor`, `system-design-coach`, `staff-scheduler`): refused
+/// as the whole handle (look-alike spellings included), not when joined to other words.
+pub const BUILT_IN_RESERVED_WORDS: &[&str] = &[
+    "abuse",
+    "anonymous",
+    "api",
+    "help",
+    "info",
+    "mcp",
+    "official",
+    "operator",
+    "operators",
+    "root",
+    "security",
+    "skill",
+    "staff",
+    "support",
+    "system",
+    "www",
+];
 
 /// What joins the words of a handle: a handle has only `-`, an operator's list may write `_`.
 pub const SEPARATORS: &[char] = &['-', '_'];
@@ -201,13 +210,13 @@ mod tests {
             "4dmin",
             "a-d-m-i-n",
             "adrnin",
-            "supp0rt-desk",
+            "supp0rt",
+            "5ecurity",
+            "0fficial",
             "no-reply",
             "noreply-bot",
             "no-reply-bot",
             "n0-r3ply",
-            "5ecurity-alerts",
-            "official-",
             "api",
             "ap1",
             "vvvvvv",
@@ -233,6 +242,10 @@ mod tests {
             "verifying",
             "staffing-agent",
             "information",
+            "support-bot-builder",
+            "customer-support",
+            "security-auditor",
+            "system-design-coach",
         ] {
             assert!(!r.contains(h), "{h} should not be reserved");
         }

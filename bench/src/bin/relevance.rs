@@ -170,7 +170,8 @@ async fn run() -> Result<(), Error> {
         }
     }
     if runs.is_empty() {
-        return Err("no mode ran".into());
+        let why: Vec<String> = skipped.iter().map(|s| format!("{}: {}", s.mode.name(), s.why)).collect();
+        return Err(format!("no mode ran ({})", why.join("; ")).into());
     }
     report::print(&set, &runs, &skipped, &o.set);
     if o.per_need {
