@@ -26,7 +26,7 @@ pub fn router(
     let mcp_config =
         agentdir_mcp::McpConfig::new(&app.settings().base_url, crate::domain::schema::MAX_BODY_BYTES)?;
     let mcp = agentdir_mcp::streamable_http_service(crate::mcp_port::McpPort::new(app.clone()), mcp_config);
-    Ok(crate::http::routes(metrics)
+    Ok(crate::http::router(metrics)
         .nest_service("/mcp", mcp)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)

@@ -19,7 +19,7 @@ use crate::app::App;
 
 /// Every REST route of the table and the operator endpoints, without a fallback: the server
 /// (`serve`) adds MCP, the envelope for unknown paths and, on a replica, the forwarding.
-pub fn routes(metrics: ops::MetricsOn) -> Router<App> {
+pub fn router(metrics: ops::MetricsOn) -> Router<App> {
     let mut router: Router<App> = Router::new();
     for route in routes::table() {
         router = router.route(route.endpoint.path, route.handler);
