@@ -11,7 +11,9 @@ mod centres;
 mod engine;
 mod matrix;
 
-pub use engine::{Model, ModelError, built_in_weights, read_part, unavailable_reason};
+pub use engine::{
+    Model, ModelError, Prefix, Specials, Vocabulary, built_in_weights, read_part, unavailable_reason,
+};
 pub use matrix::{Hit, Matrix};
 
 /// Dimensions of every vector.
@@ -73,6 +75,13 @@ pub fn chinese_share(text: &str) -> f32 {
         .count() as f32;
     let latin = text.chars().filter(char::is_ascii_alphabetic).count() as f32 / 5.0;
     if han + latin == 0.0 { 0.0 } else { han / (han + latin) }
+}
+
+/// `v`, a raw vector of the model's space for `text` (a need when `query`, else a profile),
+/// centred as [`Model::embed_query`] and [`Model::embed_passages`] centre theirs.
+pub fn centred(mut v: Vec<f32>, text: &str, query: bool) -> Vec<f32> {
+    centre(&mut v, text, query);
+    v
 }
 
 /// Takes from a vector what its language adds to every vector of that language (the centres of

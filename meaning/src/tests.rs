@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::Prefix;
 
 fn model() -> Option<Model> {
     let path = built_in_weights()?;
@@ -86,4 +87,39 @@ fn the_fast_scan_scores_every_row_as_the_plain_similarity_does() {
     for hit in hits {
         assert_eq!(Some(hit.similarity), m.similarity(&q, hit.key));
     }
+}
+
+#[test]
+fn token_count_counts_what_the_model_reads() {
+    let Some(m) = model() else { return };
+    let need = "contract review";
+    let count = m.token_count(need, true).unwrap();
+    assert_eq!(
+        count,
+        m.tokens(need, Prefix::Query).unwrap().len() + 2,
+        "the prefix, the text and two specials"
+    );
+    assert_eq!(m.tokens(need, Prefix::None).unwrap().len() + 3 + 2, count, "\"query:\" is three tokens");
+    assert_eq!(m.token_count(need, false).unwrap(), m.tokens(need, Prefix::Passage).unwrap().len() + 2);
+    assert!(m.token_count("我需要一个能审查合同的律师", true).unwrap() > count);
+    let long = "word ".repeat(1_000);
+    let cut: String = long.chars().take(MAX_PASSAGE_CHARS).collect();
+    assert_eq!(m.token_count(&long, true).unwrap(), m.token_count(&cut, true).unwrap(), "only the part read");
+    assert!(m.token_count(&long, true).unwrap() > 250);
+}
+
+#[test]
+fn the_model_refuses_sequences_it_cannot_read() {
+    let Some(m) = model() else { return };
+    let vocab = m.vocabulary();
+    let s = vocab.specials();
+    assert!(m.hidden_states(&[]).is_err());
+    assert!(m.hidden_states(&[&[]]).is_err());
+    assert!(m.hidden_states(&[&[s.bos, 1_000_000, s.eos]]).is_err(), "an id past the vocabulary");
+    assert!(m.hidden_states(&[&[s.bos, u32::MAX, s.eos]]).is_err());
+    assert!(m.hidden_states(&[&vec![s.bos; 10_000]]).is_err(), "longer than the model reads");
+    let states = m.hidden_states(&[&[s.bos, 100, s.eos], &[s.bos, s.eos]]).unwrap();
+    assert_eq!(states.len(), 5 * DIM);
+    assert!(vocab.piece(vocab.len() as u32).is_none());
+    assert_eq!(vocab.piece(s.unk).unwrap().0, b"<unk>");
 }
