@@ -87,28 +87,27 @@ impl NeedEncoder {
     /// not yet in the table are distilled first (one model run).
     pub fn embed(&self, model: &Model, text: &str) -> Result<Vec<f32>, ModelError> {
         let mut v = self.embed_raw(model, text)?;
-        if v.iter().all(|x| *x == 0.0) {
-            return Ok(v);
-        }
-        let w = chinese_share(text);
-        for ((x, e), z) in v.iter_mut().zip(&static_centres::NEED_EN).zip(&static_centres::NEED_ZH) {
-            *x -= (1.0 - w) * e + w * z;
-        }
-        normalise(&mut v);
+        self.centre(&mut v, text);
         Ok(v)
+    }
+
+    /// [`NeedEncoder::embed`] without running the model: the need's tokens not yet in the table
+    /// are left out, and their number comes with the vector (the zero vector when all are), so
+    /// that whoever pays for a model run decides whether to make one.
+    pub fn embed_known(&self, model: &Model, text: &str) -> Result<(Vec<f32>, usize), ModelError> {
+        let ids = self.ids(model, text)?;
+        let mut v = self.mean(&ids);
+        let missing = {
+            let table = self.read();
+            ids.iter().filter(|id| table.scales[**id as usize] == 0.0).count()
+        };
+        self.centre(&mut v, text);
+        Ok((v, missing))
     }
 
     /// The weighted mean of the need's token rows, unit length, not centred (for calibration).
     pub fn embed_raw(&self, model: &Model, text: &str) -> Result<Vec<f32>, ModelError> {
-        let mut v = vec![0f32; DIM];
-        // The tokenizer reads blank text as one word-start marker; it says nothing.
-        if read_part(text).trim().is_empty() {
-            return Ok(v);
-        }
-        let ids = model.tokens(text, Prefix::None)?;
-        if ids.iter().any(|id| *id as usize >= self.weights.len()) {
-            return Err(ModelError::Embed);
-        }
+        let ids = self.ids(model, text)?;
         let missing: Vec<u32> = {
             let table = self.read();
             ids.iter().copied().filter(|id| table.scales[*id as usize] == 0.0).collect()
@@ -116,16 +115,47 @@ impl NeedEncoder {
         if !missing.is_empty() {
             self.distil_into(model, &missing)?;
         }
+        Ok(self.mean(&ids))
+    }
+
+    /// The tokens the model reads of `text`; none for a blank text, which the tokenizer reads
+    /// as one word-start marker that says nothing.
+    fn ids(&self, model: &Model, text: &str) -> Result<Vec<u32>, ModelError> {
+        if read_part(text).trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = model.tokens(text, Prefix::None)?;
+        if ids.iter().any(|id| *id as usize >= self.weights.len()) {
+            return Err(ModelError::Embed);
+        }
+        Ok(ids)
+    }
+
+    /// The weighted mean of the rows of `ids` (those not yet distilled add nothing), unit length.
+    fn mean(&self, ids: &[u32]) -> Vec<f32> {
+        let mut v = vec![0f32; DIM];
         let table = self.read();
         for id in ids {
-            let id = id as usize;
+            let id = *id as usize;
             let w = self.weights[id] * table.scales[id];
             for (x, r) in v.iter_mut().zip(&table.rows[id * DIM..(id + 1) * DIM]) {
                 *x += w * f32::from(*r);
             }
         }
         normalise(&mut v);
-        Ok(v)
+        v
+    }
+
+    /// Takes the static centres of the text's languages from `v` (unless it is zero).
+    fn centre(&self, v: &mut [f32], text: &str) {
+        if v.iter().all(|x| *x == 0.0) {
+            return;
+        }
+        let w = chinese_share(text);
+        for ((x, e), z) in v.iter_mut().zip(&static_centres::NEED_EN).zip(&static_centres::NEED_ZH) {
+            *x -= (1.0 - w) * e + w * z;
+        }
+        normalise(v);
     }
 
     /// Distils every token not yet in the table on `threads` threads, [`DISTIL_BATCH`] at a

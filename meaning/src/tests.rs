@@ -175,6 +175,23 @@ fn a_token_distilled_alone_or_among_others_has_the_same_row() {
 }
 
 #[test]
+fn a_need_embedded_without_distilling_leaves_out_the_tokens_not_yet_distilled() {
+    let Some(m) = model() else { return };
+    let encoder = NeedEncoder::new(&m);
+    let need = "translate my podcast into Chinese subtitles";
+    let tokens = m.tokens(need, Prefix::None).unwrap().len();
+    let (v, missing) = encoder.embed_known(&m, need).unwrap();
+    assert_eq!((missing, encoder.missing()), (tokens, encoder.vocab_len()), "nothing was distilled");
+    assert!(v.iter().all(|x| *x == 0.0));
+    encoder.embed(&m, "translate my podcast").unwrap();
+    let (partial, missing) = encoder.embed_known(&m, need).unwrap();
+    assert!(missing > 0 && missing < tokens, "{missing} of {tokens}");
+    assert!((cos(&partial, &partial) - 1.0).abs() < 1e-3);
+    let full = encoder.embed(&m, need).unwrap();
+    assert_eq!(encoder.embed_known(&m, need).unwrap(), (full, 0));
+}
+
+#[test]
 fn a_saved_table_loads_back_and_a_damaged_one_is_refused() {
     let Some(m) = model() else { return };
     let dir = std::env::temp_dir().join(format!("agentdir-need-table-{}", std::process::id()));
