@@ -156,7 +156,8 @@ impl Model {
 
     /// The final hidden state of every position of each sequence (specials as given, each read
     /// from position 0 on its own), [`DIM`] floats per position, in order: what the model's
-    /// vector of a text is the mean of.
+    /// vector of a text is the mean of. An error, and nothing run, for no sequence, an empty
+    /// one, one longer than the model reads or an id past its vocabulary.
     pub fn hidden_states(&self, sequences: &[&[u32]]) -> Result<Vec<f32>, ModelError> {
         self.hidden(sequences)
     }
@@ -173,6 +174,10 @@ impl Model {
             .map(|s| c_int::try_from(s.len()).map_err(|_| ModelError::Embed))
             .collect::<Result<_, _>>()?;
         let n = c_int::try_from(sequences.len()).map_err(|_| ModelError::Embed)?;
+        // The engine counts positions, and indexes their states, in C ints.
+        if ids.len() > c_int::MAX as usize / DIM {
+            return Err(ModelError::Embed);
+        }
         let mut out = vec![0f32; ids.len() * DIM];
         // SAFETY: `ids` holds the sum of `lens` ids, `lens` holds `n` lengths and `out` that
         // many positions × DIM floats; the engine checks lengths and ids before reading.
