@@ -162,7 +162,10 @@ fn sha256(path: &Path) -> Result<String, String> {
 /// multiplied by our kernel (`engine/x8q8.h`: AVX512-VNNI where the running CPU has it, else
 /// AVX2). A query embeds about 4× and a profile about 2.5× faster than unpatched; the integer
 /// dots are exact, so each vector keeps a cosine ≥ 0.9999 to the unpatched engine's (figures in
-/// docs/search.md).
+/// docs/search.md). It also adds, without touching what `e5_embed` computes, what the need
+/// encoder (`src/need_encoder.rs`) reads from the model: a text's tokens (`e5_tokenize`), the
+/// vocabulary (`e5_vocab_size`, `e5_special`, `e5_piece`) and the last hidden state of every
+/// position of given token sequences (`e5_hidden`).
 const PATCH: &str = include_str!("engine/unpacked-weights.patch");
 /// The folder of our kernel, which the patched `e5.c` includes.
 const ENGINE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/engine");

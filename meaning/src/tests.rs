@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::Prefix;
 
 fn model() -> Option<Model> {
     let path = built_in_weights()?;
@@ -86,4 +87,154 @@ fn the_fast_scan_scores_every_row_as_the_plain_similarity_does() {
     for hit in hits {
         assert_eq!(Some(hit.similarity), m.similarity(&q, hit.key));
     }
+}
+
+#[test]
+fn a_static_need_is_nearest_the_agent_that_meets_it_in_either_language() {
+    let Some(m) = model() else { return };
+    let encoder = NeedEncoder::new(&m);
+    let agents = m
+        .embed_passages(&[
+            "Contract review for small businesses: we mark legal risks in your contracts and suggest changes.",
+            "代码评审：审查 Rust 和 Go 代码中的安全问题与性能问题，给出修改建议。",
+            "Prepares annual tax returns for freelancers and small businesses in Germany.",
+            "为中小企业审阅合同，标注法律风险并提出修改意见。",
+            "我们为播客和视频制作中文字幕，交付 SRT 文件。",
+            "Logo and brand identity design for startups.",
+            "为电商店铺拍摄产品照片并精修。",
+            "Bookkeeping and monthly financial statements for small companies.",
+        ])
+        .unwrap();
+    // Nearest, and near enough for the core's nearest fill (`NEAREST_FLOOR`): the level is
+    // what centring by the static vectors' own centres gives (uncentred, these are ~0).
+    let near = 0.12;
+    for (need, fits) in [
+        ("review my Go code for security bugs", 1),
+        ("someone to check my contract for legal risks", 0),
+        ("subtitles for my podcast", 4),
+        ("design a logo for my startup", 5),
+        ("报税", 2),
+        ("记账", 7),
+        ("我需要一个新的品牌标志", 5),
+        ("找人帮我审一下合同", 3),
+    ] {
+        let v = encoder.embed(&m, need).unwrap();
+        assert_eq!(v.len(), DIM);
+        assert!((cos(&v, &v) - 1.0).abs() < 1e-3, "unit length");
+        let sims: Vec<f32> = agents.iter().map(|a| cos(&v, a)).collect();
+        let nearest = (0..sims.len()).max_by(|a, b| sims[*a].total_cmp(&sims[*b])).unwrap();
+        assert_eq!(nearest, fits, "{need}: {sims:?}");
+        assert!(sims[fits] >= near, "{need}: {sims:?}");
+    }
+    // Across languages, above an agent of the need's own language that does something else.
+    let v = encoder.embed(&m, "找人帮我审一下合同").unwrap();
+    assert!(cos(&v, &agents[0]) >= near && cos(&v, &agents[0]) > cos(&v, &agents[1]));
+}
+
+#[test]
+fn a_static_need_reads_the_part_the_full_model_reads() {
+    let Some(m) = model() else { return };
+    let encoder = NeedEncoder::new(&m);
+    let long = "translate my product pages into Chinese ".repeat(60);
+    let cut: String = long.chars().take(MAX_PASSAGE_CHARS).collect();
+    assert_eq!(encoder.embed(&m, &long).unwrap(), encoder.embed(&m, &cut).unwrap());
+    assert_eq!(encoder.embed(&m, "tax\0filing").unwrap(), encoder.embed(&m, "tax filing").unwrap());
+    assert!(encoder.embed(&m, "").unwrap().iter().all(|x| *x == 0.0), "no tokens, near nothing");
+    assert_eq!(encoder.embed(&m, "   ").unwrap(), vec![0.0; DIM]);
+}
+
+#[test]
+fn token_count_counts_what_the_model_reads() {
+    let Some(m) = model() else { return };
+    let need = "contract review";
+    let count = m.token_count(need, true).unwrap();
+    assert_eq!(
+        count,
+        m.tokens(need, Prefix::Query).unwrap().len() + 2,
+        "the prefix, the text and two specials"
+    );
+    assert_eq!(m.tokens(need, Prefix::None).unwrap().len() + 3 + 2, count, "\"query:\" is three tokens");
+    assert_eq!(m.token_count(need, false).unwrap(), m.tokens(need, Prefix::Passage).unwrap().len() + 2);
+    assert!(m.token_count("我需要一个能审查合同的律师", true).unwrap() > count);
+    let long = "word ".repeat(1_000);
+    let cut: String = long.chars().take(MAX_PASSAGE_CHARS).collect();
+    assert_eq!(m.token_count(&long, true).unwrap(), m.token_count(&cut, true).unwrap(), "only the part read");
+    assert!(m.token_count(&long, true).unwrap() > 250);
+}
+
+#[test]
+fn a_token_distilled_alone_or_among_others_has_the_same_row() {
+    let Some(m) = model() else { return };
+    let need = "bookkeeping for a bakery";
+    let alone = NeedEncoder::new(&m);
+    let a = alone.embed(&m, need).unwrap();
+    let among = NeedEncoder::new(&m);
+    among.embed(&m, "monthly bookkeeping and payroll for a small bakery in Lyon, 面包店记账").unwrap();
+    assert!(among.vocab_len() - among.missing() > alone.vocab_len() - alone.missing());
+    assert_eq!(among.embed(&m, need).unwrap(), a, "bit for bit, whatever the batch");
+}
+
+#[test]
+fn a_need_embedded_without_distilling_leaves_out_the_tokens_not_yet_distilled() {
+    let Some(m) = model() else { return };
+    let encoder = NeedEncoder::new(&m);
+    let need = "translate my podcast into Chinese subtitles";
+    let tokens = m.tokens(need, Prefix::None).unwrap().len();
+    let (v, missing) = encoder.embed_known(&m, need).unwrap();
+    assert_eq!((missing, encoder.missing()), (tokens, encoder.vocab_len()), "nothing was distilled");
+    assert!(v.iter().all(|x| *x == 0.0));
+    encoder.embed(&m, "translate my podcast").unwrap();
+    let (partial, missing) = encoder.embed_known(&m, need).unwrap();
+    assert!(missing > 0 && missing < tokens, "{missing} of {tokens}");
+    assert!((cos(&partial, &partial) - 1.0).abs() < 1e-3);
+    let full = encoder.embed(&m, need).unwrap();
+    assert_eq!(encoder.embed_known(&m, need).unwrap(), (full, 0));
+}
+
+#[test]
+fn a_saved_table_loads_back_and_a_damaged_one_is_refused() {
+    let Some(m) = model() else { return };
+    let dir = std::env::temp_dir().join(format!("agentdir-need-table-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("need-encoder.table");
+    let encoder = NeedEncoder::new(&m);
+    let needs = ["subtitle translation", "代码审查", "someone to check my contract for legal risks"];
+    let before: Vec<Vec<f32>> = needs.iter().map(|n| encoder.embed(&m, n).unwrap()).collect();
+    encoder.save(&path).unwrap();
+    let loaded = NeedEncoder::load(&m, &path).unwrap();
+    assert_eq!(loaded.missing(), encoder.missing(), "only what was distilled");
+    for (n, v) in needs.iter().zip(&before) {
+        assert_eq!(&loaded.embed(&m, n).unwrap(), v);
+    }
+    assert_eq!(loaded.missing(), encoder.missing(), "nothing distilled again");
+    let bytes = std::fs::read(&path).unwrap();
+    let damaged = [
+        bytes[..bytes.len() - 1].to_vec(),
+        [bytes.as_slice(), &[0]].concat(),
+        [b"XXXXXXXX".as_slice(), &bytes[8..]].concat(),
+        bytes[..20].to_vec(),
+        Vec::new(),
+    ];
+    for (i, d) in damaged.iter().enumerate() {
+        std::fs::write(&path, d).unwrap();
+        assert!(NeedEncoder::load(&m, &path).is_err(), "damage {i} refused");
+    }
+    assert!(NeedEncoder::load(&m, &dir.join("absent")).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_model_refuses_sequences_it_cannot_read() {
+    let Some(m) = model() else { return };
+    let vocab = m.vocabulary();
+    let s = vocab.specials();
+    assert!(m.hidden_states(&[]).is_err());
+    assert!(m.hidden_states(&[&[]]).is_err());
+    assert!(m.hidden_states(&[&[s.bos, 1_000_000, s.eos]]).is_err(), "an id past the vocabulary");
+    assert!(m.hidden_states(&[&[s.bos, u32::MAX, s.eos]]).is_err());
+    assert!(m.hidden_states(&[&vec![s.bos; 10_000]]).is_err(), "longer than the model reads");
+    let states = m.hidden_states(&[&[s.bos, 100, s.eos], &[s.bos, s.eos]]).unwrap();
+    assert_eq!(states.len(), 5 * DIM);
+    assert!(vocab.piece(vocab.len() as u32).is_none());
+    assert_eq!(vocab.piece(s.unk).unwrap().0, b"<unk>");
 }
