@@ -10,9 +10,11 @@
 mod centres;
 mod engine;
 mod matrix;
+mod nearest;
 
 pub use engine::{Model, ModelError, built_in_weights, read_part, unavailable_reason};
 pub use matrix::{Hit, Matrix};
+pub use nearest::{MARGIN_SIGMAS, Nearest, NearestStats, PARALLEL_ROWS, surprises};
 
 /// Dimensions of every vector.
 pub const DIM: usize = 384;

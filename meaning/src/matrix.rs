@@ -1,10 +1,17 @@
-//! The vectors of every searchable agent in one contiguous int8 matrix, searched by brute force:
-//! 100k × 384 bytes is 38 MB, read once per query at memory speed. Rows are keyed by the same
-//! integer key as the search index; each carries what filters need (`A`).
+//! The vectors of every searchable agent in memory, each int8 row kept as two planes of 4-bit
+//! nibbles: its high nibbles (a 4-bit code of the row, read for every row by the first pass of
+//! [`Matrix::nearest`]) and its low nibbles (read only for the rows the first pass lets through,
+//! to compute their exact similarity). The two planes together are the int8 row, so the exact
+//! similarity is the same integer dot product as before, to the bit, and the codes cost no
+//! memory beyond the rows themselves. Rows are keyed by the same integer key as the search
+//! index; each carries what filters need (`A`).
 
 use std::collections::HashMap;
 
 use crate::{DIM, Quantized};
+
+/// Bytes of one plane of one row: two nibbles a byte.
+pub(crate) const HALF: usize = DIM / 2;
 
 /// A row at or above the similarity asked for.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -15,18 +22,39 @@ pub struct Hit {
 }
 
 pub struct Matrix<A> {
-    values: Vec<i8>,
-    scales: Vec<f32>,
-    keys: Vec<u64>,
-    attrs: Vec<A>,
+    /// Per row, [`HALF`] bytes: byte `j` holds the high nibble (offset to 0..=15) of dimension
+    /// `j` in its low half and that of dimension `j + HALF` in its high half.
+    pub(crate) high: Vec<u8>,
+    /// The low nibbles (0..=15), packed the same way: `value = 16 × (high − 8) + low`.
+    pub(crate) low: Vec<u8>,
+    pub(crate) scales: Vec<f32>,
+    /// What the first pass needs of each row (see [`Estimate`]).
+    pub(crate) estimates: Vec<Estimate>,
+    pub(crate) keys: Vec<u64>,
+    pub(crate) attrs: Vec<A>,
     slots: HashMap<u64, usize>,
+}
+
+/// The first pass reads a row as `ĥ = 16 × (high − 8) + 7.5` (the middle of each nibble's
+/// range) and estimates its similarity to `q` as `factor × ⟨q, ĥ⟩ × q.scale`. `factor`
+/// (`⟨r, r⟩ / ⟨r, ĥ⟩ × scale`) makes the estimate unbiased: what it misses, `e = r − ĥ × ⟨r, r⟩
+/// / ⟨r, ĥ⟩`, is orthogonal to the row, so the error does not grow with the similarity. What is
+/// left is the low nibbles' noise, near uniform and independent of meaning, so the error
+/// `⟨q, e⟩` has standard deviation `|q| × |e| / √(DIM − 1)`; `spread` is `|e| × scale /
+/// √(DIM − 1)`, that deviation per unit of query norm.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Estimate {
+    pub factor: f32,
+    pub spread: f32,
 }
 
 impl<A> Default for Matrix<A> {
     fn default() -> Self {
         Matrix {
-            values: Vec::new(),
+            high: Vec::new(),
+            low: Vec::new(),
             scales: Vec::new(),
+            estimates: Vec::new(),
             keys: Vec::new(),
             attrs: Vec::new(),
             slots: HashMap::new(),
@@ -43,6 +71,18 @@ impl<A> Matrix<A> {
         self.keys.is_empty()
     }
 
+    /// Bytes held, about (the key map counted at its capacity).
+    pub fn bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.high.capacity()
+            + self.low.capacity()
+            + self.scales.capacity() * size_of::<f32>()
+            + self.estimates.capacity() * size_of::<Estimate>()
+            + self.keys.capacity() * size_of::<u64>()
+            + self.attrs.capacity() * size_of::<A>()
+            + self.slots.capacity() * (size_of::<(u64, usize)>() + 1)
+    }
+
     /// Adds or replaces the row of `key`.
     pub fn upsert(&mut self, key: u64, vector: &Quantized, attrs: A) {
         debug_assert_eq!(vector.values.len(), DIM);
@@ -56,13 +96,18 @@ impl<A> Matrix<A> {
                 self.keys.push(key);
                 self.attrs.push(attrs);
                 self.scales.push(0.0);
-                self.values.resize(self.values.len() + DIM, 0);
+                self.estimates.push(Estimate::default());
+                self.high.resize(self.high.len() + HALF, 0);
+                self.low.resize(self.low.len() + HALF, 0);
                 self.slots.insert(key, slot);
                 slot
             }
         };
+        let (high, low, estimate) = encode(&vector.values, vector.scale);
         self.scales[slot] = vector.scale;
-        self.values[slot * DIM..(slot + 1) * DIM].copy_from_slice(&vector.values);
+        self.estimates[slot] = estimate;
+        self.high[slot * HALF..(slot + 1) * HALF].copy_from_slice(&high);
+        self.low[slot * HALF..(slot + 1) * HALF].copy_from_slice(&low);
     }
 
     /// Removes the row of `key` (the last row takes its place).
@@ -76,14 +121,19 @@ impl<A> Matrix<A> {
             self.keys.swap(slot, last);
             self.attrs.swap(slot, last);
             self.scales.swap(slot, last);
-            let (head, tail) = self.values.split_at_mut(last * DIM);
-            head[slot * DIM..(slot + 1) * DIM].copy_from_slice(&tail[..DIM]);
+            self.estimates.swap(slot, last);
+            for plane in [&mut self.high, &mut self.low] {
+                let (head, tail) = plane.split_at_mut(last * HALF);
+                head[slot * HALF..(slot + 1) * HALF].copy_from_slice(&tail[..HALF]);
+            }
             self.slots.insert(moved, slot);
         }
         self.keys.pop();
         self.attrs.pop();
         self.scales.pop();
-        self.values.truncate(last * DIM);
+        self.estimates.pop();
+        self.high.truncate(last * HALF);
+        self.low.truncate(last * HALF);
     }
 
     pub fn contains(&self, key: u64) -> bool {
@@ -93,22 +143,49 @@ impl<A> Matrix<A> {
     /// The similarity of `key`'s row to `query`, if it has one.
     pub fn similarity(&self, query: &Quantized, key: u64) -> Option<f32> {
         let slot = *self.slots.get(&key)?;
-        Some(self.row_similarity(query, slot))
+        Some(self.exact(&Query::of(query), slot))
     }
 
     /// The similarity of two rows, if both have one.
     pub fn pair_similarity(&self, a: u64, b: u64) -> Option<f32> {
         let (a, b) = (*self.slots.get(&a)?, *self.slots.get(&b)?);
-        let row = |slot: usize| &self.values[slot * DIM..(slot + 1) * DIM];
-        Some(dot(row(a), row(b)) as f32 * self.scales[a] * self.scales[b])
+        let (ra, rb) = (self.row(a), self.row(b));
+        let dot: i32 = ra.iter().zip(&rb).map(|(x, y)| i32::from(*x) * i32::from(*y)).sum();
+        Some(dot as f32 * self.scales[a] * self.scales[b])
     }
 
-    fn row_similarity(&self, query: &Quantized, slot: usize) -> f32 {
-        let row = &self.values[slot * DIM..(slot + 1) * DIM];
-        dot(&query.values, row) as f32 * query.scale * self.scales[slot]
+    /// The int8 row of a slot, put back together from its planes.
+    pub(crate) fn row(&self, slot: usize) -> [i8; DIM] {
+        let mut row = [0i8; DIM];
+        let (high, low) =
+            (&self.high[slot * HALF..(slot + 1) * HALF], &self.low[slot * HALF..(slot + 1) * HALF]);
+        for j in 0..HALF {
+            let value = |h: u8, l: u8| (16 * (i32::from(h) - 8) + i32::from(l)) as i8;
+            row[j] = value(high[j] & 15, low[j] & 15);
+            row[j + HALF] = value(high[j] >> 4, low[j] >> 4);
+        }
+        row
     }
 
-    /// Every row with similarity ≥ `threshold` whose attributes pass `keep`, in no order.
+    /// The exact similarity: the same integer dot product and the same float steps as a plain
+    /// int8 scan, so the same value to the bit.
+    #[inline(always)]
+    pub(crate) fn exact(&self, q: &Query, slot: usize) -> f32 {
+        let t = nibble_dot(q, &self.high[slot * HALF..(slot + 1) * HALF]);
+        self.exact_given_high(q, slot, t)
+    }
+
+    /// [`Matrix::exact`] when the first pass already has `t = ⟨q, high⟩`: reads the low plane only.
+    #[inline(always)]
+    pub(crate) fn exact_given_high(&self, q: &Query, slot: usize, t: i32) -> f32 {
+        let l = nibble_dot(q, &self.low[slot * HALF..(slot + 1) * HALF]);
+        let dot = 16 * t - 128 * q.sum + l;
+        dot as f32 * q.scale * self.scales[slot]
+    }
+
+    /// Every row with similarity ≥ `threshold` whose attributes pass `keep`, in no order: the
+    /// exact scan of every row (both planes). [`Matrix::nearest`] finds the same rows in order
+    /// reading about half the bytes.
     pub fn search(&self, query: &Quantized, threshold: f32, keep: impl Fn(&A) -> bool) -> Vec<Hit> {
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") {
@@ -118,7 +195,7 @@ impl<A> Matrix<A> {
         self.scan(query, threshold, keep)
     }
 
-    /// [`Matrix::search`] compiled for AVX2: the same code, 2.4× faster over 100k rows.
+    /// [`Matrix::search`] compiled for AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn scan_avx2(&self, query: &Quantized, threshold: f32, keep: impl Fn(&A) -> bool) -> Vec<Hit> {
@@ -127,9 +204,10 @@ impl<A> Matrix<A> {
 
     #[inline(always)]
     fn scan(&self, query: &Quantized, threshold: f32, keep: impl Fn(&A) -> bool) -> Vec<Hit> {
+        let q = Query::of(query);
         let mut hits = Vec::new();
-        for (slot, row) in self.values.chunks_exact(DIM).enumerate() {
-            let similarity = dot(&query.values, row) as f32 * query.scale * self.scales[slot];
+        for slot in 0..self.len() {
+            let similarity = self.exact(&q, slot);
             if similarity >= threshold && keep(&self.attrs[slot]) {
                 hits.push(Hit { key: self.keys[slot], similarity });
             }
@@ -138,8 +216,76 @@ impl<A> Matrix<A> {
     }
 }
 
-/// Written so the compiler vectorises it (i8 × i8 summed in i32 lanes).
+/// A query as the planes are read with it.
+pub(crate) struct Query {
+    /// The values of dimensions `0..HALF` and `HALF..DIM`, matching the nibbles of each byte.
+    pub first: [i8; HALF],
+    pub second: [i8; HALF],
+    /// Σ values.
+    pub sum: i32,
+    pub scale: f32,
+    /// The query's length in similarity units (`|values| × scale`, about 1).
+    pub norm: f32,
+}
+
+impl Query {
+    pub fn of(q: &Quantized) -> Query {
+        let mut first = [0i8; HALF];
+        let mut second = [0i8; HALF];
+        let values = &q.values[..DIM.min(q.values.len())];
+        for (i, v) in values.iter().enumerate() {
+            if i < HALF {
+                first[i] = *v;
+            } else {
+                second[i - HALF] = *v;
+            }
+        }
+        let sum = values.iter().map(|v| i32::from(*v)).sum();
+        let squares: f64 = values.iter().map(|v| f64::from(*v).powi(2)).sum();
+        Query { first, second, sum, scale: q.scale, norm: (squares.sqrt() * f64::from(q.scale)) as f32 }
+    }
+}
+
+/// `Σ q[j] × (packed[j] & 15) + q[j + HALF] × (packed[j] >> 4)`: written so the compiler
+/// vectorises it.
 #[inline(always)]
-fn dot(a: &[i8], b: &[i8]) -> i32 {
-    a.iter().zip(b).map(|(x, y)| i32::from(*x) * i32::from(*y)).sum()
+pub(crate) fn nibble_dot(q: &Query, packed: &[u8]) -> i32 {
+    let packed = &packed[..HALF];
+    let mut sum = 0i32;
+    for j in 0..HALF {
+        let b = packed[j];
+        sum += i32::from(q.first[j]) * i32::from(b & 15) + i32::from(q.second[j]) * i32::from(b >> 4);
+    }
+    sum
+}
+
+/// A row's two planes and its [`Estimate`].
+fn encode(values: &[i8], scale: f32) -> ([u8; HALF], [u8; HALF], Estimate) {
+    let mut high = [0u8; HALF];
+    let mut low = [0u8; HALF];
+    let nibbles = |v: i8| (((i32::from(v) >> 4) + 8) as u8, (i32::from(v) & 15) as u8);
+    for j in 0..HALF {
+        let (h0, l0) = nibbles(values.get(j).copied().unwrap_or(0));
+        let (h1, l1) = nibbles(values.get(j + HALF).copied().unwrap_or(0));
+        high[j] = h0 | h1 << 4;
+        low[j] = l0 | l1 << 4;
+    }
+    // ĥ has the sign of each non-zero value, so ⟨r, ĥ⟩ > 0 whenever ⟨r, r⟩ > 0.
+    let middle = |v: i8| 16.0 * f64::from(i32::from(v) >> 4) + 7.5;
+    let (rr, rh) = values.iter().fold((0f64, 0f64), |(rr, rh), v| {
+        let v8 = f64::from(*v);
+        (rr + v8 * v8, rh + v8 * middle(*v))
+    });
+    if rr == 0.0 || rh <= 0.0 {
+        // A zero row: its exact similarity is 0, and so is the estimate, with no error.
+        return (high, low, Estimate::default());
+    }
+    let g = rr / rh;
+    let missed: f64 = values.iter().map(|v| (f64::from(*v) - g * middle(*v)).powi(2)).sum();
+    let scale = f64::from(scale);
+    let estimate = Estimate {
+        factor: (g * scale) as f32,
+        spread: (missed.sqrt() * scale / ((DIM - 1) as f64).sqrt()) as f32,
+    };
+    (high, low, estimate)
 }
