@@ -17,7 +17,11 @@ use std::collections::BinaryHeap;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
-use crate::matrix::{HALF, Hit, Matrix, Query, nibble_dot};
+#[cfg(target_arch = "x86_64")]
+use crate::matrix::Avx2;
+#[cfg(all(target_arch = "x86_64", avx512_kernels))]
+use crate::matrix::Vnni;
+use crate::matrix::{HALF, Hit, Kernel, Matrix, Plain, Query};
 
 /// How many standard deviations of the first pass's error the bounds allow.
 pub const MARGIN_SIGMAS: f32 = 7.0;
@@ -29,6 +33,11 @@ pub const SURPRISE_SIGMAS: f32 = 5.5;
 /// From this many rows a query's first pass is split across the cores, when no other query is
 /// scanning at the time (with several queries at once, each already has a core).
 pub const PARALLEL_ROWS: usize = 200_000;
+
+/// Candidates rescored at a time.
+const CHUNK: usize = 256;
+/// Rows fetched ahead of their rescoring.
+const PREFETCH: usize = 8;
 
 /// Lower bounds are counted in buckets of this width (similarity units) to find the `want`-th.
 const BUCKET: f32 = 1.0 / 512.0;
@@ -103,10 +112,9 @@ pub struct Nearest<'m, A, F> {
     /// can reach the floor is one.
     covered: f32,
     pending: Vec<Candidate>,
-    /// `pending[..next]` are rescored; `pending[next..sorted]` are ordered by upper bound,
-    /// descending; those after `sorted` have no greater bound than `pending[sorted - 1]`.
+    /// `pending[..next]` are rescored; the others have an upper bound of at most `rest`.
     next: usize,
-    sorted: usize,
+    rest: f32,
     ready: BinaryHeap<Ready>,
     stats: NearestStats,
 }
@@ -145,7 +153,7 @@ impl<A: Sync> Matrix<A> {
             covered: floor,
             pending: Vec::new(),
             next: 0,
-            sorted: 0,
+            rest: f32::INFINITY,
             ready: BinaryHeap::new(),
             stats: NearestStats::default(),
         };
@@ -205,27 +213,51 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Nearest<'_, A, F> {
         self.stats.candidates += self.pending.len() - before;
     }
 
-    /// The largest upper bound among the candidates not yet rescored (−∞ when none).
+    /// The largest upper bound among the candidates not yet rescored, or more (−∞ when none).
     fn pending_bound(&self) -> f32 {
-        if self.next < self.sorted {
-            self.pending[self.next].upper
-        } else if self.sorted < self.pending.len() {
-            if self.sorted == 0 { f32::INFINITY } else { self.pending[self.sorted - 1].upper }
-        } else {
-            f32::NEG_INFINITY
-        }
+        if self.next < self.pending.len() { self.rest } else { f32::NEG_INFINITY }
     }
 
-    /// Orders the next chunk of candidates by upper bound (twice the last, from 256).
-    fn sort_chunk(&mut self) {
-        let rest = &mut self.pending[self.sorted..];
-        let chunk = (2 * self.sorted).max(256).min(rest.len());
-        let order = |a: &Candidate, b: &Candidate| b.upper.total_cmp(&a.upper);
+    /// Rescores the [`CHUNK`] candidates of greatest upper bound, in the order of their rows
+    /// (each row's low plane fetched ahead of its turn).
+    fn rescore_chunk(&mut self) {
+        let rest = &mut self.pending[self.next..];
+        let chunk = CHUNK.min(rest.len());
         if chunk < rest.len() {
-            rest.select_nth_unstable_by(chunk - 1, order);
+            rest.select_nth_unstable_by(chunk - 1, |a, b| b.upper.total_cmp(&a.upper));
         }
-        rest[..chunk].sort_unstable_by(order);
-        self.sorted += chunk;
+        let head = &mut rest[..chunk];
+        // The candidates left have no greater bound than the least of this chunk.
+        let least = head.iter().fold(f32::INFINITY, |m, c| m.min(c.upper));
+        head.sort_unstable_by_key(|c| c.slot);
+        let head: Vec<Candidate> = head.to_vec();
+        for (i, c) in head.iter().enumerate() {
+            if let Some(ahead) = head.get(i + PREFETCH) {
+                self.prefetch(ahead.slot as usize);
+            }
+            self.rescore(*c);
+        }
+        self.next += chunk;
+        self.rest = least;
+    }
+
+    #[inline(always)]
+    fn prefetch(&self, slot: usize) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let low = self.matrix.low[slot * HALF..(slot + 1) * HALF].as_ptr();
+            // SAFETY: prefetching has no effect on memory; every address is within the row.
+            unsafe {
+                for offset in [0, 64, 128, HALF - 1] {
+                    _mm_prefetch::<_MM_HINT_T0>(low.add(offset) as *const i8);
+                }
+                _mm_prefetch::<_MM_HINT_T0>((&self.matrix.scales[slot] as *const f32) as *const i8);
+                _mm_prefetch::<_MM_HINT_T0>((&self.matrix.keys[slot] as *const u64) as *const i8);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = slot;
     }
 
     fn rescore(&mut self, c: Candidate) {
@@ -264,12 +296,8 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Iterator for Nearest<'_, A, F> {
                 self.ready.pop();
                 return Some(hit);
             }
-            if self.next < self.sorted {
-                let c = self.pending[self.next];
-                self.next += 1;
-                self.rescore(c);
-            } else if self.sorted < self.pending.len() {
-                self.sort_chunk();
+            if self.next < self.pending.len() {
+                self.rescore_chunk();
             } else if self.covered > self.floor {
                 // More were taken than expected: the rows below the cover that can be among
                 // eight times as many (the `want`-th lower bound of the new rows alone is at
@@ -280,6 +308,7 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Iterator for Nearest<'_, A, F> {
                 }
                 let below = self.covered;
                 self.first_pass(below);
+                self.rest = below;
             } else {
                 return None;
             }
@@ -306,22 +335,33 @@ struct Part {
 
 impl<A: Sync, F: Fn(&A) -> bool + Sync> Pass<'_, A, F> {
     fn run(&self, range: std::ops::Range<usize>) -> Part {
+        #[cfg(all(target_arch = "x86_64", avx512_kernels))]
+        if Vnni::detected() {
+            // SAFETY: the CPU has AVX-512 with VNNI, checked just above.
+            return unsafe { self.run_vnni(range) };
+        }
         #[cfg(target_arch = "x86_64")]
         if std::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2, checked just above.
             return unsafe { self.run_avx2(range) };
         }
-        self.run_plain(range)
+        self.run_with::<Plain>(range)
+    }
+
+    #[cfg(all(target_arch = "x86_64", avx512_kernels))]
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vnni")]
+    unsafe fn run_vnni(&self, range: std::ops::Range<usize>) -> Part {
+        self.run_with::<Vnni>(range)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn run_avx2(&self, range: std::ops::Range<usize>) -> Part {
-        self.run_plain(range)
+        self.run_with::<Avx2>(range)
     }
 
     #[inline(always)]
-    fn run_plain(&self, range: std::ops::Range<usize>) -> Part {
+    fn run_with<K: Kernel>(&self, range: std::ops::Range<usize>) -> Part {
         let (m, q) = (self.m, self.q);
         let counting = self.want != usize::MAX;
         let mut lower_counts = vec![0u32; if counting { BUCKETS } else { 0 }];
@@ -331,26 +371,45 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Pass<'_, A, F> {
         let mut cover = self.floor;
         let offset = -120.5 * q.sum as f32;
         let widen = MARGIN_SIGMAS * q.norm;
-        let high = &m.high[range.start * HALF..range.end * HALF];
-        for (i, packed) in high.chunks_exact(HALF).enumerate() {
-            let slot = range.start + i;
-            let high_dot = nibble_dot(q, packed);
-            let e = m.estimates[slot];
-            let estimate = ((16 * high_dot) as f32 + offset) * q.scale * e.factor;
-            let margin = widen * e.spread;
+        let mut consider = |slot: usize, high_dot: i32, estimate: f32, margin: f32, cover: &mut f32| {
             let upper = estimate + margin;
-            if upper < cover || upper >= self.below || !(self.keep)(&m.attrs[slot]) {
-                continue;
+            if upper < *cover || upper >= self.below || !(self.keep)(&m.attrs[slot]) {
+                return;
             }
             candidates.push(Candidate { slot: slot as u32, high_dot, estimate, upper });
             if counting {
                 lower_counts[bucket(estimate - margin)] += 1;
                 counted += 1;
                 if counted >= self.want && counted % 256 == 0 {
-                    cover = cover.max(kth_lower(&lower_counts, self.want));
+                    *cover = cover.max(kth_lower(&lower_counts, self.want));
                 }
             }
+        };
+        let mut slot = range.start;
+        // Eight rows at a time: their dots, estimates and bounds computed side by side, and
+        // only the rows whose bound reaches the cover looked at one by one.
+        while slot + 8 <= range.end {
+            let dots = K::dot8(q, &m.high[slot * HALF..(slot + 8) * HALF]);
+            let (factors, spreads) = (&m.factors[slot..slot + 8], &m.spreads[slot..slot + 8]);
+            let mut estimates = [0f32; 8];
+            let mut uppers = [0f32; 8];
+            for i in 0..8 {
+                estimates[i] = ((16 * dots[i]) as f32 + offset) * q.scale * factors[i];
+                uppers[i] = estimates[i] + widen * spreads[i];
+            }
+            if uppers.iter().fold(f32::NEG_INFINITY, |a, b| a.max(*b)) >= cover {
+                for i in 0..8 {
+                    consider(slot + i, dots[i], estimates[i], widen * spreads[i], &mut cover);
+                }
+            }
+            slot += 8;
         }
+        for slot in slot..range.end {
+            let high_dot = K::dot(q, &m.high[slot * HALF..(slot + 1) * HALF]);
+            let estimate = ((16 * high_dot) as f32 + offset) * q.scale * m.factors[slot];
+            consider(slot, high_dot, estimate, widen * m.spreads[slot], &mut cover);
+        }
+        drop(consider);
         Part { candidates, lower_counts }
     }
 }
@@ -372,18 +431,27 @@ fn kth_lower(counts: &[u32], want: usize) -> f32 {
     f32::NEG_INFINITY
 }
 
-/// ⟨q, low nibbles⟩ of one row, compiled for AVX2 where the CPU has it.
+/// ⟨q, low nibbles⟩ of one row, with AVX-512 or AVX2 where the CPU has it.
 fn low_dot(q: &Query, packed: &[u8]) -> i32 {
+    #[cfg(all(target_arch = "x86_64", avx512_kernels))]
+    if Vnni::detected() {
+        #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vnni")]
+        unsafe fn fast(q: &Query, packed: &[u8]) -> i32 {
+            Vnni::dot(q, packed)
+        }
+        // SAFETY: the CPU has AVX-512 with VNNI, checked just above.
+        return unsafe { fast(q, packed) };
+    }
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         #[target_feature(enable = "avx2")]
         unsafe fn fast(q: &Query, packed: &[u8]) -> i32 {
-            nibble_dot(q, packed)
+            Avx2::dot(q, packed)
         }
         // SAFETY: the CPU has AVX2, checked just above.
         return unsafe { fast(q, packed) };
     }
-    nibble_dot(q, packed)
+    Plain::dot(q, packed)
 }
 
 /// Counts the first passes under way while it lives.

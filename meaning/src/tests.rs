@@ -231,3 +231,52 @@ fn the_planes_keep_every_row_exactly_through_upserts_and_removals() {
     assert_eq!(all, sorted_scan(&m, &q, -1.0, |_| true));
     assert!(m.nearest(&q, 2.0, 10, |_| true).next().is_none());
 }
+
+#[test]
+fn every_kernel_computes_the_same_products_as_plain_code() {
+    use crate::matrix::{HALF, Kernel, Plain, Query};
+    let mut profiles = Clustered::new(0x7777, 5);
+    let mut m = Matrix::default();
+    for k in 0..62u64 {
+        m.upsert(k, &profiles.vector(0.5), ());
+    }
+    // The extremes, where pair sums are largest: every nibble 15 or 0 against ±128.
+    m.upsert(62, &Quantized { scale: 1.0, values: vec![127; DIM] }, ());
+    m.upsert(63, &Quantized { scale: 1.0, values: vec![-128; DIM] }, ());
+    let queries = [
+        Query::of(&profiles.vector(0.5)),
+        Query::of(&Quantized { scale: 1.0, values: vec![-128; DIM] }),
+        Query::of(&Quantized { scale: 1.0, values: vec![127; DIM] }),
+    ];
+    for q in &queries {
+        for plane in [&m.high, &m.low] {
+            for rows in plane.chunks_exact(8 * HALF) {
+                let plain: Vec<i32> = rows
+                    .chunks_exact(HALF)
+                    .map(|row| {
+                        let value = |j: usize| {
+                            let nibble = if j < HALF { row[j] & 15 } else { row[j - HALF] >> 4 };
+                            let q = if j < HALF { q.first[j] } else { q.second[j - HALF] };
+                            i32::from(q) * i32::from(nibble)
+                        };
+                        (0..DIM).map(value).sum()
+                    })
+                    .collect();
+                assert_eq!(Plain::dot8(q, rows)[..], plain[..]);
+                assert_eq!(Plain::dot(q, &rows[..HALF]), plain[0]);
+                #[cfg(target_arch = "x86_64")]
+                if std::is_x86_feature_detected!("avx2") {
+                    use crate::matrix::Avx2;
+                    assert_eq!(Avx2::dot8(q, rows)[..], plain[..]);
+                    assert_eq!(Avx2::dot(q, &rows[7 * HALF..]), plain[7]);
+                }
+                #[cfg(all(target_arch = "x86_64", avx512_kernels))]
+                if crate::matrix::Vnni::detected() {
+                    use crate::matrix::Vnni;
+                    assert_eq!(Vnni::dot8(q, rows)[..], plain[..]);
+                    assert_eq!(Vnni::dot(q, &rows[3 * HALF..]), plain[3]);
+                }
+            }
+        }
+    }
+}
