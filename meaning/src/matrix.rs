@@ -326,6 +326,8 @@ impl Vnni {
 }
 
 #[cfg(all(target_arch = "x86_64", avx512_kernels))]
+// Compiled only by Rust 1.89 or newer (`avx512_kernels`, set by build.rs).
+#[allow(clippy::incompatible_msrv)]
 impl Kernel for Vnni {
     #[inline(always)]
     fn dot(q: &Query, packed: &[u8]) -> i32 {
@@ -372,6 +374,8 @@ impl Kernel for Vnni {
 
 /// One row's products with the query in sixteen 32-bit lanes to be added.
 #[cfg(all(target_arch = "x86_64", avx512_kernels))]
+// Compiled only by Rust 1.89 or newer (`avx512_kernels`, set by build.rs).
+#[allow(clippy::incompatible_msrv)]
 #[inline(always)]
 unsafe fn row_sums_vnni(q: &Query, row: *const u8) -> std::arch::x86_64::__m512i {
     use std::arch::x86_64::*;
@@ -402,13 +406,11 @@ unsafe fn row_sums_vnni(q: &Query, row: *const u8) -> std::arch::x86_64::__m512i
 /// vectorises it too; it cannot overflow (|sum| ≤ 384 × 128 × 15).
 #[inline(always)]
 pub(crate) fn nibble_dot(q: &Query, packed: &[u8]) -> i32 {
-    let packed = &packed[..HALF];
     let mut sum = 0i32;
-    for j in 0..HALF {
-        let b = packed[j];
-        let pair = i32::from(q.first[j])
+    for ((b, q0), q1) in packed[..HALF].iter().zip(&q.first).zip(&q.second) {
+        let pair = i32::from(*q0)
             .wrapping_mul(i32::from(b & 15))
-            .wrapping_add(i32::from(q.second[j]).wrapping_mul(i32::from(b >> 4)));
+            .wrapping_add(i32::from(*q1).wrapping_mul(i32::from(b >> 4)));
         sum = sum.wrapping_add(pair);
     }
     sum
@@ -502,18 +504,23 @@ fn encode(values: &[i8], scale: f32) -> ([u8; HALF], [u8; HALF], Estimate) {
         high[j] = h0 | h1 << 4;
         low[j] = l0 | l1 << 4;
     }
-    // ĥ has the sign of each non-zero value, so ⟨r, ĥ⟩ > 0 whenever ⟨r, r⟩ > 0.
-    let middle = |v: i8| 16.0 * f64::from(i32::from(v) >> 4) + 7.5;
-    let (rr, rh) = values.iter().fold((0f64, 0f64), |(rr, rh), v| {
-        let v8 = f64::from(*v);
-        (rr + v8 * v8, rh + v8 * middle(*v))
-    });
-    if rr == 0.0 || rh <= 0.0 {
+    // In halves, so that every sum is an exact integer: 2ĥ = 32 × (v >> 4) + 15. ĥ has the sign
+    // of each non-zero value, so ⟨r, ĥ⟩ > 0 whenever ⟨r, r⟩ > 0.
+    let (mut rr, mut rh2, mut hh4) = (0i64, 0i64, 0i64);
+    for v in values {
+        let (v, h2) = (i64::from(*v), 32 * (i64::from(*v) >> 4) + 15);
+        rr += v * v;
+        rh2 += v * h2;
+        hh4 += h2 * h2;
+    }
+    if rr == 0 || rh2 <= 0 {
         // A zero row: its exact similarity is 0, and so is the estimate, with no error.
         return (high, low, Estimate::default());
     }
+    let (rr, rh, hh) = (rr as f64, rh2 as f64 / 2.0, hh4 as f64 / 4.0);
     let g = rr / rh;
-    let missed: f64 = values.iter().map(|v| (f64::from(*v) - g * middle(*v)).powi(2)).sum();
+    // |r − gĥ|² = rr − 2g⟨r, ĥ⟩ + g²|ĥ|² = g²|ĥ|² − rr, as g⟨r, ĥ⟩ = rr.
+    let missed = (g * g * hh - rr).max(0.0);
     let wide = f64::from(scale);
     let estimate = Estimate {
         factor: (g * wide) as f32,

@@ -380,7 +380,7 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Pass<'_, A, F> {
             if counting {
                 lower_counts[bucket(estimate - margin)] += 1;
                 counted += 1;
-                if counted >= self.want && counted % 256 == 0 {
+                if counted >= self.want && counted.is_multiple_of(256) {
                     *cover = cover.max(kth_lower(&lower_counts, self.want));
                 }
             }
@@ -409,7 +409,6 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Pass<'_, A, F> {
             let estimate = ((16 * high_dot) as f32 + offset) * q.scale * m.factors[slot];
             consider(slot, high_dot, estimate, widen * m.spreads[slot], &mut cover);
         }
-        drop(consider);
         Part { candidates, lower_counts }
     }
 }
