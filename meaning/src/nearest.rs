@@ -188,7 +188,7 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Nearest<'_, A, F> {
             std::thread::scope(|s| {
                 let pass = &pass;
                 let handles: Vec<_> = (1..threads)
-                    .map(|i| s.spawn(move || pass.run(i * per..((i + 1) * per).min(rows))))
+                    .map(|i| s.spawn(move || pass.run((i * per).min(rows)..((i + 1) * per).min(rows))))
                     .collect();
                 let mut parts = vec![pass.run(0..per.min(rows))];
                 for h in handles {

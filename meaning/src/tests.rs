@@ -229,6 +229,16 @@ fn the_planes_keep_every_row_exactly_through_upserts_and_removals() {
     let all: Vec<Hit> = m.nearest(&q, -1.0, 10, |_| true).collect();
     assert_eq!(all.len(), kept.len());
     assert_eq!(all, sorted_scan(&m, &q, -1.0, |_| true));
+    // More threads than rows make sense for: the same rows.
+    let mut few = Matrix::default();
+    for k in 0..9u64 {
+        few.upsert(k, &profiles.vector(0.5), ());
+    }
+    let expected = sorted_scan(&few, &q, -1.0, |_| true);
+    for threads in [1, 4, 8, 9, 100] {
+        assert_eq!(few.nearest_on(Some(threads), &q, -1.0, 3, |_| true).collect::<Vec<Hit>>(), expected);
+    }
+    assert!(Matrix::<()>::default().nearest(&q, -1.0, 10, |_| true).next().is_none());
     assert!(m.nearest(&q, 2.0, 10, |_| true).next().is_none());
 }
 
