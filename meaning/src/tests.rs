@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::Prefix;
 
 fn model() -> Option<Model> {
     let path = built_in_weights()?;
@@ -85,5 +86,358 @@ fn the_fast_scan_scores_every_row_as_the_plain_similarity_does() {
     assert_eq!(hits.len(), 300);
     for hit in hits {
         assert_eq!(Some(hit.similarity), m.similarity(&q, hit.key));
+    }
+}
+
+#[test]
+fn a_static_need_is_nearest_the_agent_that_meets_it_in_either_language() {
+    let Some(m) = model() else { return };
+    let encoder = NeedEncoder::new(&m);
+    let agents = m
+        .embed_passages(&[
+            "Contract review for small businesses: we mark legal risks in your contracts and suggest changes.",
+            "代码评审：审查 Rust 和 Go 代码中的安全问题与性能问题，给出修改建议。",
+            "Prepares annual tax returns for freelancers and small businesses in Germany.",
+            "为中小企业审阅合同，标注法律风险并提出修改意见。",
+            "我们为播客和视频制作中文字幕，交付 SRT 文件。",
+            "Logo and brand identity design for startups.",
+            "为电商店铺拍摄产品照片并精修。",
+            "Bookkeeping and monthly financial statements for small companies.",
+        ])
+        .unwrap();
+    // Nearest, and near enough for the core's nearest fill (`NEAREST_FLOOR`): the level is
+    // what centring by the static vectors' own centres gives (uncentred, these are ~0).
+    let near = 0.12;
+    for (need, fits) in [
+        ("review my Go code for security bugs", 1),
+        ("someone to check my contract for legal risks", 0),
+        ("subtitles for my podcast", 4),
+        ("design a logo for my startup", 5),
+        ("报税", 2),
+        ("记账", 7),
+        ("我需要一个新的品牌标志", 5),
+        ("找人帮我审一下合同", 3),
+    ] {
+        let v = encoder.embed(&m, need).unwrap();
+        assert_eq!(v.len(), DIM);
+        assert!((cos(&v, &v) - 1.0).abs() < 1e-3, "unit length");
+        let sims: Vec<f32> = agents.iter().map(|a| cos(&v, a)).collect();
+        let nearest = (0..sims.len()).max_by(|a, b| sims[*a].total_cmp(&sims[*b])).unwrap();
+        assert_eq!(nearest, fits, "{need}: {sims:?}");
+        assert!(sims[fits] >= near, "{need}: {sims:?}");
+    }
+    // Across languages, above an agent of the need's own language that does something else.
+    let v = encoder.embed(&m, "找人帮我审一下合同").unwrap();
+    assert!(cos(&v, &agents[0]) >= near && cos(&v, &agents[0]) > cos(&v, &agents[1]));
+}
+
+#[test]
+fn a_static_need_reads_the_part_the_full_model_reads() {
+    let Some(m) = model() else { return };
+    let encoder = NeedEncoder::new(&m);
+    let long = "translate my product pages into Chinese ".repeat(60);
+    let cut: String = long.chars().take(MAX_PASSAGE_CHARS).collect();
+    assert_eq!(encoder.embed(&m, &long).unwrap(), encoder.embed(&m, &cut).unwrap());
+    assert_eq!(encoder.embed(&m, "tax\0filing").unwrap(), encoder.embed(&m, "tax filing").unwrap());
+    assert!(encoder.embed(&m, "").unwrap().iter().all(|x| *x == 0.0), "no tokens, near nothing");
+    assert_eq!(encoder.embed(&m, "   ").unwrap(), vec![0.0; DIM]);
+}
+
+#[test]
+fn token_count_counts_what_the_model_reads() {
+    let Some(m) = model() else { return };
+    let need = "contract review";
+    let count = m.token_count(need, true).unwrap();
+    assert_eq!(
+        count,
+        m.tokens(need, Prefix::Query).unwrap().len() + 2,
+        "the prefix, the text and two specials"
+    );
+    assert_eq!(m.tokens(need, Prefix::None).unwrap().len() + 3 + 2, count, "\"query:\" is three tokens");
+    assert_eq!(m.token_count(need, false).unwrap(), m.tokens(need, Prefix::Passage).unwrap().len() + 2);
+    assert!(m.token_count("我需要一个能审查合同的律师", true).unwrap() > count);
+    let long = "word ".repeat(1_000);
+    let cut: String = long.chars().take(MAX_PASSAGE_CHARS).collect();
+    assert_eq!(m.token_count(&long, true).unwrap(), m.token_count(&cut, true).unwrap(), "only the part read");
+    assert!(m.token_count(&long, true).unwrap() > 250);
+}
+
+#[test]
+fn a_token_distilled_alone_or_among_others_has_the_same_row() {
+    let Some(m) = model() else { return };
+    let need = "bookkeeping for a bakery";
+    let alone = NeedEncoder::new(&m);
+    let a = alone.embed(&m, need).unwrap();
+    let among = NeedEncoder::new(&m);
+    among.embed(&m, "monthly bookkeeping and payroll for a small bakery in Lyon, 面包店记账").unwrap();
+    assert!(among.vocab_len() - among.missing() > alone.vocab_len() - alone.missing());
+    assert_eq!(among.embed(&m, need).unwrap(), a, "bit for bit, whatever the batch");
+}
+
+#[test]
+fn a_need_embedded_without_distilling_leaves_out_the_tokens_not_yet_distilled() {
+    let Some(m) = model() else { return };
+    let encoder = NeedEncoder::new(&m);
+    let need = "translate my podcast into Chinese subtitles";
+    let tokens = m.tokens(need, Prefix::None).unwrap().len();
+    let (v, missing) = encoder.embed_known(&m, need).unwrap();
+    assert_eq!((missing, encoder.missing()), (tokens, encoder.vocab_len()), "nothing was distilled");
+    assert!(v.iter().all(|x| *x == 0.0));
+    encoder.embed(&m, "translate my podcast").unwrap();
+    let (partial, missing) = encoder.embed_known(&m, need).unwrap();
+    assert!(missing > 0 && missing < tokens, "{missing} of {tokens}");
+    assert!((cos(&partial, &partial) - 1.0).abs() < 1e-3);
+    let full = encoder.embed(&m, need).unwrap();
+    assert_eq!(encoder.embed_known(&m, need).unwrap(), (full, 0));
+}
+
+#[test]
+fn a_saved_table_loads_back_and_a_damaged_one_is_refused() {
+    let Some(m) = model() else { return };
+    let dir = std::env::temp_dir().join(format!("agentdir-need-table-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("need-encoder.table");
+    let encoder = NeedEncoder::new(&m);
+    let needs = ["subtitle translation", "代码审查", "someone to check my contract for legal risks"];
+    let before: Vec<Vec<f32>> = needs.iter().map(|n| encoder.embed(&m, n).unwrap()).collect();
+    encoder.save(&path).unwrap();
+    let loaded = NeedEncoder::load(&m, &path).unwrap();
+    assert_eq!(loaded.missing(), encoder.missing(), "only what was distilled");
+    for (n, v) in needs.iter().zip(&before) {
+        assert_eq!(&loaded.embed(&m, n).unwrap(), v);
+    }
+    assert_eq!(loaded.missing(), encoder.missing(), "nothing distilled again");
+    let bytes = std::fs::read(&path).unwrap();
+    let damaged = [
+        bytes[..bytes.len() - 1].to_vec(),
+        [bytes.as_slice(), &[0]].concat(),
+        [b"XXXXXXXX".as_slice(), &bytes[8..]].concat(),
+        bytes[..20].to_vec(),
+        Vec::new(),
+    ];
+    for (i, d) in damaged.iter().enumerate() {
+        std::fs::write(&path, d).unwrap();
+        assert!(NeedEncoder::load(&m, &path).is_err(), "damage {i} refused");
+    }
+    assert!(NeedEncoder::load(&m, &dir.join("absent")).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_model_refuses_sequences_it_cannot_read() {
+    let Some(m) = model() else { return };
+    let vocab = m.vocabulary();
+    let s = vocab.specials();
+    assert!(m.hidden_states(&[]).is_err());
+    assert!(m.hidden_states(&[&[]]).is_err());
+    assert!(m.hidden_states(&[&[s.bos, 1_000_000, s.eos]]).is_err(), "an id past the vocabulary");
+    assert!(m.hidden_states(&[&[s.bos, u32::MAX, s.eos]]).is_err());
+    assert!(m.hidden_states(&[&vec![s.bos; 10_000]]).is_err(), "longer than the model reads");
+    let states = m.hidden_states(&[&[s.bos, 100, s.eos], &[s.bos, s.eos]]).unwrap();
+    assert_eq!(states.len(), 5 * DIM);
+    assert!(vocab.piece(vocab.len() as u32).is_none());
+    assert_eq!(vocab.piece(s.unk).unwrap().0, b"<unk>");
+}
+
+/// Unit vectors around a few hundred centres, as profiles of a few trades are: most pairs far
+/// apart, some near, and every similarity level between populated.
+struct Clustered {
+    state: u64,
+    centres: Vec<Vec<f32>>,
+}
+
+impl Clustered {
+    fn new(seed: u64, centres: usize) -> Clustered {
+        let mut c = Clustered { state: seed | 1, centres: Vec::new() };
+        c.centres = (0..centres).map(|_| c.gaussian()).collect();
+        c
+    }
+
+    fn next(&mut self) -> u64 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state
+    }
+
+    fn gaussian(&mut self) -> Vec<f32> {
+        (0..DIM)
+            .map(|_| {
+                let u = ((self.next() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+                let v = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+                ((-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()) as f32
+            })
+            .collect()
+    }
+
+    fn vector(&mut self, centre_weight: f32) -> Quantized {
+        let k = (self.next() % self.centres.len() as u64) as usize;
+        let noise = self.gaussian();
+        let v: Vec<f32> = self.centres[k].iter().zip(&noise).map(|(c, n)| centre_weight * c + n).collect();
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        Quantized::new(&v.iter().map(|x| x / norm).collect::<Vec<f32>>())
+    }
+}
+
+/// What `nearest` must give: the exact scan's hits, nearest first, equal similarities by key.
+fn sorted_scan<A>(m: &Matrix<A>, q: &Quantized, floor: f32, keep: impl Fn(&A) -> bool) -> Vec<Hit> {
+    let mut hits = m.search(q, floor, keep);
+    hits.sort_by(|a, b| b.similarity.total_cmp(&a.similarity).then(a.key.cmp(&b.key)));
+    hits
+}
+
+#[test]
+fn the_nearest_rows_come_in_the_exact_order_of_the_full_scan() {
+    let mut profiles = Clustered::new(0x5eed, 40);
+    let mut m = Matrix::default();
+    for k in 0..6_000u64 {
+        m.upsert(k, &profiles.vector(0.9), k);
+    }
+    // Copies: equal similarities, ordered by key.
+    for k in 0..50u64 {
+        let copy = Quantized { scale: 1.0, values: m.row(k as usize).to_vec() };
+        m.upsert(100_000 + k, &copy, 100_000 + k);
+        m.upsert(200_000 + k, &copy, 200_000 + k);
+    }
+    for i in 0..24 {
+        let q = profiles.vector(if i % 3 == 0 { 0.0 } else { 1.2 });
+        let keep = |k: &u64| k % 7 != 3;
+        for floor in [0.12, 0.18, 0.3, -1.0] {
+            let expected = sorted_scan(&m, &q, floor, keep);
+            for want in [1, 10, 1_000, usize::MAX] {
+                for threads in [None, Some(1), Some(3)] {
+                    let mut stream = m.nearest_on(threads, &q, floor, want, keep);
+                    let got: Vec<Hit> = stream.by_ref().collect();
+                    assert_eq!(got.len(), expected.len(), "query {i} floor {floor} want {want}");
+                    assert!(got == expected, "query {i} floor {floor} want {want} threads {threads:?}");
+                    assert!(stream.stats().candidates <= m.len());
+                }
+                // Taking only the first few reads fewer rows and gives the same first few.
+                let few: Vec<Hit> = m.nearest(&q, floor, want, keep).take(want.min(20)).collect();
+                assert_eq!(few[..], expected[..want.min(20).min(expected.len())]);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_first_pass_reads_few_rows_in_full_when_few_are_wanted() {
+    let mut profiles = Clustered::new(0xfeed, 30);
+    let mut m = Matrix::default();
+    for k in 0..20_000u64 {
+        m.upsert(k, &profiles.vector(1.0), ());
+    }
+    let q = profiles.vector(1.0);
+    let mut stream = m.nearest(&q, 0.12, 100, |_| true);
+    let first: Vec<Hit> = stream.by_ref().take(100).collect();
+    assert_eq!(first, sorted_scan(&m, &q, 0.12, |_| true)[..100]);
+    let stats = stream.stats();
+    assert_eq!(stats.passes, 1);
+    assert!(stats.rescored < 2_000, "{stats:?}");
+    assert!(stats.max_deviations < crate::nearest::SURPRISE_SIGMAS, "{stats:?}");
+}
+
+#[test]
+fn the_planes_keep_every_row_exactly_through_upserts_and_removals() {
+    let mut profiles = Clustered::new(0xabcd, 10);
+    let mut m = Matrix::default();
+    let mut kept = std::collections::HashMap::new();
+    for k in 0..2_000u64 {
+        let v = profiles.vector(0.5);
+        m.upsert(k, &v, ());
+        kept.insert(k, v);
+    }
+    // Replace some rows, remove others (the last row moves into each hole).
+    for k in (0..2_000u64).step_by(3) {
+        let v = profiles.vector(0.5);
+        m.upsert(k, &v, ());
+        kept.insert(k, v);
+    }
+    for k in (1..2_000u64).step_by(5) {
+        m.remove(k);
+        kept.remove(&k);
+    }
+    // Extreme values keep their nibbles.
+    let mut edge = vec![0i8; DIM];
+    edge[0] = 127;
+    edge[1] = -127;
+    edge[2] = -128;
+    edge[DIM - 1] = -1;
+    edge[DIM - 2] = 16;
+    let edge = Quantized { scale: 0.01, values: edge };
+    m.upsert(9_999, &edge, ());
+    kept.insert(9_999, edge);
+    assert_eq!(m.len(), kept.len());
+    let q = profiles.vector(0.5);
+    let plain = |a: &Quantized, b: &Quantized| {
+        let dot: i32 = a.values.iter().zip(&b.values).map(|(x, y)| i32::from(*x) * i32::from(*y)).sum();
+        dot as f32 * a.scale * b.scale
+    };
+    for (k, v) in &kept {
+        assert_eq!(m.similarity(&q, *k), Some(plain(&q, v)), "row {k}");
+        assert_eq!(m.pair_similarity(*k, 9_999), Some(plain(v, &kept[&9_999])), "row {k}");
+    }
+    let all: Vec<Hit> = m.nearest(&q, -1.0, 10, |_| true).collect();
+    assert_eq!(all.len(), kept.len());
+    assert_eq!(all, sorted_scan(&m, &q, -1.0, |_| true));
+    // More threads than rows make sense for: the same rows.
+    let mut few = Matrix::default();
+    for k in 0..9u64 {
+        few.upsert(k, &profiles.vector(0.5), ());
+    }
+    let expected = sorted_scan(&few, &q, -1.0, |_| true);
+    for threads in [1, 4, 8, 9, 100] {
+        assert_eq!(few.nearest_on(Some(threads), &q, -1.0, 3, |_| true).collect::<Vec<Hit>>(), expected);
+    }
+    assert!(Matrix::<()>::default().nearest(&q, -1.0, 10, |_| true).next().is_none());
+    assert!(m.nearest(&q, 2.0, 10, |_| true).next().is_none());
+}
+
+#[test]
+fn every_kernel_computes_the_same_products_as_plain_code() {
+    use crate::matrix::{HALF, Kernel, Plain, Query};
+    let mut profiles = Clustered::new(0x7777, 5);
+    let mut m = Matrix::default();
+    for k in 0..62u64 {
+        m.upsert(k, &profiles.vector(0.5), ());
+    }
+    // The extremes, where pair sums are largest: every nibble 15 or 0 against ±128.
+    m.upsert(62, &Quantized { scale: 1.0, values: vec![127; DIM] }, ());
+    m.upsert(63, &Quantized { scale: 1.0, values: vec![-128; DIM] }, ());
+    let queries = [
+        Query::of(&profiles.vector(0.5)),
+        Query::of(&Quantized { scale: 1.0, values: vec![-128; DIM] }),
+        Query::of(&Quantized { scale: 1.0, values: vec![127; DIM] }),
+    ];
+    for q in &queries {
+        for plane in [&m.high, &m.low] {
+            for rows in plane.chunks_exact(8 * HALF) {
+                let plain: Vec<i32> = rows
+                    .chunks_exact(HALF)
+                    .map(|row| {
+                        let value = |j: usize| {
+                            let nibble = if j < HALF { row[j] & 15 } else { row[j - HALF] >> 4 };
+                            let q = if j < HALF { q.first[j] } else { q.second[j - HALF] };
+                            i32::from(q) * i32::from(nibble)
+                        };
+                        (0..DIM).map(value).sum()
+                    })
+                    .collect();
+                assert_eq!(Plain::dot8(q, rows)[..], plain[..]);
+                assert_eq!(Plain::dot(q, &rows[..HALF]), plain[0]);
+                #[cfg(target_arch = "x86_64")]
+                if std::is_x86_feature_detected!("avx2") {
+                    use crate::matrix::Avx2;
+                    assert_eq!(Avx2::dot8(q, rows)[..], plain[..]);
+                    assert_eq!(Avx2::dot(q, &rows[7 * HALF..]), plain[7]);
+                }
+                #[cfg(all(target_arch = "x86_64", avx512_kernels))]
+                if crate::matrix::Vnni::detected() {
+                    use crate::matrix::Vnni;
+                    assert_eq!(Vnni::dot8(q, rows)[..], plain[..]);
+                    assert_eq!(Vnni::dot(q, &rows[3 * HALF..]), plain[3]);
+                }
+            }
+        }
     }
 }
