@@ -19,6 +19,7 @@ pub mod needs;
 pub mod role;
 pub mod runtime;
 pub mod settings;
+pub mod shares;
 pub mod tokens;
 
 use std::ops::Deref;
