@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::app::limits::{Rate, RateSettings, defaults as rates};
+use crate::app::shares;
 use crate::app::{ReplicaSettings, Start};
 use crate::checks::link_fetch::PrivateTargets;
 use crate::domain::handles::ReservedHandles;
@@ -167,6 +168,17 @@ pub struct ServeArgs {
     /// copy the build fetched]. A missing file leaves search by words only.
     #[arg(long, env = "AGENTDIR_MODEL_PATH")]
     pub model_path: Option<PathBuf>,
+    /// Need tokens each client network's share of the model refills per second (docs/search.md,
+    /// "Fair shares"); 0 with a burst of 0 sends every need to the quick encoder.
+    #[arg(long, env = "AGENTDIR_SHARE_TOKENS_PER_SECOND", default_value_t = shares::SHARE_TOKENS_PER_SECOND, value_parser = parse_tokens)]
+    pub share_tokens_per_second: f64,
+    /// Need tokens a client network may spend at once.
+    #[arg(long, env = "AGENTDIR_SHARE_BURST_TOKENS", default_value_t = shares::SHARE_BURST_TOKENS, value_parser = parse_tokens)]
+    pub share_burst_tokens: f64,
+    /// Fill the quick need encoder's table in the background (1) or only with the tokens of
+    /// needs the model reads (0).
+    #[arg(long, env = "AGENTDIR_QUICK_ENCODER_FILL", default_value = "1", value_parser = parse_switch)]
+    pub quick_encoder_fill: bool,
     #[command(flatten)]
     pub replica: ReplicaArgs,
 }
@@ -203,7 +215,15 @@ impl ServeArgs {
     }
 
     pub fn model(&self) -> crate::app::model::ModelSettings {
-        crate::app::model::ModelSettings { mode: self.search_mode, model_path: self.model_path.clone() }
+        crate::app::model::ModelSettings {
+            mode: self.search_mode,
+            model_path: self.model_path.clone(),
+            share: shares::ShareSize {
+                tokens_per_second: self.share_tokens_per_second,
+                burst_tokens: self.share_burst_tokens,
+            },
+            quick_fill: self.quick_encoder_fill,
+        }
     }
 
     pub fn hardening(&self) -> Hardening {
@@ -226,6 +246,21 @@ fn parse_net(s: &str) -> Result<ipnet::IpNet, String> {
     s.parse::<ipnet::IpNet>()
         .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
         .map_err(|_| format!("`{s}` is neither an IP address nor a CIDR"))
+}
+
+fn parse_tokens(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 0.0 => Ok(n),
+        _ => Err(format!("`{s}` is not a number of tokens (0 or more)")),
+    }
+}
+
+fn parse_switch(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("`{s}` is neither 1 nor 0")),
+    }
 }
 
 fn parse_private(s: &str) -> Result<PrivateTargets, String> {

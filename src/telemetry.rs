@@ -17,8 +17,13 @@ pub const CONNECTIONS_OPEN: &str = "agentdir_http_connections_open";
 pub const CONNECTIONS_REFUSED: &str = "agentdir_http_connections_refused_total";
 pub const BODY_TIMEOUTS: &str = "agentdir_http_body_timeouts_total";
 pub const RATE_LIMITED: &str = "agentdir_rate_limited_total";
-/// Searches answered by words alone because the embedding budget was used up.
+/// Searches answered by words alone because neither encoder could read the need now.
 pub const MEANING_BUSY: &str = "agentdir_search_meaning_busy_total";
+/// Needs read for a search, by which encoder (`full`, `quick`, or `words_busy` for neither) and
+/// why (`within_share`; past it: `over_share`, `busy`, `queue_full`).
+pub const NEEDS_READ: &str = "agentdir_search_needs_read_total";
+/// How long a need waited for its turn at the model (granted or not).
+pub const SHARE_WAIT: &str = "agentdir_search_share_wait_seconds";
 /// Searches whose need was read lately: its vector came from memory, not from the model.
 pub const MEANING_REMEMBERED: &str = "agentdir_search_meaning_remembered_total";
 /// Profiles the model embedded for a registration or a profile write.
@@ -58,6 +63,7 @@ pub fn install() -> &'static PrometheusHandle {
             .and_then(|b| {
                 b.set_buckets_for_metric(Matcher::Full(ENDPOINT_CHECK_SECONDS.to_owned()), LATENCY_BUCKETS)
             })
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full(SHARE_WAIT.to_owned()), LATENCY_BUCKETS))
             .unwrap_or_else(|_| PrometheusBuilder::new());
         let recorder = builder.build_recorder();
         let handle = recorder.handle();
@@ -74,7 +80,15 @@ fn describe() {
     describe_counter!(HTTP_REQUESTS, "HTTP requests answered, by route template, method and status.");
     describe_counter!(
         MEANING_BUSY,
-        "Agent searches answered by words alone: the budget for embedding needs was used up."
+        "Agent searches answered by words alone: neither the model (the client's share, or a place within the wait) nor the quick encoder (no word of the need in its table) could read the need."
+    );
+    describe_counter!(
+        NEEDS_READ,
+        "Needs of agent searches read, by encoder (full: the model; quick: the quick encoder; words_busy: neither) and reason (within_share; over_share, busy, queue_full: why the model did not read it)."
+    );
+    describe_histogram!(
+        SHARE_WAIT,
+        "Time a need waited for its turn at the model under the fair shares, granted or refused."
     );
     describe_counter!(
         MEANING_REMEMBERED,

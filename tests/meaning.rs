@@ -474,11 +474,19 @@ async fn a_server_without_the_model_says_so_and_searches_by_words() {
         );
         let r = s.get(&format!("/api/agents?q={}&explain=true", q("subtitle")), None).await;
         assert_eq!(r.json["agents"][0]["ranking"]["signals"]["matched_by"], "words");
+        // The answer says so too: words because the server searches by words, not because it
+        // was busy.
+        assert_eq!(r.json["matched_by"], "words");
+        assert!(ready.json["meaning"].get("quick_encoder").is_none(), "no model, no quick encoder");
     }
     let s = Server::start().await;
     let ready = s.get("/readyz", None).await;
     assert_eq!(ready.json["meaning"]["model_loaded"], true, "{}", ready.json);
     assert_eq!(ready.json["meaning"]["mode"], "combined");
+    // The quick encoder's table: in the tests' servers it is not filled in the background.
+    let quick = &ready.json["meaning"]["quick_encoder"];
+    assert_eq!(quick["filling"], false, "{quick}");
+    assert!(quick["tokens"].as_u64().unwrap() > 200_000, "{quick}");
 }
 
 #[tokio::test]
@@ -487,6 +495,7 @@ async fn meaning_mode_matches_by_similarity_alone() {
     let t = trades(&s).await;
     let r = s.get(&format!("/api/agents?q={}&explain=true", q("podcast subtitles in Chinese")), None).await;
     assert_eq!(handles(&r).first(), Some(&t.subtitles.handle));
+    assert_eq!(r.json["matched_by"], "meaning");
     for hit in r.json["agents"].as_array().unwrap() {
         assert_eq!(hit["ranking"]["signals"]["words"], 0.0);
         assert_eq!(hit["ranking"]["signals"]["matched_by"], "meaning");

@@ -5,7 +5,7 @@
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
 
-use crate::{DIM, MAX_PASSAGE_CHARS};
+use crate::{DIM, MAX_NEED_CHARS, MAX_PASSAGE_CHARS, WINDOW_TOKENS};
 
 #[cfg(e5_engine)]
 unsafe extern "C" {
@@ -122,9 +122,14 @@ impl Model {
         self.tokenize(text, prefix)
     }
 
-    #[cfg(e5_engine)]
     fn tokenize(&self, text: &str, prefix: Prefix) -> Result<Vec<u32>, ModelError> {
-        let text = c_text(text);
+        self.tokenize_part(&read_part(text), prefix)
+    }
+
+    /// The tokens of `part`, a text already cut to what the model is given.
+    #[cfg(e5_engine)]
+    fn tokenize_part(&self, part: &str, prefix: Prefix) -> Result<Vec<u32>, ModelError> {
+        let text = CString::new(part).unwrap_or_default();
         let is_query = match prefix {
             Prefix::Query => 1,
             Prefix::Passage => 0,
@@ -145,8 +150,52 @@ impl Model {
     }
 
     #[cfg(not(e5_engine))]
-    fn tokenize(&self, _text: &str, _prefix: Prefix) -> Result<Vec<u32>, ModelError> {
+    fn tokenize_part(&self, _part: &str, _prefix: Prefix) -> Result<Vec<u32>, ModelError> {
         Err(ModelError::Embed)
+    }
+
+    /// A need as the model reads it: its tokens after "query: " (of the part [`need_part`]
+    /// keeps), cut at the model's own limit, one window of [`WINDOW_TOKENS`] with its two
+    /// specials. What reading it costs grows with [`NeedTokens::cost`].
+    pub fn need_tokens(&self, text: &str) -> Result<NeedTokens, ModelError> {
+        let part = need_part(text);
+        let mut ids = self.tokenize_part(&part, Prefix::Query)?;
+        ids.truncate(WINDOW_TOKENS - 2);
+        Ok(NeedTokens { ids, chinese: crate::chinese_share(&part) })
+    }
+
+    /// The vector of a need read by [`Model::need_tokens`], centred, unit length: the model's
+    /// mean of the window's last hidden states, computed as the engine's own embedding computes
+    /// it, so a need that fits in one window has, to the bit, the vector
+    /// [`Model::embed_query`] gives.
+    pub fn embed_need(&self, need: &NeedTokens) -> Result<Vec<f32>, ModelError> {
+        let Specials { bos, eos, .. } = self.vocabulary().specials();
+        let mut sequence = Vec::with_capacity(need.ids.len() + 2);
+        sequence.push(bos);
+        sequence.extend_from_slice(&need.ids);
+        sequence.push(eos);
+        let states = self.hidden_states(&[&sequence])?;
+        // As e5.c's embed_n: the positions' mean (summed in order, times 1/n), weighted by the
+        // window's content length and divided by the total weight, then made unit length.
+        let positions = sequence.len();
+        let mut v = vec![0f32; DIM];
+        for state in states.chunks_exact(DIM) {
+            for (x, s) in v.iter_mut().zip(state) {
+                *x += s;
+            }
+        }
+        let inv = 1.0 / positions as f32;
+        let weight = need.ids.len().max(1) as f32;
+        let unweight = (1.0 / f64::from(weight)) as f32;
+        for x in &mut v {
+            *x = 0.0 + weight * (*x * inv);
+            *x *= unweight;
+        }
+        let norm = v.iter().fold(0f32, |n, x| n + x * x);
+        let norm = 1.0 / norm.max(1e-12).sqrt();
+        v.iter_mut().for_each(|x| *x *= norm);
+        crate::centre_by_share(&mut v, need.chinese, true);
+        Ok(v)
     }
 
     /// The vocabulary: its size, its special ids, each piece's bytes and unigram log-probability.
@@ -337,6 +386,21 @@ impl Drop for Model {
     }
 }
 
+/// A need's tokens as the model reads them (see [`Model::need_tokens`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NeedTokens {
+    ids: Vec<u32>,
+    /// The need's share of Chinese, for centring its vector.
+    chinese: f32,
+}
+
+impl NeedTokens {
+    /// Positions the model runs for the need, its two specials included: what its vector costs.
+    pub fn cost(&self) -> u32 {
+        u32::try_from(self.ids.len() + 2).unwrap_or(u32::MAX)
+    }
+}
+
 /// The text as C sees it: NULs (which would end it early) become spaces, and it is cut to
 /// [`MAX_PASSAGE_CHARS`] characters.
 fn c_text(text: &str) -> CString {
@@ -347,7 +411,18 @@ fn c_text(text: &str) -> CString {
 /// would end a C string early) read as spaces. Two texts with the same part have the same
 /// vector, so whatever remembers vectors keys them by it.
 pub fn read_part(text: &str) -> String {
-    text.chars().take(MAX_PASSAGE_CHARS).map(|c| if c == '\0' { ' ' } else { c }).collect()
+    cut(text, MAX_PASSAGE_CHARS)
+}
+
+/// The part of a need the tokenizer is given: [`MAX_NEED_CHARS`] characters, NULs read as
+/// spaces. The model then reads as much of it as fits in one window ([`Model::need_tokens`]), so
+/// two needs with the same part have the same vector.
+pub fn need_part(text: &str) -> String {
+    cut(text, MAX_NEED_CHARS)
+}
+
+fn cut(text: &str, chars: usize) -> String {
+    text.chars().take(chars).map(|c| if c == '\0' { ' ' } else { c }).collect()
 }
 
 #[cfg(all(e5_avx2, target_arch = "x86_64"))]

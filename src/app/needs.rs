@@ -1,6 +1,6 @@
 //! The needs read lately, with their vectors. A client that pages through the agents for one
 //! need, or many clients asking the same popular need, would otherwise pay the model (~5 ms of
-//! a core) for every page; remembered, a need costs no embedding and no place in the budget, so
+//! a core) for every page; remembered, a need costs no embedding and nothing of its share, so
 //! page two is ranked by meaning whenever page one was, even under load.
 //!
 //! A need's vector depends on the part of its text the model reads and on the model only, so a
@@ -10,7 +10,7 @@
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
 
-use agentdir_meaning::{Quantized, read_part};
+use agentdir_meaning::{Quantized, need_part};
 use lru::LruCache;
 use sha2::{Digest, Sha256};
 
@@ -18,7 +18,8 @@ use sha2::{Digest, Sha256};
 /// whatever the need's length.
 pub const NEEDS_REMEMBERED: usize = 4_096;
 
-/// What a need is remembered by: the digest of the part of it the model reads.
+/// What a need is remembered by: the digest of the part of it the model is given
+/// (`agentdir_meaning::need_part`, of which it reads one window).
 type NeedKey = [u8; 32];
 
 pub struct Needs {
@@ -35,7 +36,7 @@ impl Default for Needs {
 }
 
 fn key(text: &str) -> NeedKey {
-    Sha256::digest(read_part(text).as_bytes()).into()
+    Sha256::digest(need_part(text).as_bytes()).into()
 }
 
 impl Needs {
@@ -72,8 +73,8 @@ mod tests {
         let v = Quantized { scale: 1.0, values: vec![1; agentdir_meaning::DIM] };
         let long = "x".repeat(60_000);
         needs.put(&long, &v);
-        // Past the part the model reads, two needs are one need.
-        let mut other = "x".repeat(agentdir_meaning::MAX_PASSAGE_CHARS);
+        // Past the part the model is given, two needs are one need.
+        let mut other = "x".repeat(agentdir_meaning::MAX_NEED_CHARS);
         other.push_str("something else entirely");
         assert_eq!(needs.get(&other), Some(v.clone()));
         assert_eq!(needs.get("x"), None);

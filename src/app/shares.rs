@@ -1,11 +1,13 @@
 //! Fair shares of the model's time for reading needs. Each client network (an IPv4 /24, an
 //! IPv6 /48) has a share: a bucket of need tokens that refills at [`SHARE_TOKENS_PER_SECOND`]
-//! up to [`SHARE_BURST_TOKENS`], so a long need costs more than a short one and a client asking
-//! one search at a time at a normal rate (~10 a second) never runs it dry. Within its share a
-//! need waits for the model in fair order — the network that has used the least of the model
-//! goes first, whatever the others send — for at most [`SHARE_WAIT`]; a need beyond its share,
-//! a second need of an address that already waits, or a need that waited its longest is
-//! refused here, and the caller reads it more cheaply (or by words). Nothing queues without
+//! up to [`SHARE_BURST_TOKENS`], charged by the tokens of each need the model reads, so a long
+//! need costs more than a short one and a client asking one search at a time at a normal rate
+//! (~10 a second) never runs it dry. Within its share a need is read at once when the model has
+//! a free place and nobody waits; else it waits in fair order — the network with the most of
+//! its share left goes first (the least used lately), equals in the order they asked — for at
+//! most [`SHARE_WAIT`]. A need beyond its share, a second need of an address that already
+//! waits, a need that found the queue full or one that waited its longest is refused here, and
+//! the caller reads it more cheaply (the quick encoder) or by words. Nothing queues without
 //! bound: [`WAITING_PER_NETWORK`] and [`WAITING_AT_MOST`] cap the waiting.
 //!
 //! Counting by network first keeps one network from posing as thousands of clients: its
@@ -21,10 +23,15 @@ use tokio::sync::oneshot;
 
 /// Need tokens a network's share refills per second: ten needs of ~25 tokens.
 pub const SHARE_TOKENS_PER_SECOND: f64 = 256.0;
-/// Need tokens a network may spend at once: two needs as long as the model reads.
-pub const SHARE_BURST_TOKENS: f64 = 1_024.0;
+/// Need tokens a network may spend at once: ~150 short needs or eight as long as the model
+/// reads, so a client may read a judged set or page through needs at full speed, while a
+/// flood from one network is held to the rate after about a second of one core.
+pub const SHARE_BURST_TOKENS: f64 = 4_096.0;
 /// Past this many tokens a need is long (a paragraph): long needs hold all cores but one.
 pub const LONG_NEED_TOKENS: u32 = 64;
+/// Networks whose use of their share differs by less than this many tokens (a paragraph) are
+/// served in the order they asked.
+pub const EQUAL_USE_TOKENS: f64 = 64.0;
 /// The longest a need within its share waits for the model.
 pub const SHARE_WAIT: Duration = Duration::from_millis(1_000);
 /// Needs waiting for the model, per network and in all.
@@ -48,14 +55,30 @@ impl Network {
     }
 }
 
+/// A network's share: how many tokens it holds at most and how fast they come back.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareSize {
+    pub tokens_per_second: f64,
+    pub burst_tokens: f64,
+}
+
+impl Default for ShareSize {
+    fn default() -> Self {
+        ShareSize { tokens_per_second: SHARE_TOKENS_PER_SECOND, burst_tokens: SHARE_BURST_TOKENS }
+    }
+}
+
 /// Why a need is not read by the model now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Refused {
     /// The network's share is spent, or the address already has a need waiting.
     OverShare,
-    /// Within its share, but the model was busy for longer than [`SHARE_WAIT`], or too many
-    /// needs were waiting.
+    /// Within its share, but the model was busy for longer than [`SHARE_WAIT`].
     Busy,
+    /// Within its share, but [`WAITING_PER_NETWORK`] needs of its network, or
+    /// [`WAITING_AT_MOST`] in all, were waiting already.
+    QueueFull,
 }
 
 /// A place at the model; dropping it hands the place to the next need in fair order.
@@ -78,6 +101,7 @@ impl Drop for Turn {
 pub struct Shares {
     slots: usize,
     long_slots: usize,
+    size: ShareSize,
     state: Mutex<State>,
 }
 
@@ -88,17 +112,13 @@ struct State {
     buckets: HashMap<Network, Bucket>,
     queues: HashMap<Network, Queue>,
     waiting: usize,
-    /// The virtual time: the start of the need most recently given a place.
-    now: f64,
     next_id: u64,
 }
 
-/// A network's share: its bucket of tokens, and its use of the model (start-time fair
-/// queueing: the virtual time at which its last need would have finished).
+/// A network's share: its bucket of tokens, as of `at`.
 struct Bucket {
     tokens: f64,
     at: Instant,
-    finish: f64,
 }
 
 #[derive(Default)]
@@ -114,10 +134,10 @@ struct Waiter {
 }
 
 impl Shares {
-    /// One place per core.
-    pub fn new(cores: usize) -> Arc<Shares> {
+    /// One place per core, every network's share of `size`.
+    pub fn new(cores: usize, size: ShareSize) -> Arc<Shares> {
         let slots = cores.max(1);
-        Arc::new(Shares { slots, long_slots: (slots - 1).max(1), state: Mutex::default() })
+        Arc::new(Shares { slots, long_slots: (slots - 1).max(1), size, state: Mutex::default() })
     }
 
     /// A place at the model for a need of `tokens` from `client`, now or after a fair wait.
@@ -127,13 +147,11 @@ impl Shares {
         let (id, granted) = {
             let mut state = self.lock();
             let now = Instant::now();
-            state.forget_full_shares(now);
-            let bucket = state.buckets.entry(network).or_insert(Bucket {
-                tokens: SHARE_BURST_TOKENS,
-                at: now,
-                finish: 0.0,
-            });
-            bucket.refill(now);
+            let size = self.size;
+            state.forget_full_shares(now, size);
+            let bucket =
+                state.buckets.entry(network).or_insert(Bucket { tokens: size.burst_tokens, at: now });
+            bucket.refill(now, size);
             if bucket.tokens < f64::from(tokens) {
                 return Err(Refused::OverShare);
             }
@@ -144,7 +162,6 @@ impl Shares {
             let nobody_waits = state.waiting == 0;
             if nobody_waits && self.has_place(&state, long) {
                 state.charge(network, tokens);
-                state.start(network, tokens);
                 state.running += 1;
                 state.running_long += usize::from(long);
                 return Ok(Turn { shares: self.clone(), long });
@@ -152,7 +169,7 @@ impl Shares {
             if state.waiting >= WAITING_AT_MOST
                 || queue.is_some_and(|q| q.waiters.len() >= WAITING_PER_NETWORK)
             {
-                return Err(Refused::Busy);
+                return Err(Refused::QueueFull);
             }
             state.charge(network, tokens);
             let (sender, receiver) = oneshot::channel();
@@ -170,7 +187,7 @@ impl Shares {
             Ok(Ok(())) => Ok(Turn { shares: self.clone(), long }),
             _ => {
                 let mut state = self.lock();
-                if state.withdraw(network, id, tokens) {
+                if state.withdraw(network, id, tokens, self.size) {
                     return Err(Refused::Busy);
                 }
                 // Granted as the wait ran out: the place is ours.
@@ -187,19 +204,27 @@ impl Shares {
         state.running < self.slots && (!long || state.running_long < self.long_slots)
     }
 
-    /// Hands free places to waiting needs: the least used network first.
+    /// Hands free places to waiting needs: the network that has used the least of its share
+    /// first (its waiting needs are charged already, so a network that queues many goes after
+    /// one that queues few), networks whose use differs by less than [`EQUAL_USE_TOKENS`] in
+    /// the order they asked. A client asking one short need at a time uses less than that (its
+    /// share refills between its needs), so it waits only for needs asked before it, however
+    /// many fresh networks ask after it.
     fn dispatch(&self, state: &mut State) {
+        let now = Instant::now();
         while state.running < self.slots {
             let long_allowed = state.running_long < self.long_slots;
             let next = state
                 .queues
                 .iter()
-                .filter(|(_, q)| {
-                    q.waiters.front().is_some_and(|w| long_allowed || w.tokens <= LONG_NEED_TOKENS)
+                .filter_map(|(n, q)| {
+                    let w = q.waiters.front()?;
+                    let used = self.size.burst_tokens - state.left(*n, now, self.size);
+                    let step = (used.max(0.0) / EQUAL_USE_TOKENS) as u64;
+                    (long_allowed || w.tokens <= LONG_NEED_TOKENS).then_some((*n, step, w.id))
                 })
-                .map(|(n, _)| (*n, state.start_of(*n)))
-                .min_by(|a, b| a.1.total_cmp(&b.1));
-            let Some((network, _)) = next else { return };
+                .min_by_key(|(_, step, id)| (*step, *id));
+            let Some((network, _, _)) = next else { return };
             let queue = state.queues.get_mut(&network).expect("chosen from the queues");
             let waiter = queue.waiters.pop_front().expect("chosen for a waiter");
             if queue.waiters.is_empty() {
@@ -209,7 +234,6 @@ impl Shares {
             let long = waiter.tokens > LONG_NEED_TOKENS;
             // A waiter whose wait ran out is gone: its place goes to the next.
             if waiter.granted.send(()).is_ok() {
-                state.start(network, waiter.tokens);
                 state.running += 1;
                 state.running_long += usize::from(long);
             }
@@ -222,19 +246,9 @@ impl Shares {
 }
 
 impl State {
-    /// When a need of `network` would start in virtual time: not before the need most recently
-    /// given a place, and not before the network's last need finished.
-    fn start_of(&self, network: Network) -> f64 {
-        self.buckets.get(&network).map_or(self.now, |b| b.finish.max(self.now))
-    }
-
-    /// A need of `network` is given a place: its use of the model grows by the need's tokens.
-    fn start(&mut self, network: Network, tokens: u32) {
-        let start = self.start_of(network);
-        self.now = start;
-        if let Some(bucket) = self.buckets.get_mut(&network) {
-            bucket.finish = start + f64::from(tokens);
-        }
+    /// The tokens `network` has left as of `now` (a full share when it has no bucket).
+    fn left(&self, network: Network, now: Instant, size: ShareSize) -> f64 {
+        self.buckets.get(&network).map_or(size.burst_tokens, |b| b.level(now, size))
     }
 
     fn charge(&mut self, network: Network, tokens: u32) {
@@ -245,7 +259,7 @@ impl State {
 
     /// Takes a waiter out whose wait ran out, giving its tokens back; false when it was
     /// granted a place meanwhile.
-    fn withdraw(&mut self, network: Network, id: u64, tokens: u32) -> bool {
+    fn withdraw(&mut self, network: Network, id: u64, tokens: u32, size: ShareSize) -> bool {
         let Some(queue) = self.queues.get_mut(&network) else { return false };
         let Some(at) = queue.waiters.iter().position(|w| w.id == id) else { return false };
         queue.waiters.remove(at);
@@ -254,27 +268,31 @@ impl State {
         }
         self.waiting -= 1;
         if let Some(bucket) = self.buckets.get_mut(&network) {
-            bucket.tokens = (bucket.tokens + f64::from(tokens)).min(SHARE_BURST_TOKENS);
+            bucket.tokens = (bucket.tokens + f64::from(tokens)).min(size.burst_tokens);
         }
         true
     }
 
-    fn forget_full_shares(&mut self, now: Instant) {
+    fn forget_full_shares(&mut self, now: Instant, size: ShareSize) {
         if self.buckets.len() < SHARES_REMEMBERED {
             return;
         }
         let queues = &self.queues;
         self.buckets.retain(|network, bucket| {
-            bucket.refill(now);
-            bucket.tokens < SHARE_BURST_TOKENS || queues.contains_key(network)
+            bucket.refill(now, size);
+            bucket.tokens < size.burst_tokens || queues.contains_key(network)
         });
     }
 }
 
 impl Bucket {
-    fn refill(&mut self, now: Instant) {
+    fn level(&self, now: Instant, size: ShareSize) -> f64 {
         let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * SHARE_TOKENS_PER_SECOND).min(SHARE_BURST_TOKENS);
+        (self.tokens + elapsed * size.tokens_per_second).min(size.burst_tokens)
+    }
+
+    fn refill(&mut self, now: Instant, size: ShareSize) {
+        self.tokens = self.level(now, size);
         self.at = now;
     }
 }
@@ -288,6 +306,9 @@ mod tests {
     fn v4(a: u8, b: u8, c: u8, d: u8) -> IpAddr {
         IpAddr::V4(Ipv4Addr::new(a, b, c, d))
     }
+
+    /// A share small enough to spend in a test: two needs of 512 tokens.
+    const SMALL: ShareSize = ShareSize { tokens_per_second: 256.0, burst_tokens: 1_024.0 };
 
     #[test]
     fn networks_are_slash_24_and_slash_48() {
@@ -306,7 +327,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_share_is_spent_by_tokens_and_refills() {
-        let shares = Shares::new(4);
+        let shares = Shares::new(4, SMALL);
         let client = v4(10, 0, 0, 1);
         // One network's addresses share one share.
         let neighbour = v4(10, 0, 0, 2);
@@ -323,9 +344,17 @@ mod tests {
 
     /// Asks for a turn, notes when it came, holds it a moment (the model at work).
     fn ask(shares: &Arc<Shares>, client: IpAddr) -> tokio::task::JoinHandle<Option<Instant>> {
+        ask_for(shares, client, 10)
+    }
+
+    fn ask_for(
+        shares: &Arc<Shares>,
+        client: IpAddr,
+        tokens: u32,
+    ) -> tokio::task::JoinHandle<Option<Instant>> {
         let shares = shares.clone();
         tokio::spawn(async move {
-            let turn = shares.turn(client, 10).await.ok()?;
+            let turn = shares.turn(client, tokens).await.ok()?;
             let at = Instant::now();
             tokio::time::sleep(Duration::from_millis(2)).await;
             drop(turn);
@@ -335,13 +364,13 @@ mod tests {
 
     #[tokio::test]
     async fn the_least_used_network_goes_first() {
-        let shares = Shares::new(1);
-        let held = shares.turn(v4(10, 0, 0, 1), 10).await.unwrap();
+        let shares = Shares::new(1, SMALL);
+        let held = shares.turn(v4(10, 0, 0, 1), 60).await.unwrap();
         // The busy network, which holds the model now, queues three more from three addresses;
         // then a quiet network asks once.
         let mut busy = Vec::new();
         for i in 2..5 {
-            busy.push(ask(&shares, v4(10, 0, 0, i)));
+            busy.push(ask_for(&shares, v4(10, 0, 0, i), 30));
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let quiet = ask(&shares, v4(192, 0, 2, 1));
@@ -359,8 +388,40 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_need_within_its_share_waits_only_for_those_asked_before_it_however_many_networks_flood() {
+        let shares = Shares::new(1, ShareSize::default());
+        // The client used a little of its share a moment ago; the flood comes from networks
+        // never seen, each with its whole share.
+        drop(shares.turn(v4(192, 0, 2, 1), 20).await.unwrap());
+        let held = shares.turn(v4(10, 0, 0, 1), 10).await.unwrap();
+        let mut flood = Vec::new();
+        for i in 0..3u8 {
+            flood.push(ask(&shares, v4(10, 1, i, 1)));
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let client = ask(&shares, v4(192, 0, 2, 1));
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        // More fresh networks keep asking after it.
+        for i in 3..40u8 {
+            flood.push(ask(&shares, v4(10, 1, i, 1)));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        drop(held);
+        let client_at = client.await.unwrap().expect("served within the wait");
+        let mut before = 0;
+        for f in flood {
+            if let Some(at) = f.await.unwrap() {
+                before += usize::from(at < client_at);
+            }
+        }
+        // It used less than a paragraph of its share, as the fresh networks did: it waits for
+        // the three that asked before it, not for the flood after it.
+        assert_eq!(before, 3, "{before} of the flood went first");
+    }
+
+    #[tokio::test]
     async fn a_second_need_of_a_waiting_address_and_a_flood_are_refused_not_queued() {
-        let shares = Shares::new(1);
+        let shares = Shares::new(1, SMALL);
         let held = shares.turn(v4(10, 0, 0, 1), 10).await.unwrap();
         let s = shares.clone();
         let first = tokio::spawn(async move { s.turn(v4(10, 0, 0, 2), 10).await.is_ok() });
@@ -375,7 +436,7 @@ mod tests {
             tokio::task::yield_now().await;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
-        assert_eq!(shares.turn(v4(10, 0, 0, 9), 10).await.err(), Some(Refused::Busy));
+        assert_eq!(shares.turn(v4(10, 0, 0, 9), 10).await.err(), Some(Refused::QueueFull));
         drop(held);
         assert!(first.await.unwrap());
         for m in more {
@@ -385,7 +446,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_wait_is_bounded() {
-        let shares = Shares::new(1);
+        let shares = Shares::new(1, SMALL);
         let _held = shares.turn(v4(10, 0, 0, 1), 10).await.unwrap();
         let started = Instant::now();
         assert_eq!(shares.turn(v4(192, 0, 2, 1), 10).await.err(), Some(Refused::Busy));
@@ -393,13 +454,13 @@ mod tests {
         // Its tokens came back: the share is whole again.
         let state = shares.lock();
         let bucket = &state.buckets[&Network::of(v4(192, 0, 2, 1))];
-        assert!(bucket.tokens > SHARE_BURST_TOKENS - 1.0);
+        assert!(bucket.tokens > SMALL.burst_tokens - 1.0);
         assert_eq!(state.waiting, 0);
     }
 
     #[tokio::test]
     async fn long_needs_leave_a_core_for_short_ones() {
-        let shares = Shares::new(2);
+        let shares = Shares::new(2, SMALL);
         let long = shares.turn(v4(10, 0, 0, 1), 400).await.unwrap();
         // A second long need waits for the long place although a core is free...
         let s = shares.clone();

@@ -356,6 +356,9 @@ pub struct AgentCard {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct AgentList {
     pub notice: Notice,
+    /// How `q` was matched (every answer says it): with `words_busy`, an empty or short list
+    /// means the server had no encoder for the need now, not that nothing fits it.
+    pub matched_by: super::ranking::MatchedBy,
     pub agents: Vec<AgentHit>,
     pub total: u64,
     pub limit: u32,

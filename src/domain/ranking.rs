@@ -3,7 +3,7 @@
 //! search's rule (`service::finding`).
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Why an agent ranks where it does (`explain=true`).
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
@@ -12,6 +12,46 @@ pub struct Ranking {
     /// first 100 follow in word order).
     pub score: f64,
     pub signals: Signals,
+}
+
+/// How a search's `q` was matched: `combined` (words and meaning, the need read by the full
+/// model), `meaning` (meaning alone, `--search-mode meaning`, the full model), `combined_quick`
+/// and `meaning_quick` (the same, the need read by the quick encoder: the client had used its
+/// share of the model, or the model was busy past the wait; docs/search.md), `words` (words
+/// alone: the server searches by words only), `words_busy` (words alone because neither
+/// encoder could read the need now: a client tells "nothing matches" from "answered by words
+/// alone"), `recency` (no `q`: listed most recently active first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, strum::IntoStaticStr)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
+pub enum MatchedBy {
+    Combined,
+    Meaning,
+    CombinedQuick,
+    MeaningQuick,
+    Words,
+    WordsBusy,
+    Recency,
+}
+
+impl MatchedBy {
+    /// The wire name (`combined_quick`, …).
+    pub fn as_str(self) -> &'static str {
+        self.into()
+    }
+
+    /// The need's meaning took part (read by either encoder).
+    pub fn by_meaning(self) -> bool {
+        matches!(
+            self,
+            MatchedBy::Combined | MatchedBy::Meaning | MatchedBy::CombinedQuick | MatchedBy::MeaningQuick
+        )
+    }
+
+    /// The need was read by the quick encoder, whose similarities have their own scale.
+    pub fn quick(self) -> bool {
+        matches!(self, MatchedBy::CombinedQuick | MatchedBy::MeaningQuick)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
@@ -43,7 +83,6 @@ pub struct Signals {
     /// The profile is nearly the same as that of an agent ranked above it, which lowers the
     /// score (by the copy factor docs/search.md states).
     pub near_copy: bool,
-    /// How `q` was matched: `combined`, `words` or `meaning`; `words_busy` when the server was
-    /// at its budget for embedding needs and answered by words alone.
-    pub matched_by: &'static str,
+    /// How `q` was matched, as the list's `matched_by` says.
+    pub matched_by: MatchedBy,
 }

@@ -137,7 +137,7 @@ where
 
 /// The client's address: the socket peer, or, when the peer is a trusted proxy, the right-most
 /// `X-Forwarded-For` entry that is not a trusted proxy.
-pub struct ClientIp(pub String);
+pub struct ClientIp(pub std::net::IpAddr);
 
 impl<S> FromRequestParts<S> for ClientIp
 where
@@ -148,6 +148,6 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let app = App::from_ref(state);
-        Ok(ClientIp(request_client_ip(parts, &app).to_string()))
+        Ok(ClientIp(request_client_ip(parts, &app)))
     }
 }

@@ -75,10 +75,9 @@ impl DirectoryRead for McpPort {
 
     async fn search_agents(&self, args: Arguments, request: Option<&Parts>) -> Result<AgentList, ToolError> {
         let q: AgentSearch = parse(args)?;
-        // The client as REST counts it, so each address has its own budget for embeddings.
-        let client = request
-            .map_or(UNKNOWN_CLIENT.to_owned(), |parts| request_client_ip(parts, &self.app).to_string());
-        self.app.find_agents(q, &client).await.map_err(tool_error)
+        // The client as REST counts it, so its network's share of the model is the same one.
+        let client = request.map_or(UNKNOWN_CLIENT, |parts| request_client_ip(parts, &self.app));
+        self.app.find_agents(q, client).await.map_err(tool_error)
     }
 
     async fn get_agent(&self, args: Arguments) -> Result<CardOutput, ToolError> {
@@ -318,8 +317,8 @@ fn validate<T: DeserializeOwned + JsonSchema + 'static>(args: Arguments) -> Resu
     validation::from_loose_json(args)
 }
 
-/// The budget key of searches whose client is unknown (a call that did not come over HTTP).
-const UNKNOWN_CLIENT: &str = "mcp";
+/// The client of searches that did not come over HTTP: one network of its own.
+const UNKNOWN_CLIENT: std::net::IpAddr = std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED);
 
 fn parse<T: DeserializeOwned + JsonSchema + 'static>(args: Arguments) -> Result<T, ToolError> {
     validate(args).map_err(tool_error)

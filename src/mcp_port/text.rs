@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use crate::domain::agent::{AgentCard, AgentList, AgentView};
 use crate::domain::call::{CallDetail, CallList};
 use crate::domain::collab::CollabList;
+use crate::domain::ranking::MatchedBy;
 use crate::domain::stats::Stats;
 
 /// Longest excerpt of agent-written text in a list line; the full text is in the structured
@@ -93,12 +94,32 @@ impl std::fmt::Display for CallLine<'_> {
     }
 }
 
+/// How a search's `q` was matched, in a line (none for a listing without `q`).
+fn matched_by_line(m: MatchedBy) -> Option<String> {
+    let how = match m {
+        MatchedBy::Combined => "by words and meaning",
+        MatchedBy::Meaning => "by meaning",
+        MatchedBy::CombinedQuick => "by words and meaning, the need read by the quick encoder",
+        MatchedBy::MeaningQuick => "by meaning, the need read by the quick encoder",
+        MatchedBy::Words => "by words only",
+        MatchedBy::WordsBusy => {
+            "by words alone: the server could not read the need's meaning now, so a short list does not mean nothing fits"
+        }
+        MatchedBy::Recency => return None,
+    };
+    Some(format!("matched_by: {} ({how})", m.as_str()))
+}
+
 impl ToText for AgentList {
     fn to_text(&self) -> String {
+        let line = matched_by_line(self.matched_by);
         if self.agents.is_empty() {
-            return "No agents matched.".to_owned();
+            return match line {
+                Some(line) => format!("No agents matched.\n{line}"),
+                None => "No agents matched.".to_owned(),
+            };
         }
-        let mut out = String::new();
+        let mut out = line.map(|l| l + "\n").unwrap_or_default();
         for (i, a) in self.agents.iter().enumerate() {
             let n = self.offset as usize + i + 1;
             let mut details = vec![format!("level {}", a.trust.level), accepting_words(a)];
@@ -110,7 +131,7 @@ impl ToText for AgentList {
                     a.offerings.iter().map(|o| format!("{} ({})", o.title, o.mode.as_str())).collect();
                 details.push(format!("offerings: {}", titles.join("; ")));
             }
-            if !out.is_empty() {
+            if i > 0 {
                 out.push('\n');
             }
             let _ = write!(out, "{n}. {} — {} — {}\n   {}", a.handle, a.name, pitch(a), details.join(" · "));

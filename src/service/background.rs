@@ -1,8 +1,8 @@
 //! The core's own work beside the requests, started once by `serve`: the pass every second
 //! (follow changes other processes made, honour rebuild requests, and on a primary flush the
 //! index, note expired proofs and let the feed forget old deletions), housekeeping every
-//! minute, and on a primary the endpoint check schedule and the worker that computes missing
-//! vectors. A replica's copy is followed by `replica::link`, which the replica adapter runs.
+//! minute, the quick need encoder's fill (`app::quick_encoder`), and on a primary the endpoint
+//! check schedule and the worker that computes missing vectors. A replica's copy is followed by `replica::link`, which the replica adapter runs.
 //! A new check the server makes by itself is a step of the pass or of housekeeping here, or a
 //! task of its own started by `start_background` (as the endpoint checks are), over operations
 //! of its aggregate's file.
@@ -39,6 +39,8 @@ impl App {
     /// Starts the background work of this server's role.
     pub fn start_background(&self) -> Background {
         let mut tasks = vec![tokio::spawn(passes(self.clone()))];
+        // Both roles read needs: both keep the quick encoder's table filling.
+        self.model.start_quick_encoder(self.settings.model.quick_fill);
         if let Role::Primary(_) = self.role() {
             // Checks write what they find: only a primary runs them.
             let interval = self.settings.endpoint_check_interval;

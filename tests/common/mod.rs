@@ -326,6 +326,9 @@ fn spawn_with_stderr(dir: &Path, env: &[(String, String)], stderr: Stdio) -> (Ch
         .arg("--data-dir")
         .arg(dir)
         .env("RUST_LOG", std::env::var("AGENTDIR_TEST_LOG").unwrap_or_else(|_| "warn".into()))
+        // The quick encoder distils only the tokens of needs a test reads, not the whole
+        // vocabulary (minutes of a core in every server); a test may set it back.
+        .env("AGENTDIR_QUICK_ENCODER_FILL", "0")
         .stdout(Stdio::piped())
         .stderr(stderr);
     for (k, v) in env {

@@ -28,7 +28,7 @@ mod old;
 
 use std::time::{Duration, Instant};
 
-use agentdir::meaning::rank::{MEANING_CANDIDATES, MEANING_THRESHOLD, NEAREST_FILL, NEAREST_FLOOR};
+use agentdir::service::finding::{MEANING_CANDIDATES, MEANING_THRESHOLD, NEAREST_FILL, NEAREST_FLOOR};
 use agentdir_meaning::{DIM, Hit, Matrix, NearestStats, Quantized};
 
 const CENTRES: usize = 2_000;

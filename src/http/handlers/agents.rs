@@ -20,7 +20,7 @@ pub async fn register(
     ClientIp(ip): ClientIp,
     JsonBody(input): JsonBody<Registration>,
 ) -> Created<Registered> {
-    Ok(created(app.register(input, ip).await?))
+    Ok(created(app.register(input, ip.to_string()).await?))
 }
 
 pub async fn search(
@@ -28,7 +28,7 @@ pub async fn search(
     ClientIp(ip): ClientIp,
     QueryParams(q): QueryParams<AgentSearch>,
 ) -> Reply<AgentList> {
-    Ok(Json(app.find_agents(q, &ip).await?))
+    Ok(Json(app.find_agents(q, ip).await?))
 }
 
 pub async fn card(
@@ -77,7 +77,7 @@ pub async fn recover(
     ClientIp(ip): ClientIp,
     PathParam(handle): PathParam,
 ) -> Reply<RecoveryStarted> {
-    Ok(Json(app.start_recovery(handle, ip).await?))
+    Ok(Json(app.start_recovery(handle, ip.to_string()).await?))
 }
 
 pub async fn recovered(

@@ -51,5 +51,5 @@ pub async fn report(
     PathParam(id): PathParam,
     OptionalJsonBody(input): OptionalJsonBody<ReportInput>,
 ) -> Reply<Reported> {
-    Ok(Json(app.report_call(id, input, ip).await?))
+    Ok(Json(app.report_call(id, input, ip.to_string()).await?))
 }

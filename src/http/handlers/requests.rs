@@ -49,5 +49,5 @@ pub async fn report(
     PathParam(id): PathParam,
     OptionalJsonBody(input): OptionalJsonBody<ReportInput>,
 ) -> Reply<Reported> {
-    Ok(Json(app.report_request(caller, id, input, ip).await?))
+    Ok(Json(app.report_request(caller, id, input, ip.to_string()).await?))
 }

@@ -12,26 +12,34 @@
 //! - The first [`WORD_WINDOW`] word matches and every meaning-only match are ordered by
 //!   `score::score`; the remaining word matches follow in word order.
 //! - `--search-mode words` never uses meaning; `meaning` uses meaning alone (no word matching).
-//!   A combined search that the embedding budget does not admit is answered by words alone.
+//! - How a need is read: remembered (`app::needs`); else, within its client network's fair
+//!   share of the model (`app::shares`, charged by the need's tokens), by the full model; else
+//!   by the quick encoder (`app::quick_encoder`), whose similarities have their own thresholds
+//!   ([`QUICK_MEANING_THRESHOLD`], [`QUICK_NEAREST_FLOOR`]); else by words alone. The answer
+//!   says which (`matched_by`).
 
 pub mod score;
 
 use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+use std::time::Instant;
 
-use agentdir_meaning::{Hit, Quantized};
+use agentdir_meaning::{Hit, NeedTokens, Quantized};
 use agentdir_search_index::{AgentQuery, Page as IndexPage, WordCheck};
 
 use self::score::{Candidate, Scoring, WordPlace};
 use crate::app::App;
 use crate::app::model::SearchMode;
 use crate::app::runtime::Bound;
+use crate::app::shares::Refused;
 use crate::derived::vector_rows::{RowFilter, normalised};
 use crate::derived::vectors::{Facts, State};
 use crate::domain::agent::{self, AgentHit, AgentList, AgentSearch};
 use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
-use crate::domain::ranking::Ranking;
+use crate::domain::ranking::{MatchedBy, Ranking};
 use crate::error::{Error, Result};
+use crate::telemetry;
 use crate::time::{DAY, SECOND, now_ms};
 
 /// Word matches ranked together with meaning; later ones follow in word order.
@@ -50,18 +58,27 @@ pub const MEANING_CANDIDATES: usize = 1_000;
 /// it, where the strict rule found none (on the judged set, cross-language nDCG@10 0.76 → 0.82).
 pub const NEAREST_FILL: usize = 10;
 pub const NEAREST_FLOOR: f32 = 0.12;
+/// [`MEANING_THRESHOLD`] and [`NEAREST_FLOOR`] for a need the quick encoder read: its
+/// similarities run lower than the full model's (meaning/STATIC.md: at 0.10 it lets as many
+/// agents that do not fit through as the full model does at 0.18), chosen on the relevance
+/// benchmark with every need read by it (docs/search.md).
+pub const QUICK_MEANING_THRESHOLD: f32 = 0.10;
+pub const QUICK_NEAREST_FLOOR: f32 = 0.05;
 const MINUTE: i64 = 60 * SECOND;
 
 /// A page's total and its keys in order, each with its ranking (none when listed by recency).
 type OrderedPage = (u64, Vec<(u64, Option<Ranking>)>);
 
-/// The need of a search as the model read it.
+/// The need of a search as it was read.
 pub enum Need {
     /// No `q`, no model, or the mode is words.
     Words,
-    /// The budget for embeddings was used up: words alone this time.
+    /// Neither encoder could read it now: words alone this time.
     Busy,
-    Vector(Quantized),
+    /// Read by the full model (or remembered from it).
+    Full(Quantized),
+    /// Read by the quick encoder.
+    Quick(Quantized),
 }
 
 fn index_failed(e: impl std::fmt::Display) -> Error {
@@ -70,47 +87,83 @@ fn index_failed(e: impl std::fmt::Display) -> Error {
 }
 
 impl App {
-    /// `GET /api/agents` and MCP `search_agents`. The need's vector is remembered when it was
-    /// read lately; else the model reads it when the budget admits this client now; else the
-    /// search is by words alone (see [`crate::app::embedding_budget`]).
-    pub async fn find_agents(&self, q: AgentSearch, client: &str) -> Result<AgentList> {
+    /// `GET /api/agents` and MCP `search_agents`, for `client` (the address the rate limits
+    /// count). A need read lately is remembered; else its tokens are counted (the tokenizer, no
+    /// model run) and the client's network asks its share for a turn at the model; refused
+    /// (over its share, or the model busy past the wait), the quick encoder reads it; when that
+    /// knows none of its words, the search is by words alone. See `app::shares`.
+    pub async fn find_agents(&self, q: AgentSearch, client: IpAddr) -> Result<AgentList> {
         let text = q.q.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
-        let need = match text {
-            Some(text) if self.model.enabled() && self.model.mode != SearchMode::Words => {
-                if let Some(vector) = self.needs.get(&text) {
-                    metrics::counter!(crate::telemetry::MEANING_REMEMBERED).increment(1);
-                    Need::Vector(vector)
-                } else if let Some(admitted) = self.embedding_budget.admit(client) {
-                    // The embedding and the search run as one job, outside the search permits:
-                    // the budget already bounds these jobs, and a search that has paid for its
-                    // embedding should not then queue behind every search by words (at 16
-                    // clients that wait was most of its time).
-                    return self
-                        .blocking(move |app| {
-                            let _admitted = admitted;
-                            let need = app.read_need(&text);
-                            app.search_agents_now(q, need)
-                        })
-                        .await;
-                } else {
-                    metrics::counter!(crate::telemetry::MEANING_BUSY).increment(1);
-                    Need::Busy
-                }
-            }
-            _ => Need::Words,
+        let text = text.filter(|_| self.model.enabled() && self.model.mode != SearchMode::Words);
+        let Some(text) = text else {
+            return self.bounded(Bound::Search, move |app| app.search_agents_now(q, Need::Words)).await;
         };
-        self.bounded(Bound::Search, move |app| app.search_agents_now(q, need)).await
+        if let Some(vector) = self.needs.get(&text) {
+            metrics::counter!(telemetry::MEANING_REMEMBERED).increment(1);
+            return self
+                .bounded(Bound::Search, move |app| app.search_agents_now(q, Need::Full(vector)))
+                .await;
+        }
+        // The cheap part first: what reading the need would cost.
+        let counted = text.clone();
+        let Some(tokens) = self.blocking(move |app| Ok(app.model.need_tokens(&counted))).await? else {
+            return self.bounded(Bound::Search, move |app| app.search_agents_now(q, Need::Words)).await;
+        };
+        let asked = Instant::now();
+        let turn = self.shares.turn(client, tokens.cost()).await;
+        metrics::histogram!(telemetry::SHARE_WAIT).record(asked.elapsed().as_secs_f64());
+        match turn {
+            // The reading and the search are one job, outside the search permits: the turn
+            // already bounds these jobs, and a need that has had its turn should not then queue
+            // behind every search by words. The turn is given back as soon as the model is done.
+            Ok(turn) => {
+                self.blocking(move |app| {
+                    let need = app.read_need(&text, &tokens);
+                    drop(turn);
+                    app.search_agents_now(q, need)
+                })
+                .await
+            }
+            Err(refused) => {
+                self.bounded(Bound::Search, move |app| {
+                    let need = app.read_quickly(&text, refused);
+                    app.search_agents_now(q, need)
+                })
+                .await
+            }
+        }
     }
 
-    /// The need's vector from the model, remembered for the next page; words alone when the
-    /// model fails.
-    fn read_need(&self, text: &str) -> Need {
-        match self.model.embed_query(text) {
+    /// The need's vector from the full model, remembered for the next page and noted for the
+    /// quick encoder's table; words alone when the model fails.
+    fn read_need(&self, text: &str, tokens: &NeedTokens) -> Need {
+        match self.model.embed_need(tokens) {
             Some(vector) => {
+                metrics::counter!(telemetry::NEEDS_READ, "by" => "full", "reason" => "within_share")
+                    .increment(1);
                 self.needs.put(text, &vector);
-                Need::Vector(vector)
+                self.model.learn(text);
+                Need::Full(vector)
             }
             None => Need::Words,
+        }
+    }
+
+    /// The need's vector from the quick encoder, for a need the shares refused; words alone
+    /// when it knows none of the need's tokens.
+    fn read_quickly(&self, text: &str, refused: Refused) -> Need {
+        let reason: &'static str = refused.into();
+        match self.model.quick_need(text) {
+            Some(vector) => {
+                metrics::counter!(telemetry::NEEDS_READ, "by" => "quick", "reason" => reason).increment(1);
+                Need::Quick(vector)
+            }
+            None => {
+                metrics::counter!(telemetry::NEEDS_READ, "by" => "words_busy", "reason" => reason)
+                    .increment(1);
+                metrics::counter!(telemetry::MEANING_BUSY).increment(1);
+                Need::Busy
+            }
         }
     }
 
@@ -142,19 +195,24 @@ impl App {
             offset: page.offset as usize,
         };
         let text = q.q.as_deref().map(str::trim).filter(|t| !t.is_empty());
-        let (total, ordered) = match text {
+        let (total, ordered, matched_by) = match text {
             None => {
                 let found = self.index.search_agents(&query).map_err(index_failed)?;
                 let listed = found.keys.iter().map(|k| (*k, None)).collect();
-                (found.total, listed)
+                (found.total, listed, MatchedBy::Recency)
             }
-            Some(text) => self.ordered_page(&query, text, handle.as_deref(), need, now)?,
+            Some(text) => {
+                let matched_by = self.matched_by(&need);
+                let (total, ordered) =
+                    self.ordered_page(&query, text, handle.as_deref(), need, matched_by, now)?;
+                (total, ordered, matched_by)
+            }
         };
         let ids: Vec<i64> = ordered.iter().map(|(k, _)| *k as i64).collect();
         let mut rankings: HashMap<String, Ranking> = HashMap::new();
         if explain {
             let state = self.vectors.read();
-            let recency = Scoring { handle: None, now, meaning_used: false, matched_by: "recency" };
+            let recency = Scoring { handle: None, now, matched_by: MatchedBy::Recency };
             for (key, ranking) in ordered {
                 let ranking = ranking.unwrap_or_else(|| scored(&state, &recency, key, None, None).1);
                 if let Some(f) = state.facts.get(&key) {
@@ -170,7 +228,20 @@ impl App {
                 AgentHit { agent, ranking }
             })
             .collect();
-        Ok(AgentList { notice: NOTICE, agents, total, limit: page.limit, offset: page.offset })
+        Ok(AgentList { notice: NOTICE, matched_by, agents, total, limit: page.limit, offset: page.offset })
+    }
+
+    /// How a search with text is matched, by how its need was read and the mode.
+    fn matched_by(&self, need: &Need) -> MatchedBy {
+        let meaning_mode = self.model.mode == SearchMode::Meaning;
+        match need {
+            Need::Full(_) if meaning_mode => MatchedBy::Meaning,
+            Need::Full(_) => MatchedBy::Combined,
+            Need::Quick(_) if meaning_mode => MatchedBy::MeaningQuick,
+            Need::Quick(_) => MatchedBy::CombinedQuick,
+            Need::Busy => MatchedBy::WordsBusy,
+            Need::Words => MatchedBy::Words,
+        }
     }
 
     /// The page of a search with text: its total and its keys in order, each with its ranking.
@@ -183,16 +254,17 @@ impl App {
         text: &str,
         handle: Option<&str>,
         need: Need,
+        matched_by: MatchedBy,
         now: i64,
     ) -> Result<OrderedPage> {
-        let mode = self.model.mode;
-        let (vector, matched_by) = match need {
-            Need::Vector(v) => (Some(v), if mode == SearchMode::Meaning { "meaning" } else { "combined" }),
-            Need::Busy => (None, "words_busy"),
-            Need::Words => (None, "words"),
+        let (vector, rule) = match need {
+            Need::Full(v) => (Some(v), &FULL_MODEL),
+            Need::Quick(v) => (Some(v), &QUICK_ENCODER),
+            Need::Busy | Need::Words => (None, &FULL_MODEL),
         };
-        // Meaning mode without a vector (no model, or over budget) falls back to words.
-        let use_words = mode != SearchMode::Meaning || vector.is_none();
+        // Meaning mode without a vector (no model, or no encoder for the need) falls back to
+        // words.
+        let use_words = self.model.mode != SearchMode::Meaning || vector.is_none();
         let window = self.word_window(query, use_words)?;
         let words_total = if use_words { window.total } else { 0 };
         let state = self.vectors.read();
@@ -204,14 +276,14 @@ impl App {
                     handle,
                     use_words,
                 };
-                meaning_matches(&state, query, v, &words, words_total)
+                meaning_matches(&state, query, v, rule, &words, words_total)
             }
             None => Vec::new(),
         };
         let total = words_total + meaning_only.len() as u64;
         // The handle bonus counts only for a handle no other agent's words match (see `score`).
         let handle = handle.filter(|_| !use_words || window.total <= 1);
-        let scoring = Scoring { handle, now, meaning_used: vector.is_some(), matched_by };
+        let scoring = Scoring { handle, now, matched_by };
         let mut fused = fuse(&state, &scoring, vector.as_ref(), &window.keys, &meaning_only);
         score::demote_near_copies(&mut fused, |a, b| state.matrix.pair_similarity(a, b));
         score::newcomers_yield(&mut fused);
@@ -281,38 +353,54 @@ fn scored(
     (key, score::score(scoring, &candidate))
 }
 
+/// The similarities a need's vector is matched by: the full model's and the quick encoder's
+/// run on different scales.
+pub struct Similarities {
+    /// An agent this similar or more matches by meaning.
+    pub threshold: f32,
+    /// The nearest agents this similar or more fill a thin result.
+    pub nearest_floor: f32,
+}
+
+pub const FULL_MODEL: Similarities =
+    Similarities { threshold: MEANING_THRESHOLD, nearest_floor: NEAREST_FLOOR };
+pub const QUICK_ENCODER: Similarities =
+    Similarities { threshold: QUICK_MEANING_THRESHOLD, nearest_floor: QUICK_NEAREST_FLOOR };
+
 /// The meaning matches that are not word matches: of one scan, the nearest
-/// [`MEANING_CANDIDATES`] at or above [`MEANING_THRESHOLD`], then the fill.
+/// [`MEANING_CANDIDATES`] at or above the threshold, then the fill.
 fn meaning_matches(
     state: &State,
     query: &AgentQuery,
     vector: &Quantized,
+    rule: &Similarities,
     words: &WordMatches<'_>,
     words_total: u64,
 ) -> Vec<Hit> {
     let accept = |key: &u64| meaning_only_match(state, query, words, key);
-    let (mut strong, near) = meaning_scan(state, query, vector, words_total);
+    let (mut strong, near) = meaning_scan(state, query, vector, rule, words_total);
     let matches = nearest_first(&mut strong, MEANING_CANDIDATES, accept);
     fill(matches, near, words_total, accept)
 }
 
 /// The meaning scan, once: the rows the search's filters let through with similarity at least
-/// [`MEANING_THRESHOLD`] (strong), and below it down to [`NEAREST_FLOOR`] (near) only while the
+/// the threshold (strong), and below it down to the nearest floor (near) only while the
 /// word matches leave room for the nearest.
 fn meaning_scan(
     state: &State,
     query: &AgentQuery,
     vector: &Quantized,
+    rule: &Similarities,
     words_total: u64,
 ) -> (Vec<Hit>, Vec<Hit>) {
     let rows = RowFilter::of(query);
     let fill_possible = (words_total as usize) < NEAREST_FILL;
-    let floor = if fill_possible { NEAREST_FLOOR } else { MEANING_THRESHOLD };
+    let floor = if fill_possible { rule.nearest_floor } else { rule.threshold };
     state
         .matrix
         .search(vector, floor, |row| rows.admits(row))
         .into_iter()
-        .partition(|hit| hit.similarity >= MEANING_THRESHOLD)
+        .partition(|hit| hit.similarity >= rule.threshold)
 }
 
 /// The word matches, as a meaning match is told from them: those of the window, and past it

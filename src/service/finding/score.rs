@@ -7,7 +7,9 @@
 //!   matches (BM25 order).
 //!   Matching every word is what counts; repeating them buys little (a stuffed profile is at most
 //!   `1 - WORD_FLOOR` ahead).
-//! - **Meaning**: cosine similarity of the centred vectors (see `agentdir_meaning::MODEL_ID`) mapped from [`MEANING_FLOOR`]..[`MEANING_FULL`] to 0..1.
+//! - **Meaning**: cosine similarity of the centred vectors (see `agentdir_meaning::MODEL_ID`)
+//!   mapped from [`MEANING_FLOOR`]..[`MEANING_FULL`] to 0..1; for a need the quick encoder read,
+//!   whose similarities run lower, from [`QUICK_MEANING_FLOOR`]..[`QUICK_MEANING_FULL`].
 //! - **Relevance** = `WORDS_WEIGHT × max(words, meaning) + MEANING_WEIGHT × meaning` (words
 //!   alone when the model is not used): holding the words adds to a meaning match, and missing
 //!   one of them ("my", a synonym) costs a strong meaning match nothing.
@@ -40,7 +42,7 @@
 
 use crate::derived::vectors::Facts;
 use crate::domain::agent::NEW_WINDOW_DAYS;
-use crate::domain::ranking::{Ranking, Signals};
+use crate::domain::ranking::{MatchedBy, Ranking, Signals};
 use crate::time::DAY;
 
 /// Profiles at least this similar count as copies of each other.
@@ -53,6 +55,11 @@ pub const COPY_FACTOR: f32 = 0.9;
 /// Similarity mapped to 0 and to 1 of the meaning signal.
 pub const MEANING_FLOOR: f32 = 0.10;
 pub const MEANING_FULL: f32 = 0.45;
+/// The same for a need the quick encoder read: its similarities to the agents that fit run at
+/// about 0.6 of the full model's (meaning/STATIC.md), measured on the relevance benchmark with
+/// every need read by it (docs/search.md).
+pub const QUICK_MEANING_FLOOR: f32 = 0.02;
+pub const QUICK_MEANING_FULL: f32 = 0.30;
 pub const WORD_FLOOR: f32 = 0.8;
 pub const WORDS_WEIGHT: f32 = 0.4;
 pub const MEANING_WEIGHT: f32 = 0.6;
@@ -84,10 +91,8 @@ pub struct Scoring<'a> {
     pub handle: Option<&'a str>,
     /// The time of the search (unix ms), for the days since each agent was active.
     pub now: i64,
-    /// The need was read by the model: relevance fuses words and meaning.
-    pub meaning_used: bool,
-    /// How `q` was matched, as `Signals::matched_by` tells it.
-    pub matched_by: &'static str,
+    /// How `q` was matched: by meaning (either encoder), relevance fuses words and meaning.
+    pub matched_by: MatchedBy,
 }
 
 /// An agent's place among the word matches (BM25 order): `place` of the first `window`.
@@ -110,10 +115,17 @@ pub fn score(s: &Scoring<'_>, c: &Candidate<'_>) -> Ranking {
     let words = c
         .words
         .map_or(0.0, |w| WORD_FLOOR + (1.0 - WORD_FLOOR) * (1.0 - w.place as f32 / w.window.max(1) as f32));
-    let meaning =
-        c.similarity.map_or(0.0, |s| ((s - MEANING_FLOOR) / (MEANING_FULL - MEANING_FLOOR)).clamp(0.0, 1.0));
-    let relevance =
-        if s.meaning_used { WORDS_WEIGHT * words.max(meaning) + MEANING_WEIGHT * meaning } else { words };
+    let (floor, full) = if s.matched_by.quick() {
+        (QUICK_MEANING_FLOOR, QUICK_MEANING_FULL)
+    } else {
+        (MEANING_FLOOR, MEANING_FULL)
+    };
+    let meaning = c.similarity.map_or(0.0, |s| ((s - floor) / (full - floor)).clamp(0.0, 1.0));
+    let relevance = if s.matched_by.by_meaning() {
+        WORDS_WEIGHT * words.max(meaning) + MEANING_WEIGHT * meaning
+    } else {
+        words
+    };
     let f = c.facts;
     let level = f.map_or(0, |f| f.level);
     let e = f.map(|f| f.evidence).unwrap_or_default();

@@ -92,12 +92,12 @@ async fn meaning(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order) 
     let run = run(qs, clients, order, move |q| {
         let (app, next, embedded) = (app.clone(), next.clone(), embedded.clone());
         async move {
-            let client = format!("10.0.0.{}", next.fetch_add(1, Ordering::Relaxed) % clients);
+            let client =
+                std::net::IpAddr::from([10, 0, 0, (next.fetch_add(1, Ordering::Relaxed) % clients) as u8]);
             let started = Instant::now();
             let list =
-                app.find_agents(AgentSearch { explain: Some(true), ..q.agent_search() }, &client).await?;
-            let read = list.agents.first().and_then(|a| a.ranking.as_ref()).map(|r| r.signals.matched_by);
-            if read.is_some_and(|m| m != "words_busy") {
+                app.find_agents(AgentSearch { explain: Some(true), ..q.agent_search() }, client).await?;
+            if list.matched_by != agentdir::domain::ranking::MatchedBy::WordsBusy {
                 embedded.lock().unwrap_or_else(|e| e.into_inner()).push(started.elapsed());
             }
             Ok(list.total)
