@@ -367,8 +367,11 @@ pub const FULL_MODEL: Similarities =
 pub const QUICK_ENCODER: Similarities =
     Similarities { threshold: QUICK_MEANING_THRESHOLD, nearest_floor: QUICK_NEAREST_FLOOR };
 
-/// The meaning matches that are not word matches: of one scan, the nearest
-/// [`MEANING_CANDIDATES`] at or above the threshold, then the fill.
+/// The meaning matches that are not word matches, from one nearest-first stream over the
+/// vectors (`Matrix::nearest`: exact, reading each row's high nibbles and only the rows that
+/// can count in full; meaning/SCAN.md): the nearest [`MEANING_CANDIDATES`] at or above the
+/// threshold, then, when fewer than [`NEAREST_FILL`] agents match and the need is not precise,
+/// the nearest others down to the nearest floor.
 fn meaning_matches(
     state: &State,
     query: &AgentQuery,
@@ -378,29 +381,32 @@ fn meaning_matches(
     words_total: u64,
 ) -> Vec<Hit> {
     let accept = |key: &u64| meaning_only_match(state, query, words, key);
-    let (mut strong, near) = meaning_scan(state, query, vector, rule, words_total);
-    let matches = nearest_first(&mut strong, MEANING_CANDIDATES, accept);
-    fill(matches, near, words_total, accept)
-}
-
-/// The meaning scan, once: the rows the search's filters let through with similarity at least
-/// the threshold (strong), and below it down to the nearest floor (near) only while the
-/// word matches leave room for the nearest.
-fn meaning_scan(
-    state: &State,
-    query: &AgentQuery,
-    vector: &Quantized,
-    rule: &Similarities,
-    words_total: u64,
-) -> (Vec<Hit>, Vec<Hit>) {
     let rows = RowFilter::of(query);
     let fill_possible = (words_total as usize) < NEAREST_FILL;
     let floor = if fill_possible { rule.nearest_floor } else { rule.threshold };
-    state
-        .matrix
-        .search(vector, floor, |row| rows.admits(row))
-        .into_iter()
-        .partition(|hit| hit.similarity >= rule.threshold)
+    let mut nearest = state.matrix.nearest(vector, floor, MEANING_CANDIDATES, |row| rows.admits(row));
+    let mut matches = Vec::new();
+    let mut first_near = None;
+    while matches.len() < MEANING_CANDIDATES {
+        match nearest.next() {
+            None => break,
+            Some(hit) if hit.similarity < rule.threshold => {
+                first_near = Some(hit);
+                break;
+            }
+            Some(hit) if accept(&hit.key) => matches.push(hit),
+            Some(_) => {}
+        }
+    }
+    // The fill, unless the need is precise: agents meet it only by holding its words (a rare
+    // term, a name), none by meaning alone.
+    let precise = words_total > 0 && matches.is_empty();
+    let found = words_total as usize + matches.len();
+    if !precise && found < NEAREST_FILL {
+        let near = first_near.into_iter().chain(nearest).filter(|h| accept(&h.key));
+        matches.extend(near.take(NEAREST_FILL - found));
+    }
+    matches
 }
 
 /// The word matches, as a meaning match is told from them: those of the window, and past it
@@ -426,23 +432,6 @@ fn meaning_only_match(state: &State, query: &AgentQuery, words: &WordMatches<'_>
             .as_ref()
             .is_some_and(|c| c.matches(&f.words) || words.handle == Some(f.handle.as_str()));
     !word_match
-}
-
-/// The fill: when fewer than [`NEAREST_FILL`] agents match, the nearest others match too, up to
-/// [`NEAREST_FILL`] in all, unless the need is precise: agents meet it only by holding its words
-/// (a rare term, a name), none by meaning alone.
-fn fill(
-    mut matches: Vec<Hit>,
-    mut near: Vec<Hit>,
-    words_total: u64,
-    accept: impl Fn(&u64) -> bool,
-) -> Vec<Hit> {
-    let precise = words_total > 0 && matches.is_empty();
-    let found = words_total as usize + matches.len();
-    if !precise && found < NEAREST_FILL {
-        matches.extend(nearest_first(&mut near, NEAREST_FILL - found, accept));
-    }
-    matches
 }
 
 /// Fused: the word window and the meaning-only matches, scored, best first (equal scores by
@@ -473,47 +462,4 @@ fn fuse(
 fn holds_named_values(q: &AgentQuery, f: &Facts) -> bool {
     let exact = |want: Option<&str>, have: &[String]| normalised(want).is_none_or(|w| have.contains(&w));
     exact(q.capability, &f.capabilities) && exact(q.language, &f.languages)
-}
-
-/// Up to `wanted` of `hits` that `accept` takes, nearest first (equal similarities by key):
-/// sorts only as far down as it has to.
-fn nearest_first(hits: &mut [Hit], wanted: usize, accept: impl Fn(&u64) -> bool) -> Vec<Hit> {
-    let order = |a: &Hit, b: &Hit| b.similarity.total_cmp(&a.similarity).then(a.key.cmp(&b.key));
-    let mut taken = Vec::new();
-    let mut rest = hits;
-    while taken.len() < wanted && !rest.is_empty() {
-        // Twice what is still wanted: most of the nearest are taken.
-        let chunk = (2 * (wanted - taken.len())).max(64).min(rest.len());
-        if chunk < rest.len() {
-            rest.select_nth_unstable_by(chunk - 1, order);
-        }
-        let (head, tail) = rest.split_at_mut(chunk);
-        head.sort_unstable_by(order);
-        taken.extend(head.iter().filter(|hit| accept(&hit.key)).take(wanted - taken.len()));
-        rest = tail;
-    }
-    taken
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_nearest_accepted_hits_come_first_and_no_more_than_wanted() {
-        let hit = |key: u64, similarity: f32| Hit { key, similarity };
-        let mut hits: Vec<Hit> = (0..1_000).map(|k| hit(k, ((k * 7919) % 1_000) as f32 / 1_000.0)).collect();
-        hits.push(hit(5_000, 0.999));
-        // Odd keys refused.
-        let taken = nearest_first(&mut hits, 100, |k| k % 2 == 0);
-        assert_eq!(taken.len(), 100);
-        assert!(taken.windows(2).all(|w| w[0].similarity > w[1].similarity
-            || (w[0].similarity == w[1].similarity && w[0].key < w[1].key)));
-        assert!(taken.iter().all(|h| h.key % 2 == 0));
-        let mut expected: Vec<Hit> = hits.iter().copied().filter(|h| h.key % 2 == 0).collect();
-        expected.sort_by(|a, b| b.similarity.total_cmp(&a.similarity).then(a.key.cmp(&b.key)));
-        assert_eq!(taken, expected[..100]);
-        // Fewer acceptable than wanted: all of them.
-        assert_eq!(nearest_first(&mut hits, 10_000, |k| k % 2 == 0).len(), 501);
-    }
 }
