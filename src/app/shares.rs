@@ -3,9 +3,9 @@
 //! up to [`SHARE_BURST_TOKENS`], charged by the tokens of each need the model reads, so a long
 //! need costs more than a short one and a client asking one search at a time at a normal rate
 //! (~10 a second) never runs it dry. Within its share a need is read at once when the model has
-//! a free place and nobody waits; else it waits in fair order — the network with the most of
-//! its share left goes first (the least used lately), equals in the order they asked — for at
-//! most [`SHARE_WAIT`]. A need beyond its share, a second need of an address that already
+//! a free place and nobody waits; else it waits in fair order — the network that used the least
+//! of its share lately goes first, equals (and any need that waited [`QUEUE_AGE`]) in the order
+//! they asked — for at most [`SHARE_WAIT`]. A need beyond its share, a second need of an address that already
 //! waits, a need that found the queue full or one that waited its longest is refused here, and
 //! the caller reads it more cheaply (the quick encoder) or by words. Nothing queues without
 //! bound: [`WAITING_PER_NETWORK`] and [`WAITING_AT_MOST`] cap the waiting.
@@ -32,6 +32,8 @@ pub const LONG_NEED_TOKENS: u32 = 64;
 /// Networks whose use of their share differs by less than this many tokens (a paragraph) are
 /// served in the order they asked.
 pub const EQUAL_USE_TOKENS: f64 = 64.0;
+/// A need that has waited this long is served in the order it asked, whatever its network used.
+pub const QUEUE_AGE: Duration = Duration::from_millis(100);
 /// The longest a need within its share waits for the model.
 pub const SHARE_WAIT: Duration = Duration::from_millis(1_000);
 /// Needs waiting for the model, per network and in all.
@@ -128,6 +130,7 @@ struct Queue {
 
 struct Waiter {
     id: u64,
+    asked: Instant,
     address: IpAddr,
     tokens: u32,
     granted: oneshot::Sender<()>,
@@ -176,7 +179,7 @@ impl Shares {
             let id = state.next_id;
             state.next_id += 1;
             let queue = state.queues.entry(network).or_default();
-            queue.waiters.push_back(Waiter { id, address: client, tokens, granted: sender });
+            queue.waiters.push_back(Waiter { id, asked: now, address: client, tokens, granted: sender });
             state.waiting += 1;
             // A place may be free that the needs ahead cannot take (long ones).
             self.dispatch(&mut state);
@@ -209,7 +212,9 @@ impl Shares {
     /// one that queues few), networks whose use differs by less than [`EQUAL_USE_TOKENS`] in
     /// the order they asked. A client asking one short need at a time uses less than that (its
     /// share refills between its needs), so it waits only for needs asked before it, however
-    /// many fresh networks ask after it.
+    /// many fresh networks ask after it. A need that has waited [`QUEUE_AGE`] goes in the order
+    /// it asked whatever its network used, so a client within its share that asks faster is
+    /// not starved by a flood from ever new networks.
     fn dispatch(&self, state: &mut State) {
         let now = Instant::now();
         while state.running < self.slots {
@@ -220,7 +225,8 @@ impl Shares {
                 .filter_map(|(n, q)| {
                     let w = q.waiters.front()?;
                     let used = self.size.burst_tokens - state.left(*n, now, self.size);
-                    let step = (used.max(0.0) / EQUAL_USE_TOKENS) as u64;
+                    let aged = now.saturating_duration_since(w.asked) >= QUEUE_AGE;
+                    let step = if aged { 0 } else { (used.max(0.0) / EQUAL_USE_TOKENS) as u64 };
                     (long_allowed || w.tokens <= LONG_NEED_TOKENS).then_some((*n, step, w.id))
                 })
                 .min_by_key(|(_, step, id)| (*step, *id));
@@ -417,6 +423,36 @@ mod tests {
         // It used less than a paragraph of its share, as the fresh networks did: it waits for
         // the three that asked before it, not for the flood after it.
         assert_eq!(before, 3, "{before} of the flood went first");
+    }
+
+    #[tokio::test]
+    async fn a_client_that_used_much_of_its_share_waits_at_most_the_age_then_goes_in_turn() {
+        let shares = Shares::new(1, ShareSize::default());
+        // The client used a good part of its share (it asks fast, within its burst).
+        drop(shares.turn(v4(192, 0, 2, 1), 500).await.unwrap());
+        let held = shares.turn(v4(10, 0, 0, 1), 10).await.unwrap();
+        let client = ask(&shares, v4(192, 0, 2, 1));
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        // A flood from ever new networks, each need holding the model 2 ms, for ~0.4 s.
+        let flooding = {
+            let shares = shares.clone();
+            tokio::spawn(async move {
+                let mut asked = Vec::new();
+                for i in 0..200u32 {
+                    asked.push(ask(&shares, v4(10, 1 + (i / 250) as u8, (i % 250) as u8, 1)));
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                asked
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        let freed = Instant::now();
+        drop(held);
+        let served = client.await.unwrap().expect("served within the wait");
+        assert!(served.duration_since(freed) < QUEUE_AGE * 3, "{:?}", served.duration_since(freed));
+        for f in flooding.await.unwrap() {
+            let _ = f.await;
+        }
     }
 
     #[tokio::test]
