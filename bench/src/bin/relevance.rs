@@ -19,11 +19,21 @@
 //!   --show IDS       print the first page of these needs (comma-separated ids) per mode,
 //!                    each agent with its grade
 //!   --stuffed N      a spam wave: register each keyword-stuffed agent N times (default 1)
+//!   --load LIST      under load (combined mode): for each N of the comma-separated list (e.g.
+//!                    0,2,16,64), a fresh server, the judged needs searched from one client
+//!                    while N connections flood it with distinct needs from many networks;
+//!                    nDCG@10 per N, and how each search was matched (relevance/load.rs)
+//!   --quick          every need read by the quick encoder (a share of 0 tokens): its quality,
+//!                    and the thresholds of its similarities
+//!   --quick-table P  the quick encoder's whole table the servers start with (default:
+//!                    need-encoder.table in the target dir; distilled first when missing)
 //! ```
 
 // A binary's root looks for modules beside it; these live in a folder named after the binary.
 #[path = "relevance/judged.rs"]
 mod judged;
+#[path = "relevance/load.rs"]
+mod load;
 #[path = "relevance/metrics.rs"]
 mod metrics;
 #[path = "relevance/report.rs"]
@@ -31,6 +41,7 @@ mod report;
 #[path = "relevance/seed.rs"]
 mod seed;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
@@ -72,6 +83,9 @@ struct Options {
     pool: bool,
     show: Vec<String>,
     stuffed: usize,
+    load: Option<Vec<usize>>,
+    quick: bool,
+    quick_table: PathBuf,
 }
 
 fn options() -> Result<Options, Error> {
@@ -82,6 +96,9 @@ fn options() -> Result<Options, Error> {
         pool: false,
         show: Vec::new(),
         stuffed: 1,
+        load: None,
+        quick: false,
+        quick_table: PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/need-encoder.table")),
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -103,6 +120,12 @@ fn options() -> Result<Options, Error> {
             "--pool" => o.pool = true,
             "--stuffed" => o.stuffed = value()?.parse::<usize>()?.max(1),
             "--show" => o.show = value()?.split(',').map(|id| id.trim().to_owned()).collect(),
+            "--load" => {
+                o.load =
+                    Some(value()?.split(',').map(|n| n.trim().parse::<usize>()).collect::<Result<_, _>>()?)
+            }
+            "--quick" => o.quick = true,
+            "--quick-table" => o.quick_table = value()?.into(),
             "-h" | "--help" => {
                 println!("see the header of bench/src/bin/relevance.rs for the options");
                 std::process::exit(0);
@@ -122,6 +145,20 @@ pub struct ModeRun {
     pub query_ms: f64,
     /// What `/readyz` says about search, for the record.
     pub readiness: String,
+    /// How the judged searches were matched (`matched_by`), and how many.
+    pub matched: BTreeMap<String, usize>,
+    /// The flood beside them, under load.
+    pub flood: Option<load::Flood>,
+}
+
+/// How one server of a run is set up beside its mode.
+#[derive(Clone, Copy)]
+struct Pass<'a> {
+    /// Connections flooding it while the judged needs are searched.
+    load: usize,
+    /// Every need read by the quick encoder.
+    quick: bool,
+    table: &'a std::path::Path,
 }
 
 /// Why a mode has no figures.
@@ -149,6 +186,17 @@ async fn run() -> Result<(), Error> {
     let has_modes = supports_search_modes(&bin)?;
     let site = seed::proof_site()?;
     let http = http_client()?;
+    load::ensure_table(&o.quick_table)?;
+    if let Some(loads) = &o.load {
+        let mut runs = Vec::new();
+        for &n in loads {
+            eprintln!("relevance: combined mode, {n} flood connections: a fresh server");
+            let pass = Pass { load: n, quick: o.quick, table: &o.quick_table };
+            runs.push((n, run_mode(&http, &bin, &set, &site, Mode::Combined, has_modes, pass).await?));
+        }
+        report::under_load(&set, &runs, &o.set, o.quick);
+        return Ok(());
+    }
     let mut runs = Vec::new();
     let mut skipped = Vec::new();
     for &mode in &o.modes {
@@ -164,7 +212,8 @@ async fn run() -> Result<(), Error> {
             mode.name(),
             set.agents.len()
         );
-        match run_mode(&http, &bin, &set, &site, mode, has_modes).await {
+        let pass = Pass { load: 0, quick: o.quick, table: &o.quick_table };
+        match run_mode(&http, &bin, &set, &site, mode, has_modes, pass).await {
             Ok(r) => runs.push(r),
             Err(e) => skipped.push(Skipped { mode, why: e.to_string() }),
         }
@@ -174,6 +223,9 @@ async fn run() -> Result<(), Error> {
         return Err(format!("no mode ran ({})", why.join("; ")).into());
     }
     report::print(&set, &runs, &skipped, &o.set);
+    if o.quick {
+        println!("- every need was read by the quick encoder (a share of 0 tokens)");
+    }
     if o.per_need {
         report::per_need(&set, &runs);
     }
@@ -197,21 +249,50 @@ async fn run_mode(
     site: &str,
     mode: Mode,
     has_modes: bool,
+    pass: Pass<'_>,
 ) -> Result<ModeRun, Error> {
     let mut env = seed::SERVER_ENV.to_vec();
     if has_modes {
         env.push(("AGENTDIR_SEARCH_MODE", mode.name()));
     }
-    let server = start_server(None, &env)?;
-    let base = server.base.clone();
-    let seeded = seed::seed(http, &base, bin, &server.data_dir, set, site).await?;
+    // Behind a trusted proxy that names each client; the table is whole, so nothing distils.
+    env.extend([("AGENTDIR_TRUSTED_PROXIES", "127.0.0.1"), ("AGENTDIR_QUICK_ENCODER_FILL", "0")]);
+    if pass.quick {
+        env.extend([("AGENTDIR_SHARE_TOKENS_PER_SECOND", "0"), ("AGENTDIR_SHARE_BURST_TOKENS", "0")]);
+    }
+    let dir = load::data_dir_with(pass.table)?;
+    let mut server = start_server(Some(&dir), &env)?;
+    let result = search_judged(http, bin, set, site, mode, &server.base, &server.data_dir, pass).await;
+    server.kill();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+async fn search_judged(
+    http: &reqwest::Client,
+    bin: &std::path::Path,
+    set: &JudgedSet,
+    site: &str,
+    mode: Mode,
+    base: &str,
+    data_dir: &std::path::Path,
+    pass: Pass<'_>,
+) -> Result<ModeRun, Error> {
+    let seeded = seed::seed(http, base, bin, data_dir, set, site).await?;
     let readyz: Value = http.get(format!("{base}/readyz")).send().await?.json().await.unwrap_or(Value::Null);
+    let flood = (pass.load > 0).then(|| load::start(http, base, pass.load));
+    if flood.is_some() {
+        // The flood fills the model's places before the judged client asks.
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
     let mut ranked = Vec::with_capacity(set.needs.len());
+    let mut matched = BTreeMap::new();
     let start = Instant::now();
     for need in &set.needs {
         let r = http
             .get(format!("{base}/api/agents"))
             .query(&[("q", need.q.as_str()), ("limit", &metrics::DEPTH.to_string())])
+            .header("x-forwarded-for", load::JUDGED_CLIENT)
             .send()
             .await?;
         let status = r.status();
@@ -225,10 +306,23 @@ async fn run_mode(
             .iter()
             .filter_map(|a| a["handle"].as_str().map(str::to_owned))
             .collect();
+        *matched.entry(v["matched_by"].as_str().unwrap_or("none").to_owned()).or_default() += 1;
         ranked.push(handles);
     }
     let query_ms = start.elapsed().as_secs_f64() * 1000.0 / set.needs.len().max(1) as f64;
-    Ok(ModeRun { mode, ranked, seed_seconds: seeded.seconds, query_ms, readiness: search_readiness(&readyz) })
+    let flood = match flood {
+        Some(f) => Some(f.stop().await),
+        None => None,
+    };
+    Ok(ModeRun {
+        mode,
+        ranked,
+        seed_seconds: seeded.seconds,
+        query_ms,
+        readiness: search_readiness(&readyz),
+        matched,
+        flood,
+    })
 }
 
 /// The scalar fields of `/readyz` that speak of search, the model or meaning, as `key=value`.

@@ -24,6 +24,9 @@
 //!   --queries        print the query set and exit
 //!   --meaning        compute every agent's vector first (timed), then measure the agent
 //!                    queries with search by meaning on beside words only (search/meaning.rs)
+//!   --synthetic-vectors K
+//!                    with --meaning: K profiles read by the model, every agent a noisy copy
+//!                    of one of them (search/synthetic.rs), instead of reading every profile
 //! ```
 
 // A binary's root looks for modules beside it; these live in a folder named after the binary.
@@ -39,6 +42,8 @@ mod meaning;
 mod measure;
 #[path = "search/queries.rs"]
 mod queries;
+#[path = "search/synthetic.rs"]
+mod synthetic;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -72,6 +77,8 @@ struct Options {
     plans: bool,
     list: bool,
     meaning: bool,
+    /// Profiles read by the model for synthetic vectors (`--synthetic-vectors`).
+    synthetic: Option<usize>,
     /// Memory for rendered views and list items, as `agentdir serve` has by default.
     view_cache_bytes: usize,
 }
@@ -88,6 +95,7 @@ fn options() -> Result<Options, Error> {
         plans: false,
         list: false,
         meaning: false,
+        synthetic: None,
         view_cache_bytes: 64 << 20,
     };
     let mut args = std::env::args().skip(1);
@@ -111,6 +119,7 @@ fn options() -> Result<Options, Error> {
             "--fts-plans" => o.plans = true,
             "--queries" => o.list = true,
             "--meaning" => o.meaning = true,
+            "--synthetic-vectors" => o.synthetic = Some(value()?.parse()?),
             "-h" | "--help" => {
                 println!("see the header of bench/src/bin/search.rs for the options");
                 std::process::exit(0);
@@ -196,6 +205,10 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
         file_mb(&dir.join("agentdir.sqlite3-wal"))
     );
     println!("peak RSS after loading: {:.0} MB", status_mb("VmHWM:"));
+
+    if let (true, Some(bases)) = (o.meaning, o.synthetic) {
+        synthetic::write(dir, bases)?;
+    }
 
     // 2. The index, built the way the server builds it at start.
     let started = Instant::now();

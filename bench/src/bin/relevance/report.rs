@@ -235,3 +235,55 @@ fn today() -> String {
     let now = agentdir::time::Timestamp(agentdir::time::now_ms()).rfc3339();
     now[..10].to_owned()
 }
+
+/// Under load: nDCG@10 per kind of need with one column per flood size, how the judged
+/// searches were matched, and what the flood got.
+pub fn under_load(set: &JudgedSet, runs: &[(usize, ModeRun)], set_dir: &Path, quick: bool) {
+    println!(
+        "Relevance under load on {} ({} needs): combined mode, the judged needs searched one at a time from one client while N connections search distinct needs from random addresses of 10.0.0.0/8 (one /24 each), all through a trusted proxy; a fresh server per N{}",
+        set_dir.display(),
+        set.needs.len(),
+        if quick { "; every need read by the quick encoder" } else { "" }
+    );
+    println!("{}, commit {}, load average {} at the end", today(), commit(), agentdir_bench::load_average());
+    println!();
+    let columns: Vec<String> = runs.iter().map(|(n, _)| format!("N = {n}")).collect();
+    println!("| nDCG@10 | {} |", columns.join(" | "));
+    println!("|---|{}", "---:|".repeat(runs.len()));
+    for g in groups(set) {
+        let cells: Vec<String> = runs
+            .iter()
+            .map(|(_, r)| {
+                format!("{:.3}", mean(g.needs.iter().map(|&i| metrics::ndcg(&set.needs[i], &r.ranked[i]))))
+            })
+            .collect();
+        println!("| {} ({}) | {} |", g.label, g.needs.len(), cells.join(" | "));
+    }
+    let row = |label: &str, f: &dyn Fn(&ModeRun) -> String| {
+        let cells: Vec<String> = runs.iter().map(|(_, r)| f(r)).collect();
+        println!("| {label} | {} |", cells.join(" | "));
+    };
+    let matched = |m: &std::collections::BTreeMap<String, usize>| {
+        m.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+    };
+    row("judged searches matched by", &|r| matched(&r.matched));
+    row("judged search, mean time", &|r| format!("{:.1} ms", r.query_ms));
+    row("flood searches a second", &|r| {
+        r.flood.as_ref().map_or("—".into(), |f| format!("{:.0}", f.searches as f64 / f.seconds.max(1e-9)))
+    });
+    row("flood answers by status", &|r| {
+        r.flood.as_ref().map_or("—".into(), |f| {
+            f.statuses.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")
+        })
+    });
+    row("flood searches matched by", &|r| {
+        r.flood.as_ref().map_or("—".into(), |f| {
+            let total: u64 = f.matched.values().sum();
+            f.matched
+                .iter()
+                .map(|(k, v)| format!("{k} {:.0} %", 100.0 * *v as f64 / total.max(1) as f64))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    });
+}

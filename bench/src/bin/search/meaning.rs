@@ -1,17 +1,20 @@
 //! `--meaning`: the agent queries with search by meaning on (`App::find_agents`, the REST
-//! handler's path: the need embedded by the model within its budget, then words and meaning
-//! fused) beside words alone (`App::search_agents`), in the same run, result cache off.
-//! The uncached rows search distinct needs, each once, and remember no need and keep no
-//! results: every search embeds its need. The cached row beside them repeats the fixed set
-//! with both caches on, as the server has them. Before measuring, every agent's vector
-//! is computed the way the server's background worker does (its time is the rebuild figure).
+//! handler's path: the need read by the full model within its client network's fair share, by
+//! the quick encoder past it, then words and meaning fused) beside words alone
+//! (`App::search_agents`), in the same run, result cache off. The uncached rows search
+//! distinct needs, each once, and remember no need and keep no results: every search reads its
+//! need. Each row says which encoder read how many needs (`matched_by`). The cached row beside
+//! them repeats the fixed set with both caches on, as the server has them. Before measuring,
+//! every agent's vector is computed the way the server's background worker does (its time is
+//! the rebuild figure), or made synthetic (`--synthetic-vectors K`, `search/synthetic.rs`), and
+//! the quick encoder's table is made whole.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentdir::App;
-use agentdir::domain::agent::AgentSearch;
+use agentdir::domain::ranking::MatchedBy;
 use agentdir_meaning::{DIM, Matrix, Quantized};
 
 use crate::corpus::Rng;
@@ -20,10 +23,24 @@ use crate::queries::{self, Query};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
-/// Computes every missing vector; prints how long that took.
+/// Computes every missing vector; prints how long that took. Then makes the quick encoder's
+/// table whole (kept in the data dir for later runs).
 pub fn fill(app: &App, runtime: &tokio::runtime::Runtime) -> Result<(), Error> {
     if !app.model().enabled() {
         return Err("--meaning needs the model: this build or its model path has none".into());
+    }
+    let quick = app.model_status().quick_encoder.ok_or("no quick encoder")?;
+    if quick.tokens_distilled < quick.tokens {
+        let started = Instant::now();
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        if !app.model().fill_quick_encoder(threads) {
+            return Err("the quick encoder's table could not be filled".into());
+        }
+        println!(
+            "\nquick encoder: distilled {} tokens in {:.0} s on {threads} threads (kept in the data dir)",
+            quick.tokens - quick.tokens_distilled,
+            started.elapsed().as_secs_f64()
+        );
     }
     let started = Instant::now();
     let mut done = 0;
@@ -81,39 +98,51 @@ async fn words(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order) ->
     .await
 }
 
-/// Searches with meaning; each call comes from the next of `clients` addresses. Each search
-/// asks for the explanation, so the ones the model read (not answered by words because the
-/// budget was full) are timed apart too, around the call, in `embedded`.
-async fn meaning(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order) -> (Run, Vec<Duration>) {
+/// How the searches of a row were read, each with its latency: by the full model, by the quick
+/// encoder, or by words alone.
+#[derive(Default)]
+struct Reads {
+    full: Vec<Duration>,
+    quick: Vec<Duration>,
+    busy: usize,
+}
+
+impl Reads {
+    fn total(&self) -> usize {
+        self.full.len() + self.quick.len() + self.busy
+    }
+}
+
+/// Searches with meaning; each call comes from the next of `clients` clients, each in a network
+/// (/24) of its own, so each has its own share of the model. Each search is timed around the
+/// call and filed by how its need was read (`matched_by`).
+async fn meaning(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order) -> (Run, Reads) {
     let app = app.clone();
     let next = Arc::new(AtomicUsize::new(0));
-    let embedded = Arc::new(Mutex::new(Vec::new()));
-    let timed = embedded.clone();
+    let reads = Arc::new(Mutex::new(Reads::default()));
+    let filed = reads.clone();
     let run = run(qs, clients, order, move |q| {
-        let (app, next, embedded) = (app.clone(), next.clone(), embedded.clone());
+        let (app, next, reads) = (app.clone(), next.clone(), reads.clone());
         async move {
-            let client =
-                std::net::IpAddr::from([10, 0, 0, (next.fetch_add(1, Ordering::Relaxed) % clients) as u8]);
+            let network = (next.fetch_add(1, Ordering::Relaxed) % clients) as u8;
+            let client = std::net::IpAddr::from([10, 0, network, 1]);
             let started = Instant::now();
-            let list =
-                app.find_agents(AgentSearch { explain: Some(true), ..q.agent_search() }, client).await?;
-            if list.matched_by != agentdir::domain::ranking::MatchedBy::WordsBusy {
-                embedded.lock().unwrap_or_else(|e| e.into_inner()).push(started.elapsed());
+            let list = app.find_agents(q.agent_search(), client).await?;
+            let took = started.elapsed();
+            let mut reads = reads.lock().unwrap_or_else(|e| e.into_inner());
+            match list.matched_by {
+                MatchedBy::Combined | MatchedBy::Meaning => reads.full.push(took),
+                MatchedBy::CombinedQuick | MatchedBy::MeaningQuick => reads.quick.push(took),
+                _ => reads.busy += 1,
             }
             Ok(list.total)
         }
     })
     .await;
-    let mut embedded = std::mem::take(&mut *timed.lock().unwrap_or_else(|e| e.into_inner()));
-    embedded.sort_unstable();
-    (run, embedded)
-}
-
-/// Searches the embedding budget answered by words alone so far (the server's own counter).
-fn answered_by_words_busy() -> f64 {
-    let rendered = agentdir::telemetry::install().render();
-    let name = format!("{} ", agentdir::telemetry::MEANING_BUSY);
-    rendered.lines().find_map(|l| l.strip_prefix(&name)).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+    let mut reads = std::mem::take(&mut *filed.lock().unwrap_or_else(|e| e.into_inner()));
+    reads.full.sort_unstable();
+    reads.quick.sort_unstable();
+    (run, reads)
 }
 
 /// Distinct needs per client of each uncached row.
@@ -137,20 +166,23 @@ pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize) {
     println!(
         "\n-- agents: words only vs with meaning, {} distinct needs searched once each \
          (English, Chinese, mixed; keywords and sentences; half with filters), result cache \
-         and remembered needs off: back to back, then at a fixed rate (@N/s, timed from when \
-         each search was due); last, the fixed set repeated with both caches on; \
-         \"of which\": the searches by meaning alone, timed around the call --",
+         and remembered needs off, each client in a /24 of its own: back to back, then at a \
+         fixed rate (@N/s, timed from when each search was due); last, the fixed set repeated \
+         with both caches on; \"full\": the share of the needs the model read, \"by meaning\" \
+         with those the quick encoder read (the rest by words alone), each timed around the call --",
         needs.len()
     );
     println!(
-        "{:<11} | {:>17} | {:>8} | {:>17} | {:>8} | {:>10} | {:>17} | {:>12}",
+        "{:<11} | {:>17} | {:>8} | {:>17} | {:>8} | {:>10} | {:>6} | {:>17} | {:>17} | {:>12}",
         "clients",
         "words p50/p99 ms",
         "q/s",
         "meaning p50/p99",
         "q/s",
         "by meaning",
-        "of which p50/p99",
+        "full",
+        "full p50/p99",
+        "quick p50/p99",
         "load average"
     );
     side_by_side(app, &one, 1, Order::OnceEach, "1").await;
@@ -167,20 +199,32 @@ pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize) {
 /// One row: words only, then with meaning, at `clients` clients.
 async fn side_by_side(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order, label: &str) {
     let w = words(app, qs, clients, order).await;
-    let busy_before = answered_by_words_busy();
-    let (m, embedded) = meaning(app, qs, clients, order).await;
-    let busy = answered_by_words_busy() - busy_before;
+    let (m, reads) = meaning(app, qs, clients, order).await;
     let (wa, ma) = (w.all("agents"), m.all("agents"));
-    let served = 100.0 * (1.0 - busy / m.queries().max(1) as f64);
+    let n = reads.total().max(1) as f64;
+    let by_meaning = 100.0 * (reads.full.len() + reads.quick.len()) as f64 / n;
+    let full = 100.0 * reads.full.len() as f64 / n;
+    let p = |d: &[Duration]| {
+        if d.is_empty() { "—".to_owned() } else { format!("{:.2} / {:.2}", pct(d, 0.5), pct(d, 0.99)) }
+    };
     println!(
-        "{label:<11} | {:>17} | {:>8.0} | {:>17} | {:>8.0} | {:>9.0}% | {:>17} | {:>12}",
+        "{label:<11} | {:>17} | {:>8.0} | {:>17} | {:>8.0} | {:>9.0}% | {:>5.0}% | {:>17} | {:>17} | {:>12}",
         format!("{:.2} / {:.2}", pct(&wa, 0.5), pct(&wa, 0.99)),
         w.throughput(),
         format!("{:.2} / {:.2}", pct(&ma, 0.5), pct(&ma, 0.99)),
         m.throughput(),
-        served,
-        format!("{:.2} / {:.2}", pct(&embedded, 0.5), pct(&embedded, 0.99)),
+        by_meaning,
+        full,
+        p(&reads.full),
+        p(&reads.quick),
         measure::load_average()
+    );
+    println!(
+        "{:<11}   CPU per search: words {:.2} ms, with meaning {:.2} ms; distinct needs matched by meaning: {:.0} a second",
+        "",
+        w.cpu_per_query_ms(),
+        m.cpu_per_query_ms(),
+        m.throughput() * by_meaning / 100.0
     );
 }
 
