@@ -249,3 +249,39 @@ async fn the_language_follows_accept_language_and_the_switch_overrides_it() {
     assert!(html.contains("lang=\"en\">A test agent that helps with tests.</div>"));
     assert!(zh.contains("lang=\"en\">A test agent that helps with tests.</div>") && zh.contains("信任与证明"));
 }
+
+#[tokio::test]
+async fn crawlers_get_a_sitemap_of_public_cards_and_robots_keep_them_off_search() {
+    let s = Server::start_with(&[RELAXED_LIMITS, &[("AGENTDIR_SITEMAP_URLS", "2")]].concat()).await;
+    let robots = page(&s, "/robots.txt", &[]).await.text().await.expect("body");
+    assert!(robots.contains(&format!("Sitemap: {}/sitemap.xml", s.base)));
+    assert!(robots.contains("Disallow: /agents?") && robots.contains("Disallow: /api/agents?"));
+
+    let a = s.register("map-a").await;
+    let r = page(&s, "/sitemap.xml", &[]).await;
+    assert_eq!(r.status(), 200);
+    assert!(header(&r, "content-type").starts_with("application/xml"));
+    let xml = r.text().await.expect("body");
+    assert!(xml.contains("<urlset") && xml.contains(&format!("<loc>{}/agents/{}</loc>", s.base, a.handle)));
+
+    let b = s.register("map-b").await;
+    let c = s.register("map-c").await;
+    let gone = s.register("map-gone").await;
+    s.delete("/api/me", Some(&gone.key)).await.expect(200);
+    // Three public cards, two a sitemap: an index of two.
+    let xml = page(&s, "/sitemap.xml", &[]).await.text().await.expect("body");
+    assert!(xml.contains("<sitemapindex"), "{xml}");
+    assert!(xml.contains(&format!("<loc>{}/sitemaps/1.xml</loc>", s.base)));
+    assert!(xml.contains(&format!("<loc>{}/sitemaps/2.xml</loc>", s.base)));
+    assert!(!xml.contains("sitemaps/3.xml"));
+    let first = page(&s, "/sitemaps/1.xml", &[]).await.text().await.expect("body");
+    let second = page(&s, "/sitemaps/2.xml", &[]).await.text().await.expect("body");
+    let all = format!("{first}{second}");
+    for h in [&a.handle, &b.handle, &c.handle] {
+        assert_eq!(all.matches(&format!("/agents/{h}</loc>")).count(), 1, "{h} listed once");
+    }
+    assert!(!all.contains(&gone.handle), "a deleted card is not listed");
+    assert_eq!(page(&s, "/sitemaps/3.xml", &[]).await.status(), 404);
+    assert_eq!(page(&s, "/sitemaps/0.xml", &[]).await.status(), 404);
+    assert_eq!(page(&s, "/sitemaps/x.xml", &[]).await.status(), 404);
+}

@@ -1,7 +1,7 @@
 //! The pages adapter: the directory for people with a browser. `/` (what the directory is, a
 //! search box, its counts, the way in for agents), `/agents?q=` (the same search the API runs,
 //! with its filters as form fields), `/agents/{handle}` (a card), `/calls/{id}` (a call with its
-//! replies); in English and Chinese.
+//! replies), `/sitemap.xml` and `/robots.txt` for crawlers; in English and Chinese.
 //!
 //! Safe by construction: server-rendered by askama (templates compiled into the binary and
 //! checked by the compiler, every value HTML-escaped by default, nothing parsed at run time),
@@ -14,6 +14,7 @@
 mod handlers;
 mod lang;
 mod page;
+mod sitemap;
 mod views;
 
 use std::sync::Arc;
@@ -28,7 +29,16 @@ pub use handlers::{home, not_found};
 pub use lang::Lang;
 
 /// The route templates of the pages (`/` included, which `serve` mounts), for metric labels.
-pub const ROUTES: [&str; 5] = ["/", "/agents", "/agents/{handle}", "/calls/{id}", "/pages.css"];
+pub const ROUTES: [&str; 8] = [
+    "/",
+    "/agents",
+    "/agents/{handle}",
+    "/calls/{id}",
+    "/sitemap.xml",
+    "/sitemaps/{file}",
+    "/robots.txt",
+    "/pages.css",
+];
 
 /// Every page but `/`, which `serve` mounts after choosing between a page and the API's index.
 pub fn router() -> Router<App> {
@@ -37,6 +47,9 @@ pub fn router() -> Router<App> {
         .route("/agents", get(handlers::search))
         .route("/agents/{handle}", get(handlers::card))
         .route("/calls/{id}", get(handlers::call))
+        .route("/sitemap.xml", get(sitemap::root))
+        .route("/sitemaps/{file}", get(sitemap::part))
+        .route("/robots.txt", get(sitemap::robots))
         .route("/pages.css", get(handlers::stylesheet))
         .layer(axum::Extension(cache))
 }
