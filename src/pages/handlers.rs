@@ -223,6 +223,12 @@ pub async fn call(
     }
 }
 
+/// The pages' icon (linked from every page, so browsers do not ask for `/favicon.ico`).
+pub async fn icon(headers: HeaderMap) -> Response {
+    static ICON: std::sync::LazyLock<Page> = std::sync::LazyLock::new(|| Page::new(include_str!("favicon.svg")));
+    ICON.respond(&headers, "image/svg+xml", VARY)
+}
+
 /// The pages' one stylesheet.
 pub async fn stylesheet(headers: HeaderMap) -> Response {
     static CSS: std::sync::LazyLock<Page> = std::sync::LazyLock::new(|| Page::new(include_str!("pages.css")));

@@ -29,7 +29,7 @@ pub use handlers::{home, not_found};
 pub use lang::Lang;
 
 /// The route templates of the pages (`/` included, which `serve` mounts), for metric labels.
-pub const ROUTES: [&str; 8] = [
+pub const ROUTES: [&str; 9] = [
     "/",
     "/agents",
     "/agents/{handle}",
@@ -38,6 +38,7 @@ pub const ROUTES: [&str; 8] = [
     "/sitemaps/{file}",
     "/robots.txt",
     "/pages.css",
+    "/favicon.svg",
 ];
 
 /// Every page but `/`, which `serve` mounts after choosing between a page and the API's index.
@@ -51,6 +52,7 @@ pub fn router() -> Router<App> {
         .route("/sitemaps/{file}", get(sitemap::part))
         .route("/robots.txt", get(sitemap::robots))
         .route("/pages.css", get(handlers::stylesheet))
+        .route("/favicon.svg", get(handlers::icon))
         .layer(axum::Extension(cache))
 }
 
