@@ -20,7 +20,12 @@ fn handles_on(html: &str) -> Vec<String> {
 }
 
 fn api_handles(json: &serde_json::Value) -> Vec<String> {
-    json["agents"].as_array().expect("agents").iter().map(|a| a["handle"].as_str().expect("handle").to_owned()).collect()
+    json["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .map(|a| a["handle"].as_str().expect("handle").to_owned())
+        .collect()
 }
 
 async fn page(s: &Server, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
@@ -89,9 +94,13 @@ async fn a_search_page_is_the_api_search_with_its_filters_and_paging() {
         .await
         .expect(200);
     let verified = s.verified("versub").await;
-    s.patch("/api/me", Some(&verified.key), json!({"tagline": "Subtitles, verified", "capabilities": ["subtitles"]}))
-        .await
-        .expect(200);
+    s.patch(
+        "/api/me",
+        Some(&verified.key),
+        json!({"tagline": "Subtitles, verified", "capabilities": ["subtitles"]}),
+    )
+    .await
+    .expect(200);
 
     for query in [
         "q=podcast+subtitles",
@@ -108,8 +117,15 @@ async fn a_search_page_is_the_api_search_with_its_filters_and_paging() {
         assert_eq!(header(&r, "vary"), "Accept-Language");
         assert!(header(&r, "etag").starts_with("\"p"));
         let html = r.text().await.expect("body");
-        assert_eq!(handles_on(&html), api_handles(&api.json), "the same agents in the same order for {query}");
-        assert!(html.contains(&format!("<span id=\"total\">{}</span>", api.json["total"])) || api.json["total"] == 0);
+        assert_eq!(
+            handles_on(&html),
+            api_handles(&api.json),
+            "the same agents in the same order for {query}"
+        );
+        assert!(
+            html.contains(&format!("<span id=\"total\">{}</span>", api.json["total"]))
+                || api.json["total"] == 0
+        );
         assert!(html.contains("noindex"), "results are not for indexes");
     }
 
@@ -173,7 +189,9 @@ async fn a_card_page_shows_the_card_follows_a_rename_and_is_gone_with_the_agent(
     assert_eq!(r.status(), 304);
     let zh = page(&s, &format!("/agents/{}", a.handle), &[("accept-language", "zh")]).await;
     assert_ne!(header(&zh, "etag"), etag, "each language is its own page");
-    s.patch("/api/me", Some(&a.key), json!({"tagline": "Careful contract review, now faster"})).await.expect(200);
+    s.patch("/api/me", Some(&a.key), json!({"tagline": "Careful contract review, now faster"}))
+        .await
+        .expect(200);
     let r = page(&s, &format!("/agents/{}", a.handle), &[("if-none-match", &etag)]).await;
     assert_eq!(r.status(), 200);
     assert!(r.text().await.expect("body").contains("now faster"), "the page follows the card at once");
@@ -181,16 +199,12 @@ async fn a_card_page_shows_the_card_follows_a_rename_and_is_gone_with_the_agent(
     // Renamed: the old handle answers 301 to the new page, keeping the chosen language.
     let new = format!("{}-new", a.handle);
     s.post("/api/me/handle", Some(&a.key), json!({"handle": new})).await.expect(200);
-    let r = s
-        .http
-        .get(s.url(&format!("/agents/{}?lang=zh", a.handle)))
-        .send()
-        .await
-        .expect("request");
+    let r = s.http.get(s.url(&format!("/agents/{}?lang=zh", a.handle))).send().await.expect("request");
     // reqwest follows redirects: the page it lands on is the new one.
     assert_eq!(r.status(), 200);
     assert!(r.url().path().ends_with(&format!("/agents/{new}")), "{}", r.url());
-    let no_follow = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let no_follow =
+        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
     let r = no_follow.get(s.url(&format!("/agents/{}", a.handle))).send().await.expect("request");
     assert_eq!(r.status(), 301);
     assert_eq!(header(&r, "location"), format!("/agents/{new}"));
@@ -210,7 +224,10 @@ async fn a_call_page_shows_the_replies_and_a_hidden_call_is_gone() {
     let a = s.register("caller").await;
     let b = s.register("replier").await;
     let id = s
-        .call(&a, json!({"kind": "seeking", "title": "需要字幕翻译", "body": "把播客做成中文字幕。\n第二行。"}))
+        .call(
+            &a,
+            json!({"kind": "seeking", "title": "需要字幕翻译", "body": "把播客做成中文字幕。\n第二行。"}),
+        )
         .await;
     s.post(&format!("/api/posts/{id}/replies"), Some(&b.key), json!({"body": "I can help with that."}))
         .await
@@ -218,7 +235,10 @@ async fn a_call_page_shows_the_replies_and_a_hidden_call_is_gone() {
     let r = page(&s, &format!("/calls/{id}"), &[]).await;
     assert_eq!(r.status(), 200);
     let html = r.text().await.expect("body");
-    assert!(html.contains("<h1 lang=\"zh\" dir=\"auto\">需要字幕翻译</h1>"), "the call in the language it was written in");
+    assert!(
+        html.contains("<h1 lang=\"zh\" dir=\"auto\">需要字幕翻译</h1>"),
+        "the call in the language it was written in"
+    );
     assert!(html.contains("I can help with that."));
     assert!(html.contains(&format!("href=\"/agents/{}\"", b.handle)));
     assert!(html.contains(&format!("href=\"/api/posts/{id}\"")));
@@ -232,7 +252,8 @@ async fn a_call_page_shows_the_replies_and_a_hidden_call_is_gone() {
 async fn the_language_follows_accept_language_and_the_switch_overrides_it() {
     let s = Server::start().await;
     let a = s.register("lang").await;
-    let html = page(&s, "/", &[("accept-language", "zh-CN,zh;q=0.9,en;q=0.5")]).await.text().await.expect("body");
+    let html =
+        page(&s, "/", &[("accept-language", "zh-CN,zh;q=0.9,en;q=0.5")]).await.text().await.expect("body");
     assert!(html.contains("<html lang=\"zh\">") && html.contains("公开的 AI 智能体目录"));
     assert!(html.contains("href=\"/?lang=en\""), "the switch leads to English");
     let html = page(&s, "/?lang=en", &[("accept-language", "zh-CN")]).await.text().await.expect("body");
@@ -242,12 +263,18 @@ async fn the_language_follows_accept_language_and_the_switch_overrides_it() {
     let html = page(&s, &format!("/agents?q=test&lang=zh"), &[]).await.text().await.expect("body");
     assert!(html.contains(&format!("href=\"/agents/{}?lang=zh\"", a.handle)), "{html}");
     assert!(html.contains("href=\"/agents?q=test&#38;lang=en\""), "the switch keeps the query");
-    let html = page(&s, &format!("/agents/{}", a.handle), &[("accept-language", "en")]).await.text().await.expect("body");
+    let html = page(&s, &format!("/agents/{}", a.handle), &[("accept-language", "en")])
+        .await
+        .text()
+        .await
+        .expect("body");
     // The agent's own text is never translated: its English description shows on the Chinese
     // page too, marked as English.
     let zh = page(&s, &format!("/agents/{}?lang=zh", a.handle), &[]).await.text().await.expect("body");
     assert!(html.contains("lang=\"en\">A test agent that helps with tests.</div>"));
-    assert!(zh.contains("lang=\"en\">A test agent that helps with tests.</div>") && zh.contains("信任与证明"));
+    assert!(
+        zh.contains("lang=\"en\">A test agent that helps with tests.</div>") && zh.contains("信任与证明")
+    );
 }
 
 #[tokio::test]

@@ -140,9 +140,13 @@ async fn hostile_texts_never_run_in_a_real_browser_and_a_person_can_search_read_
         .await;
     let replier = s.register("replier").await;
     s.patch("/api/me", Some(&replier.key), json!({"name": SVG_ONLOAD})).await.expect(200);
-    s.post(&format!("/api/posts/{call}/replies"), Some(&replier.key), json!({"body": format!("{SCRIPT_TAG} {BIDI}")}))
-        .await
-        .expect(201);
+    s.post(
+        &format!("/api/posts/{call}/replies"),
+        Some(&replier.key),
+        json!({"body": format!("{SCRIPT_TAG} {BIDI}")}),
+    )
+    .await
+    .expect(201);
 
     let benign = s.register("subtitles").await;
     s.patch(
@@ -165,7 +169,9 @@ async fn hostile_texts_never_run_in_a_real_browser_and_a_person_can_search_read_
     loop {
         let card = s.get(&format!("/api/agents/{hostile_handle}"), None).await;
         if card.json["agent"]["endpoints"][0]["status"] == "live" {
-            assert!(card.json["agent"]["endpoints"][0]["name"].as_str().is_some_and(|n| n.contains("onerror")));
+            assert!(
+                card.json["agent"]["endpoints"][0]["name"].as_str().is_some_and(|n| n.contains("onerror"))
+            );
             break;
         }
         assert!(Instant::now() < deadline, "the hostile endpoint never went live: {}", card.text);

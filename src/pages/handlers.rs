@@ -29,10 +29,7 @@ const VARY_HOME: &str = "Accept, Accept-Language";
 /// The query's pairs less blank fields (a form sends every field, filled or not).
 fn pairs(parts: &Parts) -> Vec<(String, String)> {
     let query = parts.uri.query().unwrap_or("");
-    url::form_urlencoded::parse(query.as_bytes())
-        .into_owned()
-        .filter(|(_, v)| !v.trim().is_empty())
-        .collect()
+    url::form_urlencoded::parse(query.as_bytes()).into_owned().filter(|(_, v)| !v.trim().is_empty()).collect()
 }
 
 fn choice(parts: &Parts) -> Choice {
@@ -91,7 +88,8 @@ pub async fn home(State(app): State<App>, req: Request) -> Response {
     let page = HomePage {
         f,
         stats,
-        mcp_config: serde_json::json!({"mcpServers": {"agentdir": {"type": "http", "url": mcp_url}}}).to_string(),
+        mcp_config: serde_json::json!({"mcpServers": {"agentdir": {"type": "http", "url": mcp_url}}})
+            .to_string(),
         mcp_url,
     };
     match rendered(&page) {
@@ -225,7 +223,8 @@ pub async fn call(
 
 /// The pages' icon (linked from every page, so browsers do not ask for `/favicon.ico`).
 pub async fn icon(headers: HeaderMap) -> Response {
-    static ICON: std::sync::LazyLock<Page> = std::sync::LazyLock::new(|| Page::new(include_str!("favicon.svg")));
+    static ICON: std::sync::LazyLock<Page> =
+        std::sync::LazyLock::new(|| Page::new(include_str!("favicon.svg")));
     ICON.respond(&headers, "image/svg+xml", VARY)
 }
 

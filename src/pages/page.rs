@@ -49,8 +49,11 @@ impl Page {
     /// `200` with the page, or `304` when the client holds it; with `vary` on top of
     /// `Accept-Language`.
     pub fn respond(&self, request: &HeaderMap, content_type: &'static str, vary: &'static str) -> Response {
-        let unchanged =
-            request.get_all(header::IF_NONE_MATCH).iter().filter_map(|v| v.to_str().ok()).any(|v| self.matches(v));
+        let unchanged = request
+            .get_all(header::IF_NONE_MATCH)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| self.matches(v));
         let mut res = if unchanged {
             StatusCode::NOT_MODIFIED.into_response()
         } else {
@@ -72,7 +75,10 @@ impl Page {
 /// The pages' own policy in place of the API's (which forbids forms and stylesheets).
 pub fn secure(headers: &mut HeaderMap) {
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
-    headers.insert(HeaderName::from_static("cross-origin-opener-policy"), HeaderValue::from_static("same-origin"));
+    headers.insert(
+        HeaderName::from_static("cross-origin-opener-policy"),
+        HeaderValue::from_static("same-origin"),
+    );
 }
 
 /// A page that is not kept (an error, a redirect target that moved): its status and no ETag.

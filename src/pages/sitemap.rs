@@ -34,7 +34,11 @@ pub async fn robots(State(app): State<App>, headers: HeaderMap) -> Response {
 }
 
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&apos;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&apos;")
 }
 
 fn urlset(base: &str, listed: &ListedCards) -> String {
@@ -66,7 +70,11 @@ pub async fn root(State(app): State<App>, headers: HeaderMap) -> Result<Response
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n",
         );
         for n in 1..=parts {
-            let _ = writeln!(xml, "<sitemap><loc>{}</loc></sitemap>", escape(&format!("{base}/sitemaps/{n}.xml")));
+            let _ = writeln!(
+                xml,
+                "<sitemap><loc>{}</loc></sitemap>",
+                escape(&format!("{base}/sitemaps/{n}.xml"))
+            );
         }
         xml.push_str("</sitemapindex>\n");
         xml

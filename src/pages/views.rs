@@ -192,7 +192,12 @@ impl Hit {
             level: a.trust.level,
             level_word: level_word(t, a.trust.level),
             accepting: a.contact_policy.accepting,
-            live: a.endpoints.iter().filter(|e| e.status == EndpointStatus::Live).map(|e| e.kind.as_str()).collect(),
+            live: a
+                .endpoints
+                .iter()
+                .filter(|e| e.status == EndpointStatus::Live)
+                .map(|e| e.kind.as_str())
+                .collect(),
             capabilities: a.capabilities.clone(),
         }
     }
@@ -239,8 +244,9 @@ impl SearchPage {
         let shown = hits.len() as u64;
         let previous = (offset > 0).then(|| page_at(offset.saturating_sub(limit)));
         let next_at = offset + limit;
-        let next = (next_at < list.total && next_at <= u64::from(crate::domain::list::MAX_OFFSET) && shown > 0)
-            .then(|| page_at(next_at));
+        let next =
+            (next_at < list.total && next_at <= u64::from(crate::domain::list::MAX_OFFSET) && shown > 0)
+                .then(|| page_at(next_at));
         SearchPage {
             form: Form::of(q),
             total: list.total,
@@ -325,7 +331,10 @@ impl EndpointRow {
     }
 
     pub fn observed(&self) -> bool {
-        self.name.is_some() || self.protocol_version.is_some() || self.skill_count.is_some() || self.tool_count.is_some()
+        self.name.is_some()
+            || self.protocol_version.is_some()
+            || self.skill_count.is_some()
+            || self.tool_count.is_some()
     }
 }
 

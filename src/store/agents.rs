@@ -348,7 +348,9 @@ pub fn handles_with_prefix(conn: &Connection, prefix: &str, limit: u32) -> Resul
 
 /// How many agents the public may see.
 pub fn listed_count(conn: &Connection) -> Result<u64> {
-    let n: i64 = conn.prepare_cached("SELECT COUNT(*) AS n FROM agents WHERE listed")?.query_row([], |r| r.get("n"))?;
+    let n: i64 = conn
+        .prepare_cached("SELECT COUNT(*) AS n FROM agents WHERE listed")?
+        .query_row([], |r| r.get("n"))?;
     Ok(n.max(0) as u64)
 }
 
