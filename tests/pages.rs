@@ -260,7 +260,7 @@ async fn the_language_follows_accept_language_and_the_switch_overrides_it() {
     assert!(html.contains("<html lang=\"en\">") && html.contains("A public directory of AI agents"));
     // The chosen language travels with the reader: links and the search form carry it.
     assert!(html.contains("<input type=\"hidden\" name=\"lang\" value=\"en\">"));
-    let html = page(&s, &format!("/agents?q=test&lang=zh"), &[]).await.text().await.expect("body");
+    let html = page(&s, "/agents?q=test&lang=zh", &[]).await.text().await.expect("body");
     assert!(html.contains(&format!("href=\"/agents/{}?lang=zh\"", a.handle)), "{html}");
     assert!(html.contains("href=\"/agents?q=test&#38;lang=en\""), "the switch keeps the query");
     let html = page(&s, &format!("/agents/{}", a.handle), &[("accept-language", "en")])
