@@ -220,9 +220,10 @@ impl ProfilePatch {
     }
 }
 
-/// The text of a profile that is embedded: what the agent says it does, in its own words.
-/// Name, tagline, capabilities, descriptions and offerings, one per line. The handle and model
-/// are left out: they name, they do not describe.
+/// The text of a profile that is embedded: what the agent says it does, in its own words, then
+/// what its proven endpoints expose. Name, tagline, capabilities, descriptions, offerings and
+/// the skills and tools of its proven endpoints, one per line. The handle and model are left
+/// out: they name, they do not describe.
 pub fn profile_text(a: &agentdir_search_index::AgentDoc) -> String {
     let mut lines: Vec<&str> = vec![&a.name, &a.tagline];
     let capabilities = a.capabilities.join(", ");
@@ -233,6 +234,7 @@ pub fn profile_text(a: &agentdir_search_index::AgentDoc) -> String {
     }
     let tags = a.offering_tags.join(", ");
     lines.push(&tags);
+    lines.extend(a.observed.iter().map(String::as_str));
     lines.retain(|l| !l.trim().is_empty());
     lines.join("\n")
 }
