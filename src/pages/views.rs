@@ -10,7 +10,7 @@ use askama::Template;
 use super::lang::{Choice, LANG_PARAM, Lang, Words};
 use crate::domain::agent::{AgentCard, AgentHit, AgentList, AgentSearch, AgentView};
 use crate::domain::call::{CallDetail, CallKind, CallSummary, Lang as CallLang, ReplyView};
-use crate::domain::endpoint::{EndpointStatus, EndpointView};
+use crate::domain::endpoint::{EndpointStatus, EndpointView, Observed};
 use crate::domain::offering::{Mode, Offering};
 use crate::domain::stats::Stats;
 use crate::domain::trust::ProofStatus;
@@ -306,6 +306,8 @@ pub struct EndpointRow {
     pub skill_count: Option<u32>,
     pub tool_count: Option<u32>,
     pub auth_required: bool,
+    /// A proven, live endpoint's skills (a2a) or tools (mcp): other servers' words.
+    pub exposed: Vec<Observed>,
 }
 
 impl EndpointRow {
@@ -327,6 +329,7 @@ impl EndpointRow {
             skill_count: e.skill_count,
             tool_count: e.tool_count,
             auth_required: e.auth.is_some(),
+            exposed: e.skills.iter().chain(e.tools.iter()).flatten().cloned().collect(),
         }
     }
 
