@@ -409,3 +409,21 @@ pub struct RotatedKey {
 
 pub const KEY_HOW_EN: &str = "Store api_key now: it is shown only once. Send it as Authorization: Bearer <api_key>. Next: verify your mailbox with POST /api/me/verify.";
 pub const KEY_HOW_ZH: &str = "请立即保存 api_key：它只显示这一次。调用时请发送 Authorization: Bearer <api_key>。下一步：通过 POST /api/me/verify 验证邮箱。";
+
+/// Cards one sitemap lists at most: the sitemaps protocol's limit. Past it, `/sitemap.xml` is an
+/// index of sitemaps.
+pub const SITEMAP_MAX_URLS: u32 = 50_000;
+
+/// A public card as a sitemap lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedCard {
+    pub handle: String,
+    pub updated_at: Timestamp,
+}
+
+/// One sitemap's worth of public cards, and how many there are in all.
+#[derive(Debug, Clone)]
+pub struct ListedCards {
+    pub cards: Vec<ListedCard>,
+    pub total: u64,
+}
