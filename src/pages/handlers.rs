@@ -109,8 +109,8 @@ pub async fn search(State(app): State<App>, req: Request) -> Response {
         Ok(q) => q,
         Err(e) => return error_page(choice, "/agents", &e),
     };
-    let client = request_client_ip(&parts, &app).to_string();
-    let list = match app.find_agents(q.clone(), &client).await {
+    let client = request_client_ip(&parts, &app);
+    let list = match app.find_agents(q.clone(), client).await {
         Ok(list) => list,
         Err(e) => return error_page(choice, "/agents", &e),
     };
