@@ -251,3 +251,77 @@ fn mcp_result(r: &Resp) -> Value {
     };
     body["result"].clone()
 }
+
+#[tokio::test]
+async fn long_needs_sent_back_to_back_from_two_networks_leave_a_bystander_its_meaning() {
+    let s = Arc::new(Server::start_with(&[("AGENTDIR_TRUSTED_PROXIES", "127.0.0.1")]).await);
+    trades(&s).await;
+    let situation = "Our team sells handmade furniture online to customers in Europe and Asia, and every \
+        product page, the shipping and return policy and the care instructions must be translated \
+        into Chinese, Japanese and Korean with the measurements kept exact. ";
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut attack = Vec::new();
+    for network in 0..2usize {
+        let (s, stop, situation) = (s.clone(), stop.clone(), situation.to_owned());
+        attack.push(tokio::spawn(async move {
+            let mut read = HashMap::<String, usize>::new();
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                // Each long need new (nothing remembered), past the 1,500 characters a profile
+                // is cut at.
+                let need = format!("{}Request {i} of network {network}.", situation.repeat(10));
+                let r = search_from(&s, &format!("198.18.{network}.9"), &need).await;
+                assert!(r.status < 500, "{}", r.text);
+                *read.entry(matched_by(&r)).or_default() += 1;
+                i += 1;
+            }
+            read
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut bystander = Vec::new();
+    for i in 0..20 {
+        bystander.push(matched_by(&search_from(&s, "192.0.2.77", &distinct(500 + i)).await));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut attackers = HashMap::<String, usize>::new();
+    for a in attack {
+        for (k, v) in a.await.expect("attack task") {
+            *attackers.entry(k).or_default() += v;
+        }
+    }
+    let by_model = bystander.iter().filter(|m| *m == "combined").count();
+    assert!(by_model >= 18, "the bystander's needs read by the model: {by_model} of 20 ({bystander:?})");
+    // The attack ran while the bystander asked (its needs answered, none 5xx: checked above).
+    let attack_total: usize = attackers.values().sum();
+    assert!(attack_total >= 2, "the attack sent {attack_total} needs");
+}
+
+#[tokio::test]
+async fn the_search_page_spends_the_same_share_as_the_api_and_says_when_it_matched_by_words_alone() {
+    let spent = "someone to review contracts for small firms";
+    let other = "合同审阅";
+    assert!(cost(other) <= cost(spent));
+    let s = Server::start_with(&[
+        ("AGENTDIR_TRUSTED_PROXIES", "127.0.0.1"),
+        ("AGENTDIR_SHARE_TOKENS_PER_SECOND", "0"),
+        ("AGENTDIR_SHARE_BURST_TOKENS", &cost(spent).to_string()),
+    ])
+    .await;
+    trades(&s).await;
+    let page = |client: &'static str| {
+        s.send(s.http.get(s.url("/agents")).query(&[("q", other)]).header("x-forwarded-for", client))
+    };
+    // The API spends the network's whole share.
+    assert_eq!(matched_by(&search_from(&s, "203.0.113.1", spent).await), "combined");
+    // The page, from another address of that network, finds it spent: words alone, and it says so
+    // (the quick encoder knows none of this need's words).
+    let busy = page("203.0.113.2").await;
+    busy.expect(200);
+    assert!(busy.text.contains("id=\"words-busy\""), "{}", busy.text);
+    // From another network the model reads it, and the page has no such note.
+    let read = page("198.51.100.3").await;
+    read.expect(200);
+    assert!(!read.text.contains("words-busy"), "{}", read.text);
+    assert!(read.text.contains("law-"), "the contract adviser is found by meaning: {}", read.text);
+}

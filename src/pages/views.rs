@@ -210,6 +210,9 @@ pub struct SearchPage {
     pub form: Form,
     pub hits: Vec<Hit>,
     pub total: u64,
+    /// Answered by words alone for now: the page says so, so an empty or short list is not
+    /// read as "nothing fits".
+    pub words_busy: bool,
     pub first: u64,
     pub last: u64,
     pub previous: Option<String>,
@@ -250,6 +253,7 @@ impl SearchPage {
         SearchPage {
             form: Form::of(q),
             total: list.total,
+            words_busy: list.matched_by == crate::domain::ranking::MatchedBy::WordsBusy,
             first: if shown == 0 { 0 } else { offset + 1 },
             last: offset + shown,
             previous,
