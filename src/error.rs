@@ -7,6 +7,7 @@ use std::fmt;
 use crate::checks::link_fetch::{LinkFetchError, PROOF_SCAN_BYTES};
 use crate::domain::agent::{HANDLE_MAX, HANDLE_MIN};
 use crate::domain::contact_request::COOLDOWN_AFTER_DECLINE;
+use crate::domain::events::RETENTION_DAYS;
 use crate::domain::offering::MAX_OFFERINGS;
 use crate::domain::schema::MAX_BODY_BYTES;
 use crate::domain::trust::PROOF_PREFIX;
@@ -63,6 +64,8 @@ pub enum Error {
     MethodNotAllowed,
     /// A change-feed cursor older than the deletions the feed still remembers.
     CursorExpired,
+    /// An inbox cursor older than the events the inbox keeps.
+    EventCursorExpired,
     HandleTaken,
     /// A handle on the reserved list (built in, or the operator's).
     HandleReserved,
@@ -233,6 +236,14 @@ impl Error {
                 "cursor_expired",
                 "This cursor is older than the deletions the feed still remembers: read the feed again from the beginning (leave out after).",
                 "该游标早于变更流仍保留的删除记录：请从头重新读取变更流（去掉游标参数）。",
+            ),
+            EventCursorExpired => Facts::new(
+                410,
+                "cursor_expired",
+                format!(
+                    "This cursor is older than the {RETENTION_DAYS} days events are kept: events after it may be gone. Read your events again without after."
+                ),
+                format!("该游标早于事件的保留期限（{RETENTION_DAYS} 天），之后的事件可能已被删除：请去掉游标参数，从头重新读取事件。"),
             ),
             HandleTaken => Facts::new(
                 409,
@@ -441,6 +452,7 @@ impl Error {
             Error::NotFound,
             Error::MethodNotAllowed,
             Error::CursorExpired,
+            Error::EventCursorExpired,
             Error::HandleTaken,
             Error::HandleReserved,
             Error::InvalidState { status: "accepted" },

@@ -143,6 +143,7 @@ async fn openapi_and_the_index_list_exactly_the_routes_the_server_serves() {
         ("GET", "/api/me/requests"),
         ("GET", "/api/me/replies"),
         ("GET", "/api/me/collabs"),
+        ("GET", "/api/me/events"),
         ("GET", "/api/requests/{id}"),
         ("POST", "/api/requests/{id}/accept"),
         ("POST", "/api/requests/{id}/decline"),

@@ -44,6 +44,7 @@ pub mod contact_policy;
 pub mod contact_request;
 pub mod deletion;
 pub mod endpoint;
+pub mod events;
 pub mod export;
 pub mod fields;
 pub mod handles;

@@ -8,8 +8,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use super::handlers::{agents, calls, collabs, me, meta, requests};
 use crate::app::{App, Node};
 use crate::domain::{
-    agent, call, changes, collab, contact_request as cr, deletion, export, handles, list, offering, recovery,
-    statement, stats, trust,
+    agent, call, changes, collab, contact_request as cr, deletion, events, export, handles, list, offering,
+    recovery, statement, stats, trust,
 };
 
 pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
@@ -230,6 +230,22 @@ pub fn table() -> Vec<Route> {
             .query::<list::Paging>()
             .returns::<call::ReplyList>()
             .to(get(me::replies)),
+        route(
+            Method::GET,
+            "/api/me/events",
+            Key,
+            const_format::concatcp!(
+                "Your inbox: what happened that concerns you, oldest first, kept ",
+                events::RETENTION_DAYS,
+                " days; wait up to ",
+                events::MAX_WAIT_SECONDS,
+                " s for the next event"
+            ),
+        )
+        .query::<events::EventsQuery>()
+        .returns::<events::EventPage>()
+        .errors(&[400, 410, 429, 503])
+        .to(get(me::events)),
         route(
             Method::GET,
             "/api/me/collabs",

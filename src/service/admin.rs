@@ -2,10 +2,12 @@
 //! touch SQLite only; every action is written to the audit log with who, when and why.
 
 use super::deletion;
+use super::events::tell;
 use super::handles::{self, RenamedBy};
 use crate::domain::agent;
 use crate::domain::call::CallStatus;
 use crate::domain::deletion::{AgentDeleted, Erased};
+use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::domain::handles::{Renamed, ReservedHandles};
 use crate::error::{Error, Result, Rule};
 use crate::ids;
@@ -52,8 +54,12 @@ pub fn set_owner_claim(pool: &Pool, handle: &str, owner_email: Option<&str>, by:
 pub fn set_suspended(pool: &Pool, handle: &str, suspended: bool, by: &Actor<'_>) -> Result<()> {
     let now = now_ms();
     store::write(&mut *pool.get()?, |tx| {
-        let id = agent_id(tx, handle)?;
-        agents::set_suspended(tx, id, suspended.then_some(now))?;
+        let a = agents::by_handle(tx, handle)?.ok_or(Error::NotFound)?;
+        if a.suspended_at.is_some() != suspended {
+            let kind = if suspended { EventKind::Suspended } else { EventKind::Restored };
+            tell(tx, a.id, kind, SubjectKind::Agent, &a.public_id, EventDetail::default(), now)?;
+        }
+        agents::set_suspended(tx, a.id, suspended.then_some(now))?;
         audit::record(tx, if suspended { "suspend" } else { "restore" }, handle, by.name, by.reason, now)
     })
 }
@@ -66,7 +72,12 @@ pub fn set_call_hidden(pool: &Pool, id: &str, hidden: bool, by: &Actor<'_>) -> R
     let now = now_ms();
     store::write(&mut *pool.get()?, |tx| {
         let call = calls::by_id(tx, id)?.ok_or(Error::NotFound)?;
-        calls::set_status(tx, call.key, if hidden { CallStatus::Hidden } else { CallStatus::Active })?;
+        let status = if hidden { CallStatus::Hidden } else { CallStatus::Active };
+        if call.summary.status != status {
+            let kind = if hidden { EventKind::CallHidden } else { EventKind::CallRestored };
+            tell(tx, call.agent_id, kind, SubjectKind::Call, id, EventDetail::default(), now)?;
+        }
+        calls::set_status(tx, call.key, status)?;
         if hidden {
             reports::resolve_target(tx, id, now)?;
         }

@@ -27,9 +27,11 @@ use tokio::sync::mpsc;
 use url::Url;
 
 use super::App;
+use super::events::tell;
 use crate::checks::endpoint_probe;
 use crate::checks::link_fetch::{HopGate, LinkFetchError};
 use crate::domain::endpoint::{CHECK_JITTER, CHECKS_AT_ONCE, Finding};
+use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::store::endpoints::{self as store, Listing, Target};
 use crate::telemetry;
 use crate::time::now_ms;
@@ -437,7 +439,30 @@ async fn record(app: &App, target: &Target, found: Finding) {
         }
     }
     let t = target.clone();
-    if let Err(e) = app.write(move |tx| store::record(tx, &t, &found, now_ms())).await {
+    let recorded = app.write(move |tx| {
+        let now = now_ms();
+        let before = store::finding(tx, &t)?.map(|f| f.status());
+        if store::record(tx, &t, &found, now)? && before != Some(found.status()) {
+            // The agent hears when its endpoint goes down, comes back, or is found invalid.
+            let detail = EventDetail {
+                endpoint_kind: Some(t.kind),
+                status: Some(found.status()),
+                previous_status: before,
+                ..EventDetail::default()
+            };
+            tell(
+                tx,
+                t.agent_id,
+                EventKind::EndpointStatusChanged,
+                SubjectKind::Endpoint,
+                &t.url,
+                detail,
+                now,
+            )?;
+        }
+        Ok(())
+    });
+    if let Err(e) = recorded.await {
         tracing::warn!(error = %e, "an endpoint check's finding could not be recorded");
     }
 }

@@ -16,6 +16,7 @@ pub mod deletion;
 pub mod documents;
 pub mod endpoint_checks;
 pub mod endpoints;
+pub mod events;
 pub mod export;
 pub mod finding;
 pub mod handles;

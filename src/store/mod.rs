@@ -10,6 +10,7 @@ pub mod codes;
 pub mod collabs;
 pub mod deletion;
 pub mod endpoints;
+pub mod events;
 pub mod holds;
 pub mod meta;
 pub mod offerings;
@@ -72,6 +73,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (9, "previous_mailbox", include_str!("../../migrations/0009_previous_mailbox.sql")),
     (10, "proofs_where_found", include_str!("../../migrations/0010_proofs_where_found.sql")),
     (11, "budgets_by_agent", include_str!("../../migrations/0011_budgets_by_agent.sql")),
+    (12, "events", include_str!("../../migrations/0012_events.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
@@ -313,6 +315,8 @@ stored_as_text!(
     crate::domain::handles::HoldReason,
     crate::domain::endpoint::EndpointKind,
     crate::domain::endpoint::EndpointStatus,
+    crate::domain::events::EventKind,
+    crate::domain::events::SubjectKind,
     crate::domain::offering::Mode,
     crate::domain::trust::CodePurpose,
     changes::ChangeKind,

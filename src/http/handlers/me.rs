@@ -10,6 +10,7 @@ use crate::domain::call::ReplyList;
 use crate::domain::collab::CollabList;
 use crate::domain::contact_request::{ContactRequestList, RequestFilter};
 use crate::domain::deletion::AgentDeleted;
+use crate::domain::events::{EventPage, EventsQuery};
 use crate::domain::export::{Export, ExportQuery};
 use crate::domain::handles::{HandleChange, Renamed};
 use crate::domain::list::Paging;
@@ -103,4 +104,12 @@ pub async fn rename(
 
 pub async fn delete(State(app): State<App>, Auth(caller): Auth) -> Reply<AgentDeleted> {
     Ok(Json(app.delete_own_agent(caller).await?))
+}
+
+pub async fn events(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    QueryParams(q): QueryParams<EventsQuery>,
+) -> Reply<EventPage> {
+    Ok(Json(app.my_events(caller, q).await?))
 }

@@ -1,0 +1,140 @@
+//! The agent's inbox: what the operations record as they write (`tell`, in the transaction of
+//! the write that caused it), and reading it (`GET /api/me/events`): the agent's events after
+//! its cursor, each with its summary and, where another agent wrote something it is about, that
+//! text under `untrusted`, read as the agent reads it elsewhere.
+
+use rusqlite::Connection;
+
+use super::{App, Caller};
+use crate::derived::views;
+use crate::domain::events::{
+    Cursor, DEFAULT_LIMIT, Event, EventDetail, EventKind, EventPage, EventsQuery, RECOVERY_COALESCE_MS,
+    RETENTION_MS, SubjectKind, UNTRUSTED_NOTICE, Untrusted, summary,
+};
+use crate::domain::notice::NOTICE;
+use crate::error::{Error, Result, Rule};
+use crate::store::events::{self as events_store, EventRow, NewEvent};
+use crate::store::{agents, collabs, replies, requests};
+use crate::time::{Timestamp, now_ms};
+
+/// Records an event for `agent` about `subject_id`, inside the caller's transaction.
+pub(crate) fn tell(
+    tx: &Connection,
+    agent: i64,
+    kind: EventKind,
+    subject_kind: SubjectKind,
+    subject_id: &str,
+    detail: EventDetail,
+    now: i64,
+) -> Result<()> {
+    events_store::record(tx, &NewEvent { agent_id: agent, kind, subject_kind, subject_id, detail, at: now })
+}
+
+/// Tells agent `agent` (public id `sub`) that someone started a key recovery of it: one event per
+/// [`RECOVERY_COALESCE_MS`] from the first start, counting the starts.
+pub(crate) fn tell_recovery_started(tx: &Connection, agent: i64, sub: &str, now: i64) -> Result<()> {
+    events_store::record_coalesced(
+        tx,
+        &NewEvent {
+            agent_id: agent,
+            kind: EventKind::RecoveryStarted,
+            subject_kind: SubjectKind::Agent,
+            subject_id: sub,
+            detail: EventDetail::default(),
+            at: now,
+        },
+        RECOVERY_COALESCE_MS,
+    )
+}
+
+/// What another agent wrote that `row` is about, as `caller` reads it elsewhere; `None` when
+/// the event is about nothing another agent wrote, or the record is gone.
+fn untrusted(conn: &Connection, caller: i64, row: &EventRow, now: i64) -> Result<Option<Untrusted>> {
+    let mut out = Untrusted { notice: UNTRUSTED_NOTICE, request: None, reply: None, collab: None };
+    match row.subject_kind {
+        SubjectKind::Request => {
+            let Some(r) = requests::by_id(conn, &row.subject_id)? else { return Ok(None) };
+            if r.sender_id != caller && r.recipient_id != caller {
+                return Ok(None);
+            }
+            let sender = agents::by_id(conn, r.sender_id)?.ok_or(Error::Internal)?;
+            let recipient = agents::by_id(conn, r.recipient_id)?.ok_or(Error::Internal)?;
+            out.request = Some(views::request(r, &sender, &recipient, now));
+        }
+        SubjectKind::Reply => {
+            let Some(r) = replies::on_call_of(conn, &row.subject_id, caller)? else { return Ok(None) };
+            out.reply = Some(views::reply_on_own_call(r));
+        }
+        SubjectKind::Collab => {
+            let Some(c) = collabs::by_id(conn, &row.subject_id)? else { return Ok(None) };
+            if c.proposer_id != caller && c.partner_id != caller {
+                return Ok(None);
+            }
+            out.collab = Some(views::collab(c, true));
+        }
+        SubjectKind::Call | SubjectKind::Endpoint | SubjectKind::LinkProof | SubjectKind::Agent => {
+            return Ok(None);
+        }
+    }
+    Ok(Some(out))
+}
+
+fn event(conn: &Connection, caller: i64, row: EventRow, now: i64) -> Result<Event> {
+    let (summary_en, summary_zh) = summary(row.kind, &row.subject_id, &row.detail, row.count);
+    let untrusted = untrusted(conn, caller, &row, now)?;
+    Ok(Event {
+        cursor: Cursor { seq: row.seq, at: row.at }.to_string(),
+        kind: row.kind,
+        at: Timestamp(row.at),
+        subject: crate::domain::events::Subject { kind: row.subject_kind, id: row.subject_id },
+        summary_en,
+        summary_zh,
+        count: (row.kind == EventKind::RecoveryStarted).then_some(row.count),
+        detail: row.detail,
+        untrusted,
+    })
+}
+
+/// Where a read of the inbox starts: the given cursor (400 when the server did not write it,
+/// 410 when events after it may have been forgotten), or the beginning.
+pub(crate) fn start(after: Option<&str>, now: i64) -> Result<u64> {
+    let Some(text) = after else { return Ok(0) };
+    let cursor = Cursor::parse(text).ok_or(Error::validation("after", Rule::Cursor))?;
+    if cursor.expired(now) {
+        return Err(Error::EventCursorExpired);
+    }
+    Ok(cursor.seq)
+}
+
+/// One page of `caller`'s inbox after `after`, read in one snapshot.
+pub(crate) fn page(conn: &Connection, caller: i64, after: u64, limit: u32, now: i64) -> Result<EventPage> {
+    let snapshot = conn.unchecked_transaction()?;
+    let mut rows = events_store::of_agent(&snapshot, caller, after, limit + 1)?;
+    let has_more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    // The reader holds everything up to the last event it gets; when more follow, nothing
+    // younger than that event is missing, else nothing up to now.
+    let next = match rows.last() {
+        Some(last) if has_more => Cursor { seq: last.seq, at: last.at },
+        Some(last) => Cursor { seq: last.seq, at: now },
+        None => Cursor { seq: after, at: now },
+    };
+    let events = rows.into_iter().map(|row| event(&snapshot, caller, row, now)).collect::<Result<_>>()?;
+    Ok(EventPage { notice: NOTICE, events, next: next.to_string(), has_more })
+}
+
+impl App {
+    /// `GET /api/me/events` without waiting: the caller's events after its cursor.
+    pub async fn my_events(&self, caller: Caller, q: EventsQuery) -> Result<EventPage> {
+        let now = now_ms();
+        let after = start(q.after.as_deref(), now)?;
+        let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
+        self.blocking(move |app| page(&*app.read()?, caller.id, after, limit, now)).await
+    }
+
+    /// Forgets events older than their retention (the primary's upkeep).
+    pub(crate) fn forget_old_events(&self) -> Result<usize> {
+        let before = now_ms() - RETENTION_MS;
+        self.write_blocking(move |tx| events_store::prune(tx, before))
+    }
+}
