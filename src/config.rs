@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::app::limits::{Rate, RateSettings, defaults as rates};
 use crate::app::{ReplicaSettings, Start};
 use crate::checks::link_fetch::PrivateTargets;
+use crate::domain::events::{DEFAULT_MAX_WAITING, MAX_WAIT_SECONDS};
 use crate::domain::handles::ReservedHandles;
 use crate::http::middleware::Hardening;
 use crate::store::ReadPool;
@@ -167,6 +168,10 @@ pub struct ServeArgs {
     /// copy the build fetched]. A missing file leaves search by words only.
     #[arg(long, env = "AGENTDIR_MODEL_PATH")]
     pub model_path: Option<PathBuf>,
+    /// Polls of GET /api/me/events that may wait for an event at once, in all; past it a poll
+    /// that would wait is answered 503 with Retry-After.
+    #[arg(long, env = "AGENTDIR_MAX_WAITING", default_value_t = DEFAULT_MAX_WAITING, value_parser = parse_positive)]
+    pub max_waiting: usize,
     #[command(flatten)]
     pub replica: ReplicaArgs,
 }
@@ -204,6 +209,13 @@ impl ServeArgs {
 
     pub fn model(&self) -> crate::app::model::ModelSettings {
         crate::app::model::ModelSettings { mode: self.search_mode, model_path: self.model_path.clone() }
+    }
+
+    /// The longest a poll of an inbox waits: its `wait`, at most the documented maximum, and
+    /// ending a second before the request timeout when that is shorter.
+    pub fn longest_wait(&self) -> Duration {
+        let documented = Duration::from_secs(u64::from(MAX_WAIT_SECONDS));
+        documented.min(self.request_timeout.saturating_sub(Duration::from_secs(1)))
     }
 
     pub fn hardening(&self) -> Hardening {

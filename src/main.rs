@@ -79,6 +79,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             reserved_handles: args.reserved_handles(),
             endpoint_check_interval: args.endpoint_check_interval,
             model: args.model(),
+            max_waiting: args.max_waiting,
+            longest_wait: args.longest_wait(),
         };
         if args.link_fetch_allow_private != agentdir::checks::link_fetch::PrivateTargets::None {
             agentdir::domain::endpoint::lift_port_rule();

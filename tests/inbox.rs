@@ -401,3 +401,141 @@ async fn leaving_the_directory_closes_what_waited_and_tells_the_other_parties() 
     let all = serde_json::to_string(&events(&s, &recipient).await).unwrap();
     assert!(!all.contains(&sender.handle) && !all.contains(&sender.mailbox), "{all}");
 }
+
+/// The polls waiting now, as `/metrics` tells.
+async fn waiting(s: &Server) -> u64 {
+    let text = s.get("/metrics", None).await.text;
+    text.lines()
+        .find_map(|l| l.strip_prefix("agentdir_inbox_polls_waiting "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+/// Until `n` polls wait on the server.
+async fn until_waiting(s: &Server, n: u64) {
+    let started = Instant::now();
+    while waiting(s).await != n {
+        assert!(started.elapsed() < WITHIN, "{n} polls never waited (now {})", waiting(s).await);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `a`'s position at the end of its inbox now.
+async fn end_of(s: &Server, a: &Agent) -> String {
+    let r = s.get("/api/me/events?limit=100", Some(&a.key)).await;
+    r.expect(200);
+    assert_eq!(r.json["has_more"], false);
+    r.json["next"].as_str().expect("next").to_owned()
+}
+
+/// A poll of `a`'s inbox after `after`, waiting up to `wait` seconds, on a task of its own;
+/// its answer and how long it took.
+fn poll(s: &Server, a: &Agent, after: &str, wait: u32) -> tokio::task::JoinHandle<(common::Resp, Duration)> {
+    let (http, url, key) =
+        (s.http.clone(), s.url(&format!("/api/me/events?after={after}&wait={wait}")), a.key.clone());
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let res = http.get(url).bearer_auth(key).send().await.expect("poll");
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let text = res.text().await.expect("body");
+        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+        (common::Resp { status, headers, text, json }, started.elapsed())
+    })
+}
+
+#[tokio::test]
+async fn a_waiting_poll_is_answered_when_its_event_arrives_and_holds_no_slot() {
+    let mut env = RELAXED_LIMITS.to_vec();
+    // Two slots: were the waiting polls holding theirs, nothing else would be answered.
+    env.push(("AGENTDIR_MAX_IN_FLIGHT", "2"));
+    env.push(("AGENTDIR_QUEUE_WAIT", "1"));
+    let s = Server::start_with(&env).await;
+    let author = s.register("lp-author").await;
+    let replier = s.register("lp-replier").await;
+    let bystander = s.register("lp-bystander").await;
+    let call = s.seeking(&author, "Waiting for replies").await;
+    let (end, other_end) = (end_of(&s, &author).await, end_of(&s, &bystander).await);
+
+    let waiting_author = poll(&s, &author, &end, 25);
+    let waiting_bystander = poll(&s, &bystander, &other_end, 25);
+    until_waiting(&s, 2).await;
+    // Both slots are free for everyone else while the polls wait.
+    for _ in 0..5 {
+        s.get("/api/stats", None).await.expect(200);
+    }
+    s.get(&format!("/api/posts/{call}"), None).await.expect(200);
+    assert!(!waiting_author.is_finished(), "the poll answered before anything happened");
+
+    // A reply arrives: the author's poll answers at once, with it, not at the end of its wait.
+    let written = Instant::now();
+    s.post(&format!("/api/posts/{call}/replies"), Some(&replier.key), json!({"body": "Here I am"}))
+        .await
+        .expect(201);
+    let (r, _) = waiting_author.await.unwrap();
+    let after_write = written.elapsed();
+    r.expect(200);
+    assert_eq!(r.json["events"][0]["kind"], "reply_received", "{}", r.text);
+    assert!(after_write < Duration::from_secs(5), "answered {after_write:?} after the reply");
+    assert!(!waiting_bystander.is_finished(), "another agent's poll woke with an answer");
+
+    // An operator command, another process, wakes a waiting poll too.
+    let end = r.json["next"].as_str().unwrap().to_owned();
+    let waiting_author = poll(&s, &author, &end, 25);
+    until_waiting(&s, 2).await;
+    let hidden = Instant::now();
+    s.admin_ok(&["hide-call", &call]);
+    let (r, _) = waiting_author.await.unwrap();
+    assert_eq!(r.json["events"][0]["kind"], "call_hidden", "{}", r.text);
+    assert!(hidden.elapsed() < Duration::from_secs(5), "answered {:?} after the command", hidden.elapsed());
+
+    // Nothing comes: the poll answers empty at the end of its wait, with a cursor to go on from.
+    let end = r.json["next"].as_str().unwrap().to_owned();
+    let (r, took) = poll(&s, &author, &end, 1).await.unwrap();
+    r.expect(200);
+    assert_eq!(r.json["events"], json!([]));
+    assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(5), "{took:?}");
+    assert!(r.json["next"].as_str().is_some());
+    waiting_bystander.abort();
+}
+
+#[tokio::test]
+async fn waiting_polls_are_bounded_per_agent_and_in_all() {
+    let mut env = RELAXED_LIMITS.to_vec();
+    env.push(("AGENTDIR_MAX_WAITING", "3"));
+    let s = Server::start_with(&env).await;
+    let a = s.register("lp-many").await;
+    let b = s.register("lp-other").await;
+    let c = s.register("lp-third").await;
+    let (end_a, end_b, end_c) = (end_of(&s, &a).await, end_of(&s, &b).await, end_of(&s, &c).await);
+
+    // Two polls of one agent wait; a third is 429, with Retry-After.
+    let first = poll(&s, &a, &end_a, 25);
+    let second = poll(&s, &a, &end_a, 25);
+    until_waiting(&s, 2).await;
+    let (r, took) = poll(&s, &a, &end_a, 25).await.unwrap();
+    r.expect_error(429, "rate_limited");
+    assert!(r.header("retry-after").is_some(), "429 without Retry-After");
+    assert!(took < Duration::from_secs(5), "the third poll was refused only after {took:?}");
+    // A poll that does not wait is always answered.
+    s.get(&format!("/api/me/events?after={end_a}"), Some(&a.key)).await.expect(200);
+
+    // The server's limit in all: past it, 503 with Retry-After.
+    let third = poll(&s, &b, &end_b, 25);
+    until_waiting(&s, 3).await;
+    let (r, _) = poll(&s, &c, &end_c, 25).await.unwrap();
+    r.expect_error(503, "overloaded");
+    assert!(r.header("retry-after").is_some(), "503 without Retry-After");
+
+    // An event answers both of a's polls, which frees their places.
+    s.patch("/api/me", Some(&a.key), json!({"mailbox": "moved@example.net"})).await.expect(200);
+    for p in [first, second] {
+        let (r, _) = p.await.unwrap();
+        assert_eq!(r.json["events"][0]["kind"], "mailbox_changed", "{}", r.text);
+    }
+    until_waiting(&s, 1).await;
+    let fourth = poll(&s, &c, &end_c, 25);
+    until_waiting(&s, 2).await;
+    third.abort();
+    fourth.abort();
+}

@@ -20,6 +20,7 @@ pub mod role;
 pub mod runtime;
 pub mod settings;
 pub mod tokens;
+pub mod waiting;
 
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, Weak};
@@ -40,6 +41,7 @@ use needs::Needs;
 pub use role::{Node, Primary, Replica, ReplicaSettings, Role};
 use runtime::Runtime;
 pub use settings::Settings;
+use waiting::Waiting;
 
 /// The directory as served. One cheap clone; see the module docs.
 #[derive(Clone)]
@@ -67,6 +69,8 @@ pub struct Parts {
     pub(crate) limits: RateLimits,
     /// Endpoints just set, waiting for their first check.
     pub(crate) checks: EndpointQueue,
+    /// Polls of the agents' inboxes waiting for their next event.
+    pub(crate) waiting: Waiting,
     pub(crate) settings: Settings,
     /// Blocking threads and the permits that bound searches, hashes and embeddings.
     pub(crate) runtime: Runtime,
@@ -145,6 +149,7 @@ impl App {
         // An empty cache has nothing to evict for changes older than now.
         let newest: ChangeSeq = store::changes::max_seq(&*reads.readers.get()?)?;
         let written = store::replica::position(&*reads.readers.get()?)?;
+        let waiting = Waiting::new(settings.max_waiting, store::events::max_seq(&*reads.readers.get()?)?);
         let mut started = Ok(());
         let parts = Arc::new_cyclic(|me: &Weak<Parts>| {
             let (role, outcome): (Role, std::io::Result<()>) = role(me.clone(), written);
@@ -162,6 +167,7 @@ impl App {
                 keys: keys::KeyCache::default(),
                 limits,
                 checks: EndpointQueue::default(),
+                waiting,
                 runtime,
                 seen: Default::default(),
             }

@@ -45,6 +45,9 @@ pub struct Endpoint {
     pub tagged: bool,
     /// A renamed agent's previous handle answers `301` with the new path in `Location`.
     pub moved: bool,
+    /// A request may wait for something to happen (a long poll): it gives back its in-flight
+    /// slot while it waits, and a replica gives back its own while it forwards it.
+    pub waits: bool,
 }
 
 pub struct Route {
@@ -71,6 +74,7 @@ fn route(method: Method, path: &'static str, access: Access, summary: &'static s
         errors: &[],
         tagged: false,
         moved: false,
+        waits: false,
     })
 }
 
@@ -112,6 +116,10 @@ impl Declared {
     }
     fn moved(mut self) -> Self {
         self.0.moved = true;
+        self
+    }
+    fn waits(mut self) -> Self {
+        self.0.waits = true;
         self
     }
     fn to(self, handler: MethodRouter<App>) -> Route {
@@ -245,6 +253,7 @@ pub fn table() -> Vec<Route> {
         .query::<events::EventsQuery>()
         .returns::<events::EventPage>()
         .errors(&[400, 410, 429, 503])
+        .waits()
         .to(get(me::events)),
         route(
             Method::GET,

@@ -59,6 +59,8 @@ impl App {
             self.rebuild_index()?;
         }
         self.follow()?;
+        // Events other processes committed (operator commands, inbound mail) wake their polls.
+        self.wake_waiting(&*self.read()?);
         self.index.flush().map_err(crate::derived::follow::index_error)?;
         self.note_what_time_brings()?;
         self.forget_old_deletions().map(|_| ())

@@ -2,10 +2,19 @@
 //! the write that caused it), and reading it (`GET /api/me/events`): the agent's events after
 //! its cursor, each with its summary and, where another agent wrote something it is about, that
 //! text under `untrusted`, read as the agent reads it elsewhere.
+//!
+//! A read that finds nothing and may wait is two steps, so the adapter can give back what it
+//! holds between them: `poll_events` answers at once or hands back a place among the waiting
+//! polls (`app::waiting`), and `events_when_they_come` waits on that place for the agent's
+//! next event (or the end of its wait) with no connection held, then reads again.
+
+use std::time::Duration;
 
 use rusqlite::Connection;
+use tokio::time::Instant;
 
 use super::{App, Caller};
+use crate::app::waiting::Ticket;
 use crate::derived::views;
 use crate::domain::events::{
     Cursor, DEFAULT_LIMIT, Event, EventDetail, EventKind, EventPage, EventsQuery, RECOVERY_COALESCE_MS,
@@ -123,13 +132,63 @@ pub(crate) fn page(conn: &Connection, caller: i64, after: u64, limit: u32, now: 
     Ok(EventPage { notice: NOTICE, events, next: next.to_string(), has_more })
 }
 
+/// What a read of the inbox found at once.
+pub enum Polled {
+    /// The answer: events, or none and no wait asked for.
+    Now(EventPage),
+    /// Nothing yet, and the caller asked to wait: its place among the waiting polls.
+    Later(Waiter),
+}
+
+/// A poll waiting for the caller's next event.
+pub struct Waiter {
+    caller: i64,
+    after: u64,
+    limit: u32,
+    until: Instant,
+    ticket: Ticket,
+}
+
 impl App {
-    /// `GET /api/me/events` without waiting: the caller's events after its cursor.
-    pub async fn my_events(&self, caller: Caller, q: EventsQuery) -> Result<EventPage> {
+    /// `GET /api/me/events`: the caller's events after its cursor, or, when there are none and
+    /// it asked to `wait`, a place among the waiting polls (429 past the agent's share, 503 past
+    /// the server's), to be awaited with [`App::events_when_they_come`].
+    pub async fn poll_events(&self, caller: Caller, q: EventsQuery) -> Result<Polled> {
         let now = now_ms();
         let after = start(q.after.as_deref(), now)?;
         let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-        self.blocking(move |app| page(&*app.read()?, caller.id, after, limit, now)).await
+        let wait = Duration::from_secs(u64::from(q.wait.unwrap_or(0))).min(self.settings.longest_wait);
+        let until = Instant::now() + wait;
+        let id = caller.id;
+        let found = self.blocking(move |app| page(&*app.read()?, id, after, limit, now)).await?;
+        if !found.events.is_empty() || wait.is_zero() {
+            return Ok(Polled::Now(found));
+        }
+        let ticket = self.waiting.enter(caller.id)?;
+        Ok(Polled::Later(Waiter { caller: caller.id, after, limit, until, ticket }))
+    }
+
+    /// Waits for the next event of the waiting poll's agent, or the end of its wait, then
+    /// answers as `poll_events` does. Holds no database connection while it waits: each look is
+    /// a short read. The wake-up is registered before each look, so an event committed after
+    /// the look wakes it.
+    pub async fn events_when_they_come(&self, waiter: Waiter) -> Result<EventPage> {
+        let Waiter { caller, after, limit, until, ticket } = waiter;
+        let notify = ticket.notify();
+        loop {
+            let woken = notify.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            let now = now_ms();
+            let found = self.blocking(move |app| page(&*app.read()?, caller, after, limit, now)).await?;
+            if !found.events.is_empty() || Instant::now() >= until {
+                return Ok(found);
+            }
+            if tokio::time::timeout_at(until, woken).await.is_err() {
+                let now = now_ms();
+                return self.blocking(move |app| page(&*app.read()?, caller, after, limit, now)).await;
+            }
+        }
     }
 
     /// Forgets events older than their retention (the primary's upkeep).

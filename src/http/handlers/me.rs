@@ -1,7 +1,7 @@
 //! `/api/me…`: the caller's own profile, offerings, key, trust and inboxes.
 
-use axum::Json;
 use axum::extract::State;
+use axum::{Extension, Json};
 
 use super::Reply;
 use crate::app::App;
@@ -17,6 +17,8 @@ use crate::domain::list::Paging;
 use crate::domain::offering::{OfferingList, OfferingsReplacement};
 use crate::domain::trust::{Instructions, LinkList, LinkProofInput, OwnerClaimInput};
 use crate::http::extract::{Auth, JsonBody, QueryParams};
+use crate::net::InFlightSlot;
+use crate::service::events::Polled;
 
 pub async fn profile(State(app): State<App>, Auth(caller): Auth) -> Reply<OwnProfile> {
     Ok(Json(app.own_profile(caller).await?))
@@ -106,10 +108,20 @@ pub async fn delete(State(app): State<App>, Auth(caller): Auth) -> Reply<AgentDe
     Ok(Json(app.delete_own_agent(caller).await?))
 }
 
+/// A poll that waits gives back its in-flight slot first: waiting costs the server no slot.
 pub async fn events(
     State(app): State<App>,
     Auth(caller): Auth,
     QueryParams(q): QueryParams<EventsQuery>,
+    slot: Option<Extension<InFlightSlot>>,
 ) -> Reply<EventPage> {
-    Ok(Json(app.my_events(caller, q).await?))
+    match app.poll_events(caller, q).await? {
+        Polled::Now(page) => Ok(Json(page)),
+        Polled::Later(waiter) => {
+            if let Some(Extension(slot)) = slot {
+                slot.give_back();
+            }
+            Ok(Json(app.events_when_they_come(waiter).await?))
+        }
+    }
 }
