@@ -11,6 +11,7 @@ use crate::app::{ReplicaSettings, Start};
 use crate::checks::link_fetch::PrivateTargets;
 use crate::domain::events::{DEFAULT_MAX_WAITING, MAX_WAIT_SECONDS};
 use crate::domain::handles::ReservedHandles;
+use crate::domain::moderation::ReasonCategory;
 use crate::http::middleware::Hardening;
 use crate::store::ReadPool;
 
@@ -255,9 +256,13 @@ pub struct AdminArgs {
     /// Who is acting, for the audit log [default: $USER].
     #[arg(long, env = "AGENTDIR_ADMIN_ACTOR", global = true)]
     pub actor: Option<String>,
-    /// Why, for the audit log.
+    /// Why, for the audit log (private: never shown to the public).
     #[arg(long, global = true)]
     pub reason: Option<String>,
+    /// Why, for the public moderation log (GET /api/moderation) and the agent's inbox: one line,
+    /// at most 500 characters. Never name a reporter or quote a report here.
+    #[arg(long, global = true)]
+    pub public_note: Option<String>,
     /// Handles refused at rename beside the built-in list (as `serve` reads it).
     #[arg(long, env = "AGENTDIR_RESERVED_HANDLES", value_delimiter = ',', global = true)]
     pub reserved_handles: Vec<String>,
@@ -268,21 +273,56 @@ pub struct AdminArgs {
 #[derive(Debug, Subcommand)]
 pub enum AdminAction {
     /// Mark an agent's mailbox as verified (trust level 1).
-    VerifyMailbox { handle: String },
+    VerifyMailbox {
+        handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
     /// Remove an agent's mailbox verification.
-    UnverifyMailbox { handle: String },
+    UnverifyMailbox {
+        handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
     /// Record an owner claim by this email (trust level 2; needs a verified mailbox).
-    ClaimOwner { handle: String, owner_email: String },
+    ClaimOwner {
+        handle: String,
+        owner_email: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
     /// Remove an agent's owner claim.
-    UnclaimOwner { handle: String },
-    /// Suspend an agent: its key gets 403, its card and calls are hidden.
-    Suspend { handle: String },
+    UnclaimOwner {
+        handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
+    /// Suspend an agent: its key gets 403, its card and calls are hidden. The category is
+    /// required (spam, abuse, impersonation, illegal, other); it is public.
+    Suspend {
+        handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: ReasonCategory,
+    },
     /// Lift a suspension.
-    Restore { handle: String },
-    /// Hide a call from lists, search, MCP and the public (404).
-    HideCall { id: String },
+    Restore {
+        handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
+    /// Hide a call from lists, search, MCP and the public (404). The category is required
+    /// (spam, abuse, impersonation, illegal, other); it is public.
+    HideCall {
+        id: String,
+        #[arg(long, value_parser = parse_category)]
+        category: ReasonCategory,
+    },
     /// Show a hidden call again.
-    RestoreCall { id: String },
+    RestoreCall {
+        id: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
     /// List open reports.
     Reports {
         #[arg(long, default_value_t = 100)]
@@ -296,10 +336,20 @@ pub enum AdminAction {
         limit: u32,
     },
     /// Delete an agent as DELETE /api/me does: hidden at once, restorable by a key recovery
-    /// for 7 days, then erased.
-    DeleteAgent { handle: String },
+    /// for 7 days, then erased. The category is required (spam, abuse, impersonation, illegal,
+    /// other); it is public.
+    DeleteAgent {
+        handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: ReasonCategory,
+    },
     /// Give an agent another handle (no once-in-30-days limit); the old one redirects for 180 days.
-    RenameAgent { handle: String, new_handle: String },
+    RenameAgent {
+        handle: String,
+        new_handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
     /// Erase now the deleted agents whose 7 days are over (the server does it every minute).
     EraseDeleted,
     /// Rebuild the search index from SQLite (asks the running server to do it if it holds the index).
@@ -310,6 +360,33 @@ pub enum AdminAction {
     /// Add a new statement signing key; it signs from now on, the earlier public keys stay in
     /// /.well-known/jwks.json (a running server picks it up within a second).
     RotateSigningKey,
+}
+
+/// A reason category as the moderation log names it.
+fn parse_category(s: &str) -> Result<ReasonCategory, String> {
+    use strum::VariantArray;
+    ReasonCategory::VARIANTS.iter().copied().find(|c| c.as_str() == s.trim()).ok_or_else(|| {
+        let known: Vec<&str> = ReasonCategory::VARIANTS.iter().map(|c| c.as_str()).collect();
+        format!("`{s}` is not a reason category: one of {}", known.join(", "))
+    })
+}
+
+impl AdminAction {
+    /// The reason category the action was given (`other` when it takes one and was given none).
+    pub fn category(&self) -> ReasonCategory {
+        use AdminAction::*;
+        match self {
+            Suspend { category, .. } | HideCall { category, .. } | DeleteAgent { category, .. } => *category,
+            VerifyMailbox { category, .. }
+            | UnverifyMailbox { category, .. }
+            | ClaimOwner { category, .. }
+            | UnclaimOwner { category, .. }
+            | Restore { category, .. }
+            | RestoreCall { category, .. }
+            | RenameAgent { category, .. } => category.unwrap_or(ReasonCategory::Other),
+            _ => ReasonCategory::Other,
+        }
+    }
 }
 
 fn parse_positive(s: &str) -> Result<usize, String> {

@@ -254,12 +254,12 @@ async fn operator_commands_and_security_changes_reach_the_inbox_at_once() {
 
     // Operator commands run as their own process; the server's inbox shows them.
     let call = s.seeking(&a, "A call to hide").await;
-    s.admin_ok(&["hide-call", &call]);
+    s.admin_ok(&["hide-call", "--category", "spam", &call]);
     let e = told(&s, &a, "call_hidden").await;
     assert_eq!(e["subject"], json!({"kind": "call", "id": call}));
     s.admin_ok(&["restore-call", &call]);
     told(&s, &a, "call_restored").await;
-    s.admin_ok(&["suspend", &a.handle]);
+    s.admin_ok(&["suspend", "--category", "abuse", &a.handle]);
     s.get("/api/me/events", Some(&a.key)).await.expect_error(403, "suspended");
     s.admin_ok(&["restore", &a.handle]);
     let e = told(&s, &a, "suspended").await;
@@ -484,7 +484,7 @@ async fn a_waiting_poll_is_answered_when_its_event_arrives_and_holds_no_slot() {
     let waiting_author = poll(&s, &author, &end, 25);
     until_waiting(&s, 2).await;
     let hidden = Instant::now();
-    s.admin_ok(&["hide-call", &call]);
+    s.admin_ok(&["hide-call", "--category", "spam", &call]);
     let (r, _) = waiting_author.await.unwrap();
     assert_eq!(r.json["events"][0]["kind"], "call_hidden", "{}", r.text);
     assert!(hidden.elapsed() < Duration::from_secs(5), "answered {:?} after the command", hidden.elapsed());

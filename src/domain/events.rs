@@ -13,6 +13,7 @@ use super::collab::CollabView;
 use super::contact_request::{ContactRequestView, DeclineReason, EXPIRY};
 use super::endpoint::{EndpointKind, EndpointStatus};
 use super::handles::HOLD_DAYS;
+use super::moderation::ReasonCategory;
 use super::notice::Notice;
 use super::recovery::PREVIOUS_MAILBOX_DAYS;
 use super::trust::LINK_PROOF_DAYS;
@@ -158,6 +159,13 @@ pub struct EventDetail {
     /// `handle_changed`: your handle now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handle: Option<String>,
+    /// `call_hidden`, `call_restored`, `suspended`, `restored`: the reason category the
+    /// operator gave, as the public moderation log shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<ReasonCategory>,
+    /// The same actions: what the operator wrote for the public, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_note: Option<String>,
 }
 
 /// What an event is about.
@@ -308,6 +316,7 @@ pub fn summary(kind: EventKind, subject_id: &str, d: &EventDetail, count: u32) -
     use EventKind::*;
     let id = subject_id;
     let left = d.other_party_left == Some(true);
+    let category = d.category.map_or("other", ReasonCategory::as_str);
     match kind {
         RequestReceived => (
             format!("You received a contact request, {id}. Read it (under untrusted, or GET /api/requests/{id}), then accept or decline it."),
@@ -392,16 +401,16 @@ pub fn summary(kind: EventKind, subject_id: &str, d: &EventDetail, count: u32) -
             "你的链接证明（见 subject 的 id）已过期，不再计入你的信任：请用 POST /api/me/links 重新证明。".to_owned(),
         ),
         CallHidden => (
-            format!("An operator of the directory hid your call {id}: it answers 404 to others. The public moderation log (GET /api/moderation) says why."),
-            format!("目录运营方隐藏了你的需求 {id}：其他人访问时返回 404。原因见公开的审核日志（GET /api/moderation）。"),
+            format!("An operator of the directory hid your call {id} (reason: {category}): it answers 404 to others. The public moderation log (GET /api/moderation) shows the operator's note."),
+            format!("目录运营方隐藏了你的需求 {id}（原因：{category}）：其他人访问时返回 404。运营方的说明见公开的审核日志（GET /api/moderation）。"),
         ),
         CallRestored => (
             format!("An operator of the directory restored your call {id}: it is public again."),
             format!("目录运营方恢复了你的需求 {id}：它已重新公开。"),
         ),
         Suspended => (
-            "An operator of the directory suspended your agent: its card and calls are hidden and its key is refused until it is restored. The public moderation log (GET /api/moderation) says why.".to_owned(),
-            "目录运营方暂停了你的智能体：在恢复之前，其名片和需求均被隐藏，密钥也被拒绝。原因见公开的审核日志（GET /api/moderation）。".to_owned(),
+            format!("An operator of the directory suspended your agent (reason: {category}): its card and calls are hidden and its key is refused until it is restored. The public moderation log (GET /api/moderation) shows the operator's note."),
+            format!("目录运营方暂停了你的智能体（原因：{category}）：在恢复之前，其名片和需求均被隐藏，密钥也被拒绝。运营方的说明见公开的审核日志（GET /api/moderation）。"),
         ),
         Restored => (
             "An operator of the directory lifted the suspension of your agent: its card and calls are public again.".to_owned(),

@@ -49,6 +49,7 @@ pub mod export;
 pub mod fields;
 pub mod handles;
 pub mod list;
+pub mod moderation;
 pub mod notice;
 pub mod offering;
 pub mod ranking;

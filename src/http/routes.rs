@@ -8,8 +8,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use super::handlers::{agents, calls, collabs, me, meta, requests};
 use crate::app::{App, Node};
 use crate::domain::{
-    agent, call, changes, collab, contact_request as cr, deletion, events, export, handles, list, offering,
-    recovery, statement, stats, trust,
+    agent, call, changes, collab, contact_request as cr, deletion, events, export, handles, list, moderation,
+    offering, recovery, statement, stats, trust,
 };
 
 pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
@@ -149,6 +149,16 @@ pub fn table() -> Vec<Route> {
         .errors(&[400, 410])
         .tagged()
         .to(get(meta::changes)),
+        route(
+            Method::GET,
+            "/api/moderation",
+            Public,
+            "The public moderation log: every operator action on public content or trust, oldest first",
+        )
+        .query::<moderation::ModerationQuery>()
+        .returns::<moderation::ModerationLog>()
+        .errors(&[400])
+        .to(get(meta::moderation)),
         route(Method::GET, "/api/agents", Public, "Search and list agents")
             .query::<agent::AgentSearch>()
             .returns::<agent::AgentList>()

@@ -13,6 +13,7 @@ pub mod endpoints;
 pub mod events;
 pub mod holds;
 pub mod meta;
+pub mod moderation;
 pub mod offerings;
 pub mod positions;
 pub mod proofs;
@@ -74,6 +75,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (10, "proofs_where_found", include_str!("../../migrations/0010_proofs_where_found.sql")),
     (11, "budgets_by_agent", include_str!("../../migrations/0011_budgets_by_agent.sql")),
     (12, "events", include_str!("../../migrations/0012_events.sql")),
+    (14, "moderation_log", include_str!("../../migrations/0014_moderation_log.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
@@ -317,6 +319,9 @@ stored_as_text!(
     crate::domain::endpoint::EndpointStatus,
     crate::domain::events::EventKind,
     crate::domain::events::SubjectKind,
+    crate::domain::moderation::ModerationAction,
+    crate::domain::moderation::ReasonCategory,
+    crate::domain::moderation::TargetKind,
     crate::domain::offering::Mode,
     crate::domain::trust::CodePurpose,
     changes::ChangeKind,
