@@ -22,6 +22,7 @@ pub mod finding;
 pub mod handles;
 pub mod health;
 pub mod inbound;
+pub mod listing;
 pub mod moderation;
 pub mod proofs;
 pub mod recovery;

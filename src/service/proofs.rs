@@ -12,8 +12,7 @@ use crate::app::limits::Persistent;
 use crate::checks::link_fetch::{self, FetchOutcome, FetchPolicy};
 use crate::derived::views;
 use crate::domain::events::{EventDetail, EventKind, PROOF_EXPIRING_MS, SubjectKind};
-use crate::domain::trust::{LINK_PROOF_DAYS, PROOF_PREFIX};
-use crate::domain::trust::{LinkList, LinkProofInput};
+use crate::domain::trust::{LINK_PROOF_DAYS, LinkList, LinkProofInput, proof_text};
 use crate::error::{Error, Result};
 use crate::store::{agents, proofs};
 use crate::time::now_ms;
@@ -44,11 +43,6 @@ pub(crate) fn note_expiries(tx: &Connection, now: i64) -> Result<usize> {
         tell(tx, p.agent_id, EventKind::LinkProofExpiring, SubjectKind::LinkProof, &p.url, detail, now)?;
     }
     Ok(expired.len() + expiring.len())
-}
-
-/// The text a page must hold to prove it belongs to `handle`.
-pub fn proof_text(handle: &str) -> String {
-    format!("{PROOF_PREFIX}{handle}")
 }
 
 impl App {
