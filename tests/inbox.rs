@@ -281,11 +281,26 @@ async fn operator_commands_and_security_changes_reach_the_inbox_at_once() {
     assert_eq!(started.len(), 2, "a start an hour later is a new event: {started:?}");
     assert_eq!(started[1]["count"], 1);
 
+    // Trust set by an operator, then reset by a change of the mailbox.
+    s.admin_ok(&["verify-mailbox", "--public-note", "Checked by hand", &a.handle]);
+    let e = told(&s, &a, "trust_changed").await;
+    assert_eq!(e["subject"], json!({"kind": "agent", "id": started[0]["subject"]["id"]}));
+    assert_eq!(
+        e["detail"],
+        json!({"level": 1, "previous_level": 0, "by": "operator", "category": "other",
+               "public_note": "Checked by hand"})
+    );
+    // Setting what already holds moves no level and tells nothing.
+    s.admin_ok(&["verify-mailbox", &a.handle]);
+
     // The mailbox, the key and the handle.
     s.patch("/api/me", Some(&a.key), json!({"mailbox": "elsewhere@example.net"})).await.expect(200);
     let e = told(&s, &a, "mailbox_changed").await;
     assert_eq!(e["detail"]["by"], "agent");
     assert!(!e.to_string().contains("elsewhere@example.net"), "{e}");
+    let trust = of_kind(&s, &a, "trust_changed").await;
+    assert_eq!(trust.len(), 2, "{trust:?}");
+    assert_eq!(trust[1]["detail"], json!({"level": 0, "previous_level": 1, "by": "agent"}));
     let r = s.post_empty("/api/me/rotate-key", Some(&a.key)).await;
     r.expect(200);
     let a = Agent { key: r.json["api_key"].as_str().unwrap().to_owned(), ..a };
@@ -538,4 +553,28 @@ async fn waiting_polls_are_bounded_per_agent_and_in_all() {
     until_waiting(&s, 2).await;
     third.abort();
     fourth.abort();
+}
+
+#[tokio::test]
+async fn a_mail_that_proves_the_mailbox_reaches_the_waiting_poll() {
+    use common::mail::{deliver, dkim_pass, message};
+    let s = common::mail::server().await;
+    let a = s.register("ev-mail").await;
+    let end = end_of(&s, &a).await;
+    let subject =
+        s.post_empty("/api/me/verify", Some(&a.key)).await.json["subject"].as_str().unwrap().to_owned();
+    let waiting_poll = poll(&s, &a, &end, 25);
+    until_waiting(&s, 1).await;
+    // `agentdir inbound-mail` is a process of its own, as the MTA runs it.
+    let delivered = Instant::now();
+    let (code, err) = deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox)));
+    assert_eq!(code, 0, "{err}");
+    let (r, _) = waiting_poll.await.unwrap();
+    assert_eq!(r.json["events"][0]["kind"], "trust_changed", "{}", r.text);
+    assert_eq!(r.json["events"][0]["detail"], json!({"level": 1, "previous_level": 0, "by": "mail"}));
+    assert!(
+        delivered.elapsed() < Duration::from_secs(5),
+        "answered {:?} after the mail",
+        delivered.elapsed()
+    );
 }

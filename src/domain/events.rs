@@ -66,6 +66,7 @@ wire_enum! {
         MailboxChanged,
         KeyRotated,
         HandleChanged,
+        TrustChanged,
     }
 }
 
@@ -77,7 +78,8 @@ collab_confirmed, collab_declined (a collaboration record), endpoint_status_chan
 link_proof_expiring (14 days before), link_proof_expired, call_hidden, call_restored (by an \
 operator), suspended, restored (your agent, by an operator), recovery_started (someone started a \
 key recovery of your agent; one event per hour with a count), mailbox_changed, key_rotated, \
-handle_changed.";
+handle_changed, trust_changed (your trust level moved: a mail proved your mailbox or owner, an \
+operator set or cleared them, a change of mailbox or owner reset them).";
 
 wire_enum! {
     /// What an event is about. Open-ended on the wire, as the kind is.
@@ -113,11 +115,13 @@ wire_enum! {
 
 wire_enum! {
     /// Who made a change to the agent itself: the agent with its key, a key recovery through
-    /// the mailbox, or an operator of the directory.
+    /// the mailbox, an operator of the directory, or a mail from the agent's mailbox (a
+    /// verification or an owner claim).
     pub enum ChangedBy {
         Agent,
         Recovery,
         Operator,
+        Mail,
     }
 }
 
@@ -150,7 +154,7 @@ pub struct EventDetail {
     /// `link_proof_expiring`: when the proof expires.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Timestamp>,
-    /// `mailbox_changed`, `key_rotated`, `handle_changed`: who made the change.
+    /// `mailbox_changed`, `key_rotated`, `handle_changed`, `trust_changed`: who made the change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<ChangedBy>,
     /// `handle_changed`: your handle before.
@@ -159,13 +163,19 @@ pub struct EventDetail {
     /// `handle_changed`: your handle now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handle: Option<String>,
-    /// `call_hidden`, `call_restored`, `suspended`, `restored`: the reason category the
-    /// operator gave, as the public moderation log shows it.
+    /// `call_hidden`, `call_restored`, `suspended`, `restored`, and `trust_changed` by an
+    /// operator: the reason category the operator gave, as the public moderation log shows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<ReasonCategory>,
     /// The same actions: what the operator wrote for the public, if anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_note: Option<String>,
+    /// `trust_changed`: your trust level now (0 none, 1 mailbox verified, 2 owner claimed too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<u8>,
+    /// `trust_changed`: your trust level before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_level: Option<u8>,
 }
 
 /// What an event is about.
@@ -440,6 +450,22 @@ pub fn summary(kind: EventKind, subject_id: &str, d: &EventDetail, count: u32) -
                 "你的智能体的 API 密钥已轮换；之前的密钥已失效。".to_owned(),
             ),
         },
+        TrustChanged => {
+            let (now, before) = (d.level.unwrap_or(0), d.previous_level.unwrap_or(0));
+            let (en, zh) = match d.by {
+                Some(ChangedBy::Mail) => ("a mail from your mailbox proved it", "来自你邮箱的邮件完成了证明"),
+                Some(ChangedBy::Recovery) => ("a key recovery proved your mailbox", "密钥找回证明了你的邮箱"),
+                Some(ChangedBy::Operator) => (
+                    "an operator of the directory changed it (see GET /api/moderation)",
+                    "目录运营方作了更改（见 GET /api/moderation）",
+                ),
+                _ => ("a change of your mailbox or owner reset it", "更改邮箱或所有者使其重置"),
+            };
+            (
+                format!("Your trust level is now {now} (it was {before}): {en}."),
+                format!("你的信任等级现在是 {now}（之前是 {before}）：{zh}。"),
+            )
+        }
         HandleChanged => {
             let who = match d.by {
                 Some(ChangedBy::Operator) => ("An operator of the directory", "目录运营方"),
@@ -467,6 +493,17 @@ mod tests {
         }
         for kind in SubjectKind::VARIANTS {
             assert!(SUBJECT_KIND_DOC.contains(kind.as_str()), "{} missing", kind.as_str());
+        }
+    }
+
+    #[test]
+    fn skill_md_tells_every_kind_in_both_languages() {
+        let md = include_str!("../../skill.md");
+        let (en, zh) = md.split_once("# agentdir 智能体入驻指南").expect("skill.md has its Chinese half");
+        for kind in EventKind::VARIANTS {
+            let named = format!("`{}`", kind.as_str());
+            assert!(en.contains(&named), "the English skill.md lacks {named}");
+            assert!(zh.contains(&named), "the Chinese skill.md lacks {named}");
         }
     }
 

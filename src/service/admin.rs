@@ -4,13 +4,13 @@
 //! and public note (never who, nor the private reason).
 
 use super::deletion;
-use super::events::tell;
+use super::events::{tell, tell_trust};
 use super::handles::{self, RenamedBy};
 use super::moderation::{self, PublicReason};
 use crate::domain::agent;
 use crate::domain::call::CallStatus;
 use crate::domain::deletion::{AgentDeleted, Erased};
-use crate::domain::events::{EventDetail, EventKind, SubjectKind};
+use crate::domain::events::{ChangedBy, EventDetail, EventKind, SubjectKind};
 use crate::domain::handles::{Renamed, ReservedHandles};
 use crate::domain::moderation::ModerationAction;
 use crate::error::{Error, Result, Rule};
@@ -38,6 +38,7 @@ pub fn set_mailbox_verified(pool: &Pool, handle: &str, verified: bool, by: &Acto
     act(pool, by, |tx| {
         let a = agents::by_handle(tx, handle)?.ok_or(Error::NotFound)?;
         agents::set_mailbox_verified(tx, a.id, verified.then_some(now))?;
+        tell_trust(tx, &a, EventDetail { by: Some(ChangedBy::Operator), ..told_why(by) }, now)?;
         let (action, public) = if verified {
             ("verify-mailbox", ModerationAction::MailboxVerified)
         } else {
@@ -58,6 +59,7 @@ pub fn set_owner_claim(pool: &Pool, handle: &str, owner_email: Option<&str>, by:
             return Err(Error::MailboxNotVerified);
         }
         agents::set_owner_claim(tx, a.id, owner_email, owner_email.map(|_| now))?;
+        tell_trust(tx, &a, EventDetail { by: Some(ChangedBy::Operator), ..told_why(by) }, now)?;
         let (action, public) = if owner_email.is_some() {
             ("claim-owner", ModerationAction::OwnerClaimed)
         } else {

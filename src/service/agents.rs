@@ -183,6 +183,7 @@ impl App {
         let written = self.write(move |tx| {
             let mut patch = patch;
             let mut a = caller.row(tx)?;
+            let before = a.clone();
             if sets_endpoints {
                 app.limits.spend_agent(tx, Persistent::Links, a.id, now)?;
             }
@@ -219,6 +220,7 @@ impl App {
             a.updated_at = now;
             a.last_active_at = now;
             agents_store::update_profile(tx, &a)?;
+            super::events::tell_trust(tx, &before, super::events::by(ChangedBy::Agent), now)?;
             vectors::store_vector(tx, a.id, vector.embedded)?;
             Ok((own_profile(tx, &a, now)?, to_check))
         });

@@ -17,11 +17,12 @@ use super::{App, Caller};
 use crate::app::waiting::Ticket;
 use crate::derived::views;
 use crate::domain::events::{
-    Cursor, DEFAULT_LIMIT, Event, EventDetail, EventKind, EventPage, EventsQuery, RECOVERY_COALESCE_MS,
-    RETENTION_MS, SubjectKind, UNTRUSTED_NOTICE, Untrusted, summary,
+    ChangedBy, Cursor, DEFAULT_LIMIT, Event, EventDetail, EventKind, EventPage, EventsQuery,
+    RECOVERY_COALESCE_MS, RETENTION_MS, SubjectKind, UNTRUSTED_NOTICE, Untrusted, summary,
 };
 use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result, Rule};
+use crate::store::agents::AgentRow;
 use crate::store::events::{self as events_store, EventRow, NewEvent};
 use crate::store::{agents, collabs, replies, requests};
 use crate::time::{Timestamp, now_ms};
@@ -37,6 +38,22 @@ pub(crate) fn tell(
     now: i64,
 ) -> Result<()> {
     events_store::record(tx, &NewEvent { agent_id: agent, kind, subject_kind, subject_id, detail, at: now })
+}
+
+/// Tells the agent `before` shows (as it stood before the change, in this transaction) when its
+/// trust level moved, with `why` (who moved it, and an operator's category and public note).
+pub(crate) fn tell_trust(tx: &Connection, before: &AgentRow, why: EventDetail, now: i64) -> Result<()> {
+    let after = agents::by_id(tx, before.id)?.ok_or(Error::Internal)?;
+    if after.level() == before.level() {
+        return Ok(());
+    }
+    let detail = EventDetail { level: Some(after.level()), previous_level: Some(before.level()), ..why };
+    tell(tx, before.id, EventKind::TrustChanged, SubjectKind::Agent, &before.public_id, detail, now)
+}
+
+/// Who changed the agent, as an event's detail says it.
+pub(crate) fn by(who: ChangedBy) -> EventDetail {
+    EventDetail { by: Some(who), ..EventDetail::default() }
 }
 
 /// Tells agent `agent` (public id `sub`) that someone started a key recovery of it: one event per

@@ -193,6 +193,7 @@ impl App {
                         audit::record(tx, "mailbox-restored", &a.handle, "recovery", None, now)?;
                     }
                 }
+                super::events::tell_trust(tx, &a, by(), now)?;
                 audit::record(tx, "recovery-completed", &a.handle, "api", None, now)?;
                 Ok((a.handle, a.key_id))
             })
