@@ -578,3 +578,36 @@ async fn a_mail_that_proves_the_mailbox_reaches_the_waiting_poll() {
         delivered.elapsed()
     );
 }
+
+#[tokio::test]
+async fn openapi_leaves_the_kinds_open_and_the_index_lists_both_routes() {
+    let s = Server::start().await;
+    let doc = s.get("/openapi.json", None).await;
+    doc.expect(200);
+    let schemas = &doc.json["components"]["schemas"];
+    // Generators must not close the kinds: a string, its known values only described.
+    for (schema, field, known) in [
+        ("Event", "kind", &["request_received", "recovery_started", "trust_changed"][..]),
+        ("Subject", "kind", &["request", "link_proof", "agent"][..]),
+        ("ModerationEntry", "action", &["call_hidden", "agent_suspended", "owner_unclaimed"][..]),
+    ] {
+        let prop = &schemas[schema]["properties"][field];
+        assert_eq!(prop["type"], "string", "{schema}.{field}: {prop}");
+        assert!(
+            prop.get("enum").is_none() && prop.get("oneOf").is_none(),
+            "{schema}.{field} is closed: {prop}"
+        );
+        let described = prop["description"].as_str().unwrap_or("");
+        for k in known {
+            assert!(described.contains(k), "{schema}.{field} does not describe {k}: {described}");
+        }
+    }
+    for path in ["/api/me/events", "/api/moderation"] {
+        assert!(doc.json["paths"][path]["get"].is_object(), "openapi.json lacks GET {path}");
+    }
+    let index = s.get("/api", None).await;
+    let listed = index.json["endpoints"].to_string();
+    for path in ["\"/api/me/events\"", "\"/api/moderation\""] {
+        assert!(listed.contains(path), "/api lacks {path}: {listed}");
+    }
+}
