@@ -611,3 +611,67 @@ async fn openapi_leaves_the_kinds_open_and_the_index_lists_both_routes() {
         assert!(listed.contains(path), "/api lacks {path}: {listed}");
     }
 }
+
+/// Starts a key recovery of `a`, confirms it by a mail from `from`, and returns the new key.
+async fn recover_through(s: &Server, a: &Agent, from: &str) -> String {
+    use common::mail::{deliver, dkim_pass, message};
+    let r = s.post_empty(&format!("/api/agents/{}/recover", a.handle), None).await;
+    r.expect(200);
+    let subject = r.json["subject"].as_str().unwrap();
+    let (code, err) = deliver(s, &message(from, subject, &dkim_pass(from)));
+    assert_eq!(code, 0, "{err}");
+    let token = r.json["recovery_token"].as_str().unwrap();
+    let done = s.post("/api/recover", None, json!({"recovery_token": token})).await;
+    done.expect(200);
+    done.json["api_key"].as_str().unwrap().to_owned()
+}
+
+/// The kinds of `a`'s events after `after`, with who made each change.
+async fn kinds_after(s: &Server, a: &Agent, after: &str) -> Vec<(String, Value)> {
+    let r = s.get(&format!("/api/me/events?after={after}"), Some(&a.key)).await;
+    r.expect(200);
+    let events = r.json["events"].as_array().expect("events").clone();
+    events.iter().for_each(check_event);
+    events.iter().map(|e| (e["kind"].as_str().unwrap_or("").to_owned(), e["detail"]["by"].clone())).collect()
+}
+
+#[tokio::test]
+async fn a_key_recovery_tells_the_agent_what_it_changed() {
+    let s = common::mail::server().await;
+
+    // Through the current mailbox, never verified: the key is replaced and the mail proved it.
+    let a = s.register("ev-recovered").await;
+    let end = end_of(&s, &a).await;
+    let a = Agent { key: recover_through(&s, &a, &a.mailbox).await, ..a };
+    let by = json!("recovery");
+    assert_eq!(
+        kinds_after(&s, &a, &end).await,
+        [
+            ("recovery_started".to_owned(), Value::Null),
+            ("key_rotated".to_owned(), by.clone()),
+            ("trust_changed".to_owned(), by.clone())
+        ]
+    );
+    let trust = of_kind(&s, &a, "trust_changed").await.remove(0);
+    assert_eq!(trust["detail"], json!({"level": 1, "previous_level": 0, "by": "recovery"}));
+
+    // Through the mailbox verified before a change of it (a thief's): the change is undone.
+    let b = s.verified("ev-undone").await;
+    let thief = format!("thief-{}@evil.example", b.handle);
+    s.patch("/api/me", Some(&b.key), json!({"mailbox": thief})).await.expect(200);
+    let end = end_of(&s, &b).await;
+    let b = Agent { key: recover_through(&s, &b, &b.mailbox).await, ..b };
+    assert_eq!(
+        kinds_after(&s, &b, &end).await,
+        [
+            ("recovery_started".to_owned(), Value::Null),
+            ("key_rotated".to_owned(), by.clone()),
+            ("mailbox_changed".to_owned(), by.clone()),
+            ("trust_changed".to_owned(), by.clone())
+        ]
+    );
+    let undone = of_kind(&s, &b, "mailbox_changed").await.pop().unwrap();
+    assert!(undone["summary_en"].as_str().unwrap().contains("undoing the change"), "{undone}");
+    let all = serde_json::to_string(&events(&s, &b).await).unwrap();
+    assert!(!all.contains(&thief) && !all.contains(&b.mailbox), "a mailbox in the inbox: {all}");
+}
