@@ -462,9 +462,12 @@ fn poll(s: &Server, a: &Agent, after: &str, wait: u32) -> tokio::task::JoinHandl
 #[tokio::test]
 async fn a_waiting_poll_is_answered_when_its_event_arrives_and_holds_no_slot() {
     let mut env = RELAXED_LIMITS.to_vec();
-    // Two slots: were the waiting polls holding theirs, nothing else would be answered.
+    // Two slots and one read connection: were the waiting polls holding theirs, nothing else
+    // would be answered.
     env.push(("AGENTDIR_MAX_IN_FLIGHT", "2"));
     env.push(("AGENTDIR_QUEUE_WAIT", "1"));
+    env.push(("AGENTDIR_READ_CONNECTIONS", "1"));
+    env.push(("AGENTDIR_READ_WAIT", "3"));
     let s = Server::start_with(&env).await;
     let author = s.register("lp-author").await;
     let replier = s.register("lp-replier").await;
@@ -475,9 +478,11 @@ async fn a_waiting_poll_is_answered_when_its_event_arrives_and_holds_no_slot() {
     let waiting_author = poll(&s, &author, &end, 25);
     let waiting_bystander = poll(&s, &bystander, &other_end, 25);
     until_waiting(&s, 2).await;
-    // Both slots are free for everyone else while the polls wait.
+    // Both slots and the connection are free for everyone else while the polls wait.
     for _ in 0..5 {
         s.get("/api/stats", None).await.expect(200);
+        s.get("/api/me", Some(&replier.key)).await.expect(200);
+        s.get("/api/me/events", Some(&replier.key)).await.expect(200);
     }
     s.get(&format!("/api/posts/{call}"), None).await.expect(200);
     assert!(!waiting_author.is_finished(), "the poll answered before anything happened");
