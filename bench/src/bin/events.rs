@@ -88,7 +88,7 @@ async fn member(http: &reqwest::Client, base: &str, i: usize) -> Result<Member, 
     Ok(Member { handle, key, call })
 }
 
-/// What the poll of one agent saw: each answer with events, as (events, when).
+/// What the polls saw: each answer with events, as (the agent, how many events, when).
 type Heard = mpsc::UnboundedSender<(usize, u64, Instant)>;
 
 /// Keeps one poll of agent `i` waiting until `stop`: asks again at once after each answer.
