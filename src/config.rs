@@ -11,7 +11,9 @@ use crate::app::shares;
 use crate::app::{ReplicaSettings, Start};
 use crate::checks::link_fetch::PrivateTargets;
 use crate::domain::agent::SITEMAP_MAX_URLS;
+use crate::domain::events::{DEFAULT_MAX_WAITING, MAX_WAIT_SECONDS};
 use crate::domain::handles::ReservedHandles;
+use crate::domain::moderation::ReasonCategory;
 use crate::http::middleware::Hardening;
 use crate::store::ReadPool;
 
@@ -184,6 +186,10 @@ pub struct ServeArgs {
     /// needs the model reads (0).
     #[arg(long, env = "AGENTDIR_QUICK_ENCODER_FILL", default_value = "1", value_parser = parse_switch)]
     pub quick_encoder_fill: bool,
+    /// Polls of GET /api/me/events that may wait for an event at once, in all; past it a poll
+    /// that would wait is answered 503 with Retry-After.
+    #[arg(long, env = "AGENTDIR_MAX_WAITING", default_value_t = DEFAULT_MAX_WAITING, value_parser = parse_positive)]
+    pub max_waiting: usize,
     #[command(flatten)]
     pub replica: ReplicaArgs,
 }
@@ -229,6 +235,13 @@ impl ServeArgs {
             },
             quick_fill: self.quick_encoder_fill,
         }
+    }
+
+    /// The longest a poll of an inbox waits: its `wait`, at most the documented maximum, and
+    /// ending a second before the request timeout when that is shorter.
+    pub fn longest_wait(&self) -> Duration {
+        let documented = Duration::from_secs(u64::from(MAX_WAIT_SECONDS));
+        documented.min(self.request_timeout.saturating_sub(Duration::from_secs(1)))
     }
 
     pub fn hardening(&self) -> Hardening {
@@ -283,9 +296,13 @@ pub struct AdminArgs {
     /// Who is acting, for the audit log [default: $USER].
     #[arg(long, env = "AGENTDIR_ADMIN_ACTOR", global = true)]
     pub actor: Option<String>,
-    /// Why, for the audit log.
+    /// Why, for the audit log (private: never shown to the public).
     #[arg(long, global = true)]
     pub reason: Option<String>,
+    /// Why, for the public moderation log (GET /api/moderation) and the agent's inbox: one line,
+    /// at most 500 characters. Never name a reporter or quote a report here.
+    #[arg(long, global = true)]
+    pub public_note: Option<String>,
     /// Handles refused at rename beside the built-in list (as `serve` reads it).
     #[arg(long, env = "AGENTDIR_RESERVED_HANDLES", value_delimiter = ',', global = true)]
     pub reserved_handles: Vec<String>,
@@ -296,21 +313,56 @@ pub struct AdminArgs {
 #[derive(Debug, Subcommand)]
 pub enum AdminAction {
     /// Mark an agent's mailbox as verified (trust level 1).
-    VerifyMailbox { handle: String },
+    VerifyMailbox {
+        handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
     /// Remove an agent's mailbox verification.
-    UnverifyMailbox { handle: String },
+    UnverifyMailbox {
+        handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
     /// Record an owner claim by this email (trust level 2; needs a verified mailbox).
-    ClaimOwner { handle: String, owner_email: String },
+    ClaimOwner {
+        handle: String,
+        owner_email: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
     /// Remove an agent's owner claim.
-    UnclaimOwner { handle: String },
-    /// Suspend an agent: its key gets 403, its card and calls are hidden.
-    Suspend { handle: String },
+    UnclaimOwner {
+        handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
+    /// Suspend an agent: its key gets 403, its card and calls are hidden. The category is
+    /// required (spam, abuse, impersonation, illegal, other); it is public.
+    Suspend {
+        handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: ReasonCategory,
+    },
     /// Lift a suspension.
-    Restore { handle: String },
-    /// Hide a call from lists, search, MCP and the public (404).
-    HideCall { id: String },
+    Restore {
+        handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
+    /// Hide a call from lists, search, MCP and the public (404). The category is required
+    /// (spam, abuse, impersonation, illegal, other); it is public.
+    HideCall {
+        id: String,
+        #[arg(long, value_parser = parse_category)]
+        category: ReasonCategory,
+    },
     /// Show a hidden call again.
-    RestoreCall { id: String },
+    RestoreCall {
+        id: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
     /// List open reports.
     Reports {
         #[arg(long, default_value_t = 100)]
@@ -324,10 +376,20 @@ pub enum AdminAction {
         limit: u32,
     },
     /// Delete an agent as DELETE /api/me does: hidden at once, restorable by a key recovery
-    /// for 7 days, then erased.
-    DeleteAgent { handle: String },
+    /// for 7 days, then erased. The category is required (spam, abuse, impersonation, illegal,
+    /// other); it is public.
+    DeleteAgent {
+        handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: ReasonCategory,
+    },
     /// Give an agent another handle (no once-in-30-days limit); the old one redirects for 180 days.
-    RenameAgent { handle: String, new_handle: String },
+    RenameAgent {
+        handle: String,
+        new_handle: String,
+        #[arg(long, value_parser = parse_category)]
+        category: Option<ReasonCategory>,
+    },
     /// Erase now the deleted agents whose 7 days are over (the server does it every minute).
     EraseDeleted,
     /// Rebuild the search index from SQLite (asks the running server to do it if it holds the index).
@@ -338,6 +400,33 @@ pub enum AdminAction {
     /// Add a new statement signing key; it signs from now on, the earlier public keys stay in
     /// /.well-known/jwks.json (a running server picks it up within a second).
     RotateSigningKey,
+}
+
+/// A reason category as the moderation log names it.
+fn parse_category(s: &str) -> Result<ReasonCategory, String> {
+    use strum::VariantArray;
+    ReasonCategory::VARIANTS.iter().copied().find(|c| c.as_str() == s.trim()).ok_or_else(|| {
+        let known: Vec<&str> = ReasonCategory::VARIANTS.iter().map(|c| c.as_str()).collect();
+        format!("`{s}` is not a reason category: one of {}", known.join(", "))
+    })
+}
+
+impl AdminAction {
+    /// The reason category the action was given (`other` when it takes one and was given none).
+    pub fn category(&self) -> ReasonCategory {
+        use AdminAction::*;
+        match self {
+            Suspend { category, .. } | HideCall { category, .. } | DeleteAgent { category, .. } => *category,
+            VerifyMailbox { category, .. }
+            | UnverifyMailbox { category, .. }
+            | ClaimOwner { category, .. }
+            | UnclaimOwner { category, .. }
+            | Restore { category, .. }
+            | RestoreCall { category, .. }
+            | RenameAgent { category, .. } => category.unwrap_or(ReasonCategory::Other),
+            _ => ReasonCategory::Other,
+        }
+    }
 }
 
 fn parse_positive(s: &str) -> Result<usize, String> {

@@ -7,6 +7,7 @@ use std::fmt;
 use crate::checks::link_fetch::{LinkFetchError, PROOF_SCAN_BYTES};
 use crate::domain::agent::{HANDLE_MAX, HANDLE_MIN};
 use crate::domain::contact_request::COOLDOWN_AFTER_DECLINE;
+use crate::domain::events::{RETENTION_DAYS, WAITING_PER_AGENT};
 use crate::domain::offering::MAX_OFFERINGS;
 use crate::domain::schema::MAX_BODY_BYTES;
 use crate::domain::trust::PROOF_PREFIX;
@@ -63,6 +64,8 @@ pub enum Error {
     MethodNotAllowed,
     /// A change-feed cursor older than the deletions the feed still remembers.
     CursorExpired,
+    /// An inbox cursor older than the events the inbox keeps.
+    EventCursorExpired,
     HandleTaken,
     /// A handle on the reserved list (built in, or the operator's).
     HandleReserved,
@@ -98,6 +101,10 @@ pub enum Error {
         retry_after: u64,
     },
     Overloaded,
+    /// A third poll of one agent waiting for its events.
+    TooManyWaitingPolls,
+    /// The server holds as many waiting polls as it allows (`AGENTDIR_MAX_WAITING`).
+    WaitingFull,
     Timeout,
     /// The request body did not arrive within the body deadline after its headers.
     BodyTimeout,
@@ -233,6 +240,14 @@ impl Error {
                 "cursor_expired",
                 "This cursor is older than the deletions the feed still remembers: read the feed again from the beginning (leave out after).",
                 "该游标早于变更流仍保留的删除记录：请从头重新读取变更流（去掉游标参数）。",
+            ),
+            EventCursorExpired => Facts::new(
+                410,
+                "cursor_expired",
+                format!(
+                    "This cursor is older than the {RETENTION_DAYS} days events are kept: events after it may be gone. Read your events again without after."
+                ),
+                format!("该游标早于事件的保留期限（{RETENTION_DAYS} 天），之后的事件可能已被删除：请去掉游标参数，从头重新读取事件。"),
             ),
             HandleTaken => Facts::new(
                 409,
@@ -378,6 +393,22 @@ impl Error {
                 "目录服务繁忙，请稍后重试。",
             )
             .wait(1),
+            TooManyWaitingPolls => Facts::new(
+                429,
+                "rate_limited",
+                format!(
+                    "You already have {WAITING_PER_AGENT} polls waiting for your events; wait for one of them to answer, or ask without wait."
+                ),
+                format!("你已有 {WAITING_PER_AGENT} 个请求在等待你的事件；请等其中一个返回，或不带等待参数查询。"),
+            )
+            .wait(1),
+            WaitingFull => Facts::new(
+                503,
+                "overloaded",
+                "The directory holds as many polls waiting for events as it allows; ask again in a moment, or without wait.",
+                "目录中等待事件的请求已达上限；请稍后重试，或不带等待参数查询。",
+            )
+            .wait(1),
             Timeout => Facts::new(
                 504,
                 "timeout",
@@ -441,6 +472,7 @@ impl Error {
             Error::NotFound,
             Error::MethodNotAllowed,
             Error::CursorExpired,
+            Error::EventCursorExpired,
             Error::HandleTaken,
             Error::HandleReserved,
             Error::InvalidState { status: "accepted" },
@@ -461,6 +493,8 @@ impl Error {
             Error::WeeklyCapReached { retry_after: 3_600 },
             Error::CooldownAfterDecline { retry_after: 86_400 },
             Error::Overloaded,
+            Error::TooManyWaitingPolls,
+            Error::WaitingFull,
             Error::Timeout,
             Error::BodyTimeout,
             Error::BadGateway,

@@ -10,6 +10,7 @@ use agentdir::domain::handles::ReservedHandles;
 use agentdir::progress::{Progress, Unit};
 use agentdir::service::admin::{self, Actor};
 use agentdir::service::inbound::{self, MailOutcome};
+use agentdir::service::moderation::PublicReason;
 use agentdir::{Settings, inbound_mail, signing, store};
 use agentdir_search_index::{IndexError, SearchIndex};
 use clap::Parser;
@@ -80,6 +81,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             reserved_handles: args.reserved_handles(),
             endpoint_check_interval: args.endpoint_check_interval,
             model: args.model(),
+            max_waiting: args.max_waiting,
+            longest_wait: args.longest_wait(),
         };
         if args.link_fetch_allow_private != agentdir::checks::link_fetch::PrivateTargets::None {
             agentdir::domain::endpoint::lift_port_rule();
@@ -150,41 +153,42 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
     let pool = store::open(&args.data_dir, 2)?;
     let actor_name =
         args.actor.clone().or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "operator".into());
-    let by = Actor { name: &actor_name, reason: args.reason.as_deref() };
+    let public = PublicReason { category: args.action.category(), note: args.public_note.as_deref() };
+    let by = Actor { name: &actor_name, reason: args.reason.as_deref(), public };
     let done = |what: String| -> anyhow::Result<()> {
         println!("{what}");
         Ok(())
     };
     match args.action {
-        AdminAction::VerifyMailbox { handle } => {
+        AdminAction::VerifyMailbox { handle, .. } => {
             admin::set_mailbox_verified(&pool, &handle, true, &by)?;
             done(format!("mailbox of {handle} marked verified"))
         }
-        AdminAction::UnverifyMailbox { handle } => {
+        AdminAction::UnverifyMailbox { handle, .. } => {
             admin::set_mailbox_verified(&pool, &handle, false, &by)?;
             done(format!("mailbox verification of {handle} removed"))
         }
-        AdminAction::ClaimOwner { handle, owner_email } => {
+        AdminAction::ClaimOwner { handle, owner_email, .. } => {
             admin::set_owner_claim(&pool, &handle, Some(&owner_email), &by)?;
             done(format!("{handle} claimed by {owner_email}"))
         }
-        AdminAction::UnclaimOwner { handle } => {
+        AdminAction::UnclaimOwner { handle, .. } => {
             admin::set_owner_claim(&pool, &handle, None, &by)?;
             done(format!("owner claim of {handle} removed"))
         }
-        AdminAction::Suspend { handle } => {
+        AdminAction::Suspend { handle, .. } => {
             admin::set_suspended(&pool, &handle, true, &by)?;
             done(format!("{handle} suspended"))
         }
-        AdminAction::Restore { handle } => {
+        AdminAction::Restore { handle, .. } => {
             admin::set_suspended(&pool, &handle, false, &by)?;
             done(format!("{handle} restored"))
         }
-        AdminAction::HideCall { id } => {
+        AdminAction::HideCall { id, .. } => {
             admin::set_call_hidden(&pool, &id, true, &by)?;
             done(format!("call {id} hidden"))
         }
-        AdminAction::RestoreCall { id } => {
+        AdminAction::RestoreCall { id, .. } => {
             admin::set_call_hidden(&pool, &id, false, &by)?;
             done(format!("call {id} restored"))
         }
@@ -204,12 +208,12 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        AdminAction::DeleteAgent { handle } => {
+        AdminAction::DeleteAgent { handle, .. } => {
             let deleted = admin::delete_agent(&pool, &handle, &by)?;
             println!("{}", serde_json::to_string(&deleted)?);
             Ok(())
         }
-        AdminAction::RenameAgent { handle, new_handle } => {
+        AdminAction::RenameAgent { handle, new_handle, .. } => {
             let reserved = ReservedHandles::new(&args.reserved_handles);
             admin::rename_agent(&pool, &reserved, &handle, &new_handle, &by)?;
             done(format!("{handle} renamed to {new_handle}; {handle} redirects there"))

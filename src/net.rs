@@ -1,8 +1,13 @@
-//! What every adapter knows of where a request comes from: the client's address, as every limit
-//! counts it. REST (its extractors), MCP (the embedding budget per client) and a replica
-//! forwarding a write to the primary (which trusts it for `X-Forwarded-For`) read it alike.
+//! What every adapter knows of a request as it arrived: where it comes from — the client's
+//! address, as every limit counts it; REST (its extractors), MCP (the embedding budget per
+//! client) and a replica forwarding a write to the primary (which trusts it for
+//! `X-Forwarded-For`) read it alike — and, on a route that may wait, the in-flight slot it holds,
+//! which it gives back while it waits (a long poll, or a replica forwarding one).
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::OwnedSemaphorePermit;
 
 use axum::extract::ConnectInfo;
 use axum::http::HeaderMap;
@@ -47,4 +52,21 @@ pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[ipnet::IpNet]) ->
         }
     }
     client
+}
+
+/// The in-flight slot of a request on a route that may wait (the hardening middleware puts it
+/// in the request's extensions): whoever waits on something other than the directory's work
+/// gives it back, so a waiting poll holds none of the slots other requests need.
+#[derive(Clone)]
+pub struct InFlightSlot(Arc<Mutex<Option<OwnedSemaphorePermit>>>);
+
+impl InFlightSlot {
+    pub fn holding(permit: Option<OwnedSemaphorePermit>) -> InFlightSlot {
+        InFlightSlot(Arc::new(Mutex::new(permit)))
+    }
+
+    /// Frees the slot now (it would be freed when the request ends).
+    pub fn give_back(&self) {
+        drop(self.0.lock().unwrap_or_else(|e| e.into_inner()).take());
+    }
 }

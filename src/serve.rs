@@ -71,8 +71,13 @@ pub fn app(
     metrics: ops::MetricsOn,
 ) -> Result<Router, agentdir_mcp::ConfigError> {
     let endpoints = routes::endpoints();
-    let templates: Vec<&'static str> = endpoints.iter().map(|e| e.path).chain(crate::pages::ROUTES).collect();
-    let forwarding = Forwarding::new(app.clone(), endpoints.into_iter().map(|e| (e.method, e.path, e.node)));
+    let templates: Vec<(&'static str, bool)> = endpoints
+        .iter()
+        .map(|e| (e.path, e.waits))
+        .chain(crate::pages::ROUTES.iter().map(|r| (*r, false)))
+        .collect();
+    let forwarding =
+        Forwarding::new(app.clone(), endpoints.into_iter().map(|e| (e.method, e.path, e.node, e.waits)));
     let positions = axum::middleware::from_fn_with_state(forwarding.clone(), forward::await_position);
     Ok(middleware::stack(router(app, forwarding, metrics)?, templates, limits).layer(positions))
 }

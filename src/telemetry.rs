@@ -42,6 +42,8 @@ pub const ENDPOINT_CHECKS: &str = "agentdir_endpoint_checks_total";
 pub const ENDPOINT_CHECK_SECONDS: &str = "agentdir_endpoint_check_seconds";
 pub const ENDPOINT_LAST_CHECK: &str = "agentdir_endpoint_last_check_timestamp_seconds";
 pub const ENDPOINTS_SCHEDULED: &str = "agentdir_endpoints_scheduled";
+/// Polls of the agents' inboxes waiting for an event now.
+pub const INBOX_WAITING: &str = "agentdir_inbox_polls_waiting";
 pub const REPLICA_SEQ_BEHIND: &str = "agentdir_replica_seq_behind";
 pub const REPLICA_SECONDS_BEHIND: &str = "agentdir_replica_seconds_behind";
 pub const REPLICA_APPLIED: &str = "agentdir_replica_applied_seq";
@@ -119,6 +121,7 @@ fn describe() {
     describe_gauge!(INDEX_APPLIED, "Change-log sequence number the search index has applied.");
     describe_gauge!(POOL_CONNECTIONS, "SQLite pool connections, by state (idle or in_use).");
     describe_gauge!(POOL_SIZE, "Read connections the SQLite pool may hold.");
+    describe_gauge!(INBOX_WAITING, "Polls of GET /api/me/events waiting for an event now.");
     describe_counter!(
         agentdir_mcp::FAST_ANSWERS,
         "MCP reads of a card or a call answered on the short path from the rendered views."

@@ -171,8 +171,8 @@ async fn deleted_hidden_and_suspended_entities_become_deletions() {
     let (_, start) = read_all(&s, None, 100).await;
 
     s.delete(&format!("/api/posts/{deleted}"), Some(&author.key)).await.expect(200);
-    s.admin_ok(&["hide-call", &hidden]);
-    s.admin_ok(&["suspend", &other.handle]);
+    s.admin_ok(&["hide-call", "--category", "spam", &hidden]);
+    s.admin_ok(&["suspend", "--category", "abuse", &other.handle]);
     let (entries, mid) = read_all(&s, Some(&start), 100).await;
     let ops: HashMap<(String, String), String> =
         entries.iter().map(|e| (key(e), e["op"].as_str().unwrap().to_owned())).collect();
@@ -243,7 +243,7 @@ async fn collaborations_appear_only_once_confirmed_and_nothing_private_ever() {
         assert_eq!(e["data"], s.get(&format!("/api/agents/{}", agent.handle), None).await.json["agent"]);
     }
     // A suspended party takes it out of GET /api/collabs, and so out of the feed.
-    s.admin_ok(&["suspend", &a.handle]);
+    s.admin_ok(&["suspend", "--category", "abuse", &a.handle]);
     let (entries, _) = read_all(&s, Some(&after), 100).await;
     let collab = entries.iter().find(|e| e["kind"] == "collab").expect("the collaboration left the list");
     assert_eq!(collab["op"], "delete");
@@ -345,7 +345,7 @@ async fn the_example_mirror_keeps_a_copy_equal_to_the_lists() {
     // Changes, a deletion and a suspension since: the next run catches up from its cursor.
     s.seeking(&b, "Second mirrored call").await;
     s.delete(&format!("/api/posts/{c1}"), Some(&a.key)).await.expect(200);
-    s.admin_ok(&["suspend", &b.handle]);
+    s.admin_ok(&["suspend", "--category", "abuse", &b.handle]);
     s.patch("/api/me", Some(&a.key), json!({"tagline": "Mirrored and changed"})).await.expect(200);
     assert_eq!(run_mirror(), lists(&s).await);
 }

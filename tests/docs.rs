@@ -143,6 +143,7 @@ async fn openapi_and_the_index_list_exactly_the_routes_the_server_serves() {
         ("GET", "/api/me/requests"),
         ("GET", "/api/me/replies"),
         ("GET", "/api/me/collabs"),
+        ("GET", "/api/me/events"),
         ("GET", "/api/requests/{id}"),
         ("POST", "/api/requests/{id}/accept"),
         ("POST", "/api/requests/{id}/decline"),
@@ -159,6 +160,7 @@ async fn openapi_and_the_index_list_exactly_the_routes_the_server_serves() {
         ("POST", "/api/collabs/{id}/confirm"),
         ("POST", "/api/collabs/{id}/decline"),
         ("GET", "/api/changes"),
+        ("GET", "/api/moderation"),
         ("POST", "/api/agents/{handle}/recover"),
         ("POST", "/api/recover"),
         ("GET", "/api/me/export"),
@@ -678,7 +680,7 @@ async fn every_error_code_comes_with_two_distinct_natural_messages() {
     w.saw("POST", "/api/posts/{id}/report", &r, 429, "rate_limited");
 
     // suspended: the operators suspend an agent; its key is refused.
-    s.admin_ok(&["suspend", &level0.handle]);
+    s.admin_ok(&["suspend", "--category", "abuse", &level0.handle]);
     w.saw("GET", "/api/me", &s.get("/api/me", Some(&level0.key)).await, 403, "suspended");
 
     let expected: BTreeSet<&str> = [

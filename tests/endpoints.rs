@@ -637,7 +637,7 @@ async fn endpoints_of_deleted_and_suspended_agents_are_not_checked() {
         agents.push(agent);
     }
     s.delete("/api/me", Some(&agents[0].key)).await.expect(200);
-    s.admin_ok(&["suspend", &agents[1].handle]);
+    s.admin_ok(&["suspend", "--category", "abuse", &agents[1].handle]);
     // A check under way when they left may still reach them; none after it.
     let wait_for_listed = |more: usize| {
         let (site, deadline) = (site.clone(), Instant::now() + Duration::from_secs(60));

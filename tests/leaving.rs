@@ -424,9 +424,16 @@ async fn an_operator_deletes_and_renames_with_a_reason() {
     // An operator is not bound by the once-in-30-days rule.
     s.admin_ok(&["rename-agent", &new, &common::unique_handle("again"), "--reason", "typo"]);
 
-    s.admin_ok(&["suspend", &b.handle, "--reason", "spam"]);
-    let deleted: Value =
-        serde_json::from_str(&s.admin_ok(&["delete-agent", &b.handle, "--reason", "spam"])).unwrap();
+    s.admin_ok(&["suspend", "--category", "abuse", &b.handle, "--reason", "spam"]);
+    let deleted: Value = serde_json::from_str(&s.admin_ok(&[
+        "delete-agent",
+        "--category",
+        "other",
+        &b.handle,
+        "--reason",
+        "spam",
+    ]))
+    .unwrap();
     assert!(deleted["handle_held_until"].is_null(), "a suspended agent's handle is held for good");
     let audit = s.admin_ok(&["audit"]);
     for needle in ["rename-agent", "trademark", "delete-agent", "spam"] {

@@ -130,14 +130,14 @@ impl World {
                 json!({"kind": "announce", "title": "Hidden translation announcement", "body": "Spam."}),
             )
             .await;
-        s.admin_ok(&["hide-call", &hidden_call]);
+        s.admin_ok(&["hide-call", "--category", "spam", &hidden_call]);
         let suspended = register_with(
             s,
             "lingo-ghost",
             json!({"tagline": "Translation", "description_en": "A suspended translation agent."}),
         )
         .await;
-        s.admin_ok(&["suspend", &suspended.handle]);
+        s.admin_ok(&["suspend", "--category", "abuse", &suspended.handle]);
 
         let pager_word = format!("pagerword{}", std::process::id());
         for i in 0..pagers {

@@ -1,7 +1,9 @@
 //! Moderation end to end: reports stored with reporter and reason and listed for operators;
 //! `agentdir admin hide-call/restore-call` and `suspend/restore` acting on every surface —
 //! lists, search, cards, call pages, MCP — while the server runs; and every operator action in
-//! the audit log with who, when and why.
+//! the audit log with who, when and why; the public moderation log (`GET /api/moderation`)
+//! after each action, with its category and public note and nothing private; `explain` weighing
+//! no more of an agent's history than that log.
 
 mod common;
 
@@ -134,7 +136,7 @@ async fn a_hidden_call_vanishes_everywhere_until_restored() {
         assert!(seen, "{surface}: a live call is missing");
     }
 
-    s.admin_ok(&["--reason", "spam wave", "hide-call", &id]);
+    s.admin_ok(&["--reason", "spam wave", "hide-call", "--category", "spam", &id]);
     for (surface, seen) in call_surfaces(&s, &author, &id, &w).await {
         assert!(!seen, "{surface}: a hidden call is still shown");
     }
@@ -155,7 +157,9 @@ async fn a_hidden_call_vanishes_everywhere_until_restored() {
         assert!(seen, "{surface}: a restored call is missing");
     }
     assert_eq!(s.get(&format!("/api/posts?q={w}"), None).await.json["total"], 2);
-    assert!(!s.admin(&["hide-call", "post_01notarealid000000000000000"]).status.success());
+    assert!(
+        !s.admin(&["hide-call", "--category", "spam", "post_01notarealid000000000000000"]).status.success()
+    );
 }
 
 #[tokio::test]
@@ -168,7 +172,7 @@ async fn a_suspended_agent_loses_key_card_and_calls_until_restored() {
     let call = post_call(&s, &bad, &format!("Bulk offer {w}")).await;
     let agents_before = s.get("/api/stats", None).await.json["agents"].as_u64().expect("agents");
 
-    s.admin_ok(&["--reason", "spamming", "suspend", &bad.handle]);
+    s.admin_ok(&["--reason", "spamming", "suspend", "--category", "spam", &bad.handle]);
     s.get("/api/me", Some(&bad.key)).await.expect_error(403, "suspended");
     let again = json!({"kind": "offering", "title": "Still here", "body": "Trying to post while suspended."});
     s.post("/api/posts", Some(&bad.key), again).await.expect_error(403, "suspended");
@@ -191,7 +195,7 @@ async fn a_suspended_agent_loses_key_card_and_calls_until_restored() {
     for (surface, seen) in call_surfaces(&s, &bad, &call, &w).await {
         assert!(seen, "{surface}: a restored agent's call is missing");
     }
-    assert!(!s.admin(&["suspend", "no-such-agent-here"]).status.success());
+    assert!(!s.admin(&["suspend", "--category", "spam", "no-such-agent-here"]).status.success());
 }
 
 #[tokio::test]
@@ -202,9 +206,13 @@ async fn every_operator_action_is_audited_with_who_when_and_why() {
     let started = chrono::Utc::now().timestamp_millis();
     let actions: Vec<(Vec<&str>, &str, &str)> = vec![
         (vec!["--reason", "mail checked by hand", "verify-mailbox", &a.handle], "verify-mailbox", &a.handle),
-        (vec!["--reason", "abuse report 17", "hide-call", &call], "hide-call", &call),
+        (vec!["--reason", "abuse report 17", "hide-call", "--category", "abuse", &call], "hide-call", &call),
         (vec!["--reason", "appeal", "restore-call", &call], "restore-call", &call),
-        (vec!["--reason", "abuse report 18", "suspend", &a.handle], "suspend", &a.handle),
+        (
+            vec!["--reason", "abuse report 18", "suspend", "--category", "abuse", &a.handle],
+            "suspend",
+            &a.handle,
+        ),
         (vec!["--reason", "appeal", "restore", &a.handle], "restore", &a.handle),
     ];
     for (args, _, _) in &actions {
@@ -222,6 +230,211 @@ async fn every_operator_action_is_audited_with_who_when_and_why() {
         assert!(at >= started && at <= chrono::Utc::now().timestamp_millis(), "{entry}");
     }
     // A failed action leaves no audit entry.
-    assert!(!s.admin(&["suspend", "no-such-agent-here"]).status.success());
+    assert!(!s.admin(&["suspend", "--category", "spam", "no-such-agent-here"]).status.success());
     assert_eq!(json_lines(&s.admin_ok(&["audit"])).len(), actions.len());
+}
+
+/// Every action of the public moderation log, oldest first, read page by page.
+async fn moderation_log(s: &Server) -> Vec<Value> {
+    let mut all = Vec::new();
+    let mut path = "/api/moderation?limit=2".to_owned();
+    loop {
+        let r = s.get(&path, None).await;
+        r.expect(200);
+        assert!(r.json["notice"]["en"].is_string(), "{}", r.text);
+        all.extend(r.json["actions"].as_array().expect("actions").iter().cloned());
+        if !r.json["has_more"].as_bool().expect("has_more") {
+            return all;
+        }
+        path = format!("/api/moderation?limit=2&after={}", r.json["next"].as_str().expect("next"));
+    }
+}
+
+/// The newest action of the log.
+async fn newest_action(s: &Server) -> Value {
+    moderation_log(s).await.pop().expect("an action")
+}
+
+#[tokio::test]
+async fn the_public_moderation_log_shows_every_operator_action_and_nothing_private() {
+    let s = Server::start().await;
+    let a = s.register("mod-log").await;
+    let b = s.register("mod-other").await;
+    let call = post_call(&s, &a, "A call someone reports").await;
+    let report = "REPORTED because I dislike them, signed Alice";
+    s.post(&format!("/api/posts/{call}/report"), None, json!({"reason": report})).await.expect(200);
+    assert_eq!(moderation_log(&s).await, Vec::<Value>::new());
+
+    // Each action, as the public log shows it right after.
+    let sub_of = |e: &Value| e["target"]["sub"].as_str().unwrap_or("").to_owned();
+    s.admin_ok(&[
+        "hide-call",
+        &call,
+        "--category",
+        "spam",
+        "--reason",
+        "private: report from 10.9.8.7",
+        "--public-note",
+        "Links to a phishing page.",
+    ]);
+    let e = newest_action(&s).await;
+    assert_eq!(e["action"], "call_hidden", "{e}");
+    assert_eq!(e["target"]["kind"], "call");
+    assert_eq!(e["target"]["post_id"], call.as_str());
+    assert_eq!(e["target"]["handle"], a.handle.as_str());
+    assert_eq!(e["category"], "spam");
+    assert_eq!(e["public_note"], "Links to a phishing page.");
+    assert!(e["at"].is_string() && e["cursor"].is_string(), "{e}");
+    let sub = sub_of(&e);
+    assert!(sub.starts_with("agt_"), "{e}");
+    // The author is told, with the same category and note.
+    let told = s.get("/api/me/events", Some(&a.key)).await;
+    let hidden = told.json["events"].as_array().unwrap().iter().find(|e| e["kind"] == "call_hidden").cloned();
+    let hidden = hidden.expect("call_hidden in the author's inbox");
+    assert_eq!(hidden["detail"]["category"], "spam");
+    assert_eq!(hidden["detail"]["public_note"], "Links to a phishing page.");
+
+    s.admin_ok(&["restore-call", &call]);
+    let e = newest_action(&s).await;
+    assert_eq!((e["action"].as_str(), e["category"].as_str()), (Some("call_restored"), Some("other")));
+    assert_eq!(e["public_note"], Value::Null);
+    s.admin_ok(&["suspend", &a.handle, "--category", "impersonation", "--public-note", "Poses as a bank."]);
+    let e = newest_action(&s).await;
+    assert_eq!(
+        (e["action"].as_str(), e["category"].as_str()),
+        (Some("agent_suspended"), Some("impersonation"))
+    );
+    assert_eq!((e["target"]["kind"].as_str(), sub_of(&e)), (Some("agent"), sub.clone()));
+    s.admin_ok(&["restore", &a.handle, "--public-note", "Appeal accepted."]);
+    assert_eq!(newest_action(&s).await["action"], "agent_restored");
+    let renamed = format!("{}-re", a.handle);
+    s.admin_ok(&["rename-agent", &a.handle, &renamed, "--category", "impersonation"]);
+    let e = newest_action(&s).await;
+    assert_eq!(e["action"], "agent_renamed");
+    assert_eq!(e["target"]["handle"], a.handle.as_str(), "the handle at the time");
+    assert_eq!(e["target"]["new_handle"], renamed.as_str());
+    assert_eq!(sub_of(&e), sub, "the sub stays across the rename");
+    s.admin_ok(&["verify-mailbox", &b.handle]);
+    assert_eq!(newest_action(&s).await["action"], "mailbox_verified");
+    s.admin_ok(&["claim-owner", &b.handle, "secret-owner@owners.example"]);
+    assert_eq!(newest_action(&s).await["action"], "owner_claimed");
+    s.admin_ok(&["unclaim-owner", &b.handle]);
+    assert_eq!(newest_action(&s).await["action"], "owner_unclaimed");
+    s.admin_ok(&["unverify-mailbox", &b.handle]);
+    assert_eq!(newest_action(&s).await["action"], "mailbox_unverified");
+    s.admin_ok(&["delete-agent", &b.handle, "--category", "spam"]);
+    let e = newest_action(&s).await;
+    assert_eq!(
+        (e["action"].as_str(), e["target"]["handle"].as_str()),
+        (Some("agent_deleted"), Some(b.handle.as_str()))
+    );
+
+    // Hide, suspend and delete need a category; a public note is one short line; a refused
+    // command records nothing.
+    let before = moderation_log(&s).await.len();
+    assert_eq!(before, 10);
+    assert!(!s.admin(&["hide-call", &call]).status.success());
+    assert!(!s.admin(&["suspend", &renamed]).status.success());
+    assert!(!s.admin(&["delete-agent", &renamed]).status.success());
+    assert!(!s.admin(&["suspend", &renamed, "--category", "rude"]).status.success());
+    let long = "x".repeat(501);
+    assert!(!s.admin(&["suspend", &renamed, "--category", "spam", "--public-note", &long]).status.success());
+    assert!(!s.admin(&["restore", &renamed, "--public-note", "two\nlines"]).status.success());
+    assert_eq!(moderation_log(&s).await.len(), before);
+    s.get("/api/me", Some(&a.key)).await.expect(200);
+
+    // Nothing private: no reporter, no report text, no private reason, no operator, no owner
+    // email, no mailbox, no client address.
+    let text = serde_json::to_string(&moderation_log(&s).await).unwrap();
+    for secret in
+        [report, "private", "10.9.8.7", "127.0.0.1", "test-suite", "secret-owner", &a.mailbox, &b.mailbox]
+    {
+        assert!(!text.contains(secret), "{secret:?} in the public log: {text}");
+    }
+
+    // Paging and bad input.
+    let r = s.get("/api/moderation?limit=3", None).await;
+    assert_eq!(r.json["actions"].as_array().unwrap().len(), 3);
+    let next = r.json["next"].as_str().unwrap().to_owned();
+    assert_eq!(r.json["actions"][2]["cursor"], next.as_str());
+    let rest = s.get(&format!("/api/moderation?after={next}&limit=1000"), None).await;
+    assert_eq!(rest.json["actions"].as_array().unwrap().len(), before - 3);
+    assert_eq!(rest.json["has_more"], false);
+    for bad in ["after=A", "after=1_2", "limit=0", "limit=1001"] {
+        s.get(&format!("/api/moderation?{bad}"), None).await.expect_error(400, "validation_failed");
+    }
+}
+
+#[tokio::test]
+async fn earlier_operator_actions_of_the_audit_log_appear_in_the_public_log() {
+    let mut s = Server::start().await;
+    let a = s.register("mod-early").await;
+    let call = post_call(&s, &a, "An early call").await;
+    s.admin_ok(&["hide-call", &call, "--category", "spam", "--reason", "private reason"]);
+    s.admin_ok(&["suspend", &a.handle, "--category", "abuse"]);
+    let renamed = format!("{}-later", a.handle);
+    s.admin_ok(&["rename-agent", &a.handle, &renamed]);
+    let sub = newest_action(&s).await["target"]["sub"].clone();
+    // As the database stood before the log: the audit log only.
+    s.stop();
+    {
+        let db = rusqlite::Connection::open(s.data_dir.join("agentdir.sqlite3")).unwrap();
+        db.execute_batch("DROP TABLE moderation_log; DELETE FROM schema_migrations WHERE version = 14;")
+            .unwrap();
+    }
+    s.restart();
+    let log = moderation_log(&s).await;
+    let actions: Vec<&str> = log.iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["call_hidden", "agent_suspended", "agent_renamed"], "{log:?}");
+    for e in &log {
+        assert_eq!(e["category"], "other", "{e}");
+        assert_eq!(e["public_note"], Value::Null, "{e}");
+        assert_eq!(e["target"]["sub"], sub, "{e}");
+    }
+    assert_eq!(log[0]["target"]["post_id"], call.as_str());
+    assert_eq!(log[1]["target"]["handle"], a.handle.as_str());
+    assert_eq!(log[2]["target"]["new_handle"], renamed.as_str());
+    assert!(!serde_json::to_string(&log).unwrap().contains("private reason"));
+}
+
+/// The evidence `explain=true` shows for `handle` in a search for `q`.
+async fn evidence_of(s: &Server, q: &str, handle: &str) -> f64 {
+    let r = s.get(&format!("/api/agents?q={q}&explain=true&limit=100"), None).await;
+    r.expect(200);
+    let agents = r.json["agents"].as_array().unwrap().clone();
+    let hit =
+        agents.into_iter().find(|x| x["handle"] == handle).unwrap_or_else(|| panic!("{handle} not found"));
+    hit["ranking"]["signals"]["evidence"].as_f64().expect("evidence")
+}
+
+#[tokio::test]
+async fn explain_weighs_what_the_public_log_shows_of_an_agent_and_no_more() {
+    let s = Server::start().await;
+    let w = word("explained");
+    let a = s.register("mod-explain").await;
+    s.patch("/api/me", Some(&a.key), json!({"description_en": format!("Keeps {w} records.")}))
+        .await
+        .expect(200);
+    let clean = evidence_of(&s, &w, &a.handle).await;
+
+    // A private record of the audit log alone weighs nothing.
+    {
+        let db = rusqlite::Connection::open(s.data_dir.join("agentdir.sqlite3")).unwrap();
+        db.execute(
+            "INSERT INTO audit_log (action, target, actor, reason, at) VALUES ('suspend', ?1, 'x', NULL, 0)",
+            [&a.handle],
+        )
+        .unwrap();
+    }
+    s.patch("/api/me", Some(&a.key), json!({"tagline": "Touched"})).await.expect(200);
+    assert_eq!(evidence_of(&s, &w, &a.handle).await, clean);
+
+    // A suspension the public log shows weighs, and keeps weighing after a rename.
+    s.admin_ok(&["suspend", &a.handle, "--category", "spam"]);
+    s.admin_ok(&["restore", &a.handle]);
+    let penalised = evidence_of(&s, &w, &a.handle).await;
+    assert!(penalised < clean, "{penalised} !< {clean}");
+    let renamed = format!("{}-b", a.handle);
+    s.post("/api/me/handle", Some(&a.key), json!({"handle": renamed})).await.expect(200);
+    assert_eq!(evidence_of(&s, &w, &renamed).await, penalised);
 }

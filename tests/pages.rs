@@ -242,7 +242,7 @@ async fn a_call_page_shows_the_replies_and_a_hidden_call_is_gone() {
     assert!(html.contains("I can help with that."));
     assert!(html.contains(&format!("href=\"/agents/{}\"", b.handle)));
     assert!(html.contains(&format!("href=\"/api/posts/{id}\"")));
-    s.admin_ok(&["--reason", "spam", "hide-call", &id]);
+    s.admin_ok(&["--reason", "spam", "hide-call", "--category", "spam", &id]);
     let r = page(&s, &format!("/calls/{id}"), &[]).await;
     assert_eq!(r.status(), 404);
     assert_eq!(page(&s, "/calls/post_nothing", &[]).await.status(), 404);

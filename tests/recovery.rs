@@ -374,7 +374,7 @@ async fn a_suspended_agent_cannot_recover() {
     let s = server_with(&[]).await;
     let a = s.register("banned").await;
     let (token, subject) = fields(&start(&s, &a).await);
-    s.admin_ok(&["suspend", &a.handle]);
+    s.admin_ok(&["suspend", "--category", "abuse", &a.handle]);
     start(&s, &a).await.expect_error(403, "suspended");
     // A recovery started before the suspension cannot be finished either.
     assert_eq!(deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox))).0, 65);

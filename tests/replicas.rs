@@ -340,3 +340,99 @@ async fn replicas_serve_reads_forward_writes_and_recover() {
     })
     .await;
 }
+
+/// The polls waiting on `s` now, as its `/metrics` tells.
+async fn polls_waiting(s: &Server) -> u64 {
+    let text = get(s, "/metrics").await.text;
+    text.lines()
+        .find_map(|l| l.strip_prefix("agentdir_inbox_polls_waiting "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+/// A poll of an inbox through `s`, on a task of its own: its answer and how long it took.
+fn poll_through(s: &Server, key: &str, query: &str) -> tokio::task::JoinHandle<(Resp, Duration)> {
+    let (http, url, key) = (s.http.clone(), s.url(&format!("/api/me/events?{query}")), key.to_owned());
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let res = http.get(url).bearer_auth(key).send().await.expect("poll");
+        let status = res.status().as_u16();
+        let headers = res.headers().clone();
+        let text = res.text().await.expect("body");
+        let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+        (Resp { status, headers, text, json }, started.elapsed())
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_forwards_a_waiting_poll_and_waits_as_long_as_the_primary() {
+    let bin = litestream();
+    let root = tempfile::tempdir().expect("temp dir");
+    let root = root.path();
+    let shipped = root.join("replica");
+    let mut primary_env: Vec<(&'static str, String)> =
+        RELAXED_LIMITS.iter().map(|(k, v)| (*k, v.to_string())).collect();
+    primary_env.push(("AGENTDIR_TRUSTED_PROXIES", "127.0.0.1".into()));
+    let primary = start(&root.join("primary"), &primary_env).await;
+    let _replicate = replicate(&bin, root, &primary.data_dir, &shipped);
+    let dir = root.join("a");
+    let _follow = follow(&bin, &shipped, &dir);
+    let mut env = replica_env(&primary);
+    // One slot: were the forwarded poll holding it, the replica would answer nothing else.
+    env.push(("AGENTDIR_MAX_IN_FLIGHT", "1".into()));
+    env.push(("AGENTDIR_QUEUE_WAIT", "1".into()));
+    let replica = start(&dir, &env).await;
+
+    let author = no_5xx(replica.post("/api/agents", None, agent_body(&unique_handle("lp"), "lantern")).await);
+    author.expect(201);
+    let author_key = author.json["api_key"].as_str().unwrap().to_owned();
+    let replier = no_5xx(replica.post("/api/agents", None, agent_body(&unique_handle("lp"), "beacon")).await);
+    let replier_key = replier.json["api_key"].as_str().unwrap().to_owned();
+    let call = no_5xx(
+        replica
+            .post(
+                "/api/posts",
+                Some(&author_key),
+                json!({"kind": "seeking", "title": "A keeper for the lantern", "body": "Details."}),
+            )
+            .await,
+    );
+    call.expect(201);
+    let call = call.json["id"].as_str().unwrap().to_owned();
+    let end = no_5xx(replica.get("/api/me/events", Some(&author_key)).await);
+    end.expect(200);
+    assert_eq!(end.header("x-agentdir-served-by"), Some("primary"));
+    let end = end.json["next"].as_str().unwrap().to_owned();
+
+    // The poll waits on the primary; the replica's one slot stays free for other requests.
+    let waiting = poll_through(&replica, &author_key, &format!("after={end}&wait=25"));
+    within(LAG_BOUND, "the forwarded poll waiting on the primary", || async {
+        polls_waiting(&primary).await == 1
+    })
+    .await;
+    for _ in 0..3 {
+        get(&replica, "/api/stats").await.expect(200);
+    }
+    assert!(!waiting.is_finished());
+    // The event arrives: the replica passes the primary's answer on at once.
+    let written = Instant::now();
+    no_5xx(
+        replica
+            .post(&format!("/api/posts/{call}/replies"), Some(&replier_key), json!({"body": "I can"}))
+            .await,
+    )
+    .expect(201);
+    let (r, _) = waiting.await.unwrap();
+    let r = no_5xx(r);
+    r.expect(200);
+    assert_eq!(r.json["events"][0]["kind"], "reply_received", "{}", r.text);
+    assert!(written.elapsed() < Duration::from_secs(5), "answered {:?} after the reply", written.elapsed());
+
+    // Nothing comes: the replica waits for the primary's empty answer at the end of the wait.
+    let end = r.json["next"].as_str().unwrap().to_owned();
+    let (r, took) = poll_through(&replica, &author_key, &format!("after={end}&wait=3")).await.unwrap();
+    let r = no_5xx(r);
+    r.expect(200);
+    assert_eq!(r.json["events"], json!([]));
+    assert!(took >= Duration::from_millis(2_900), "answered after {took:?}, before the wait ended");
+}

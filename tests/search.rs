@@ -177,7 +177,7 @@ async fn calls_are_searchable_and_hidden_or_deleted_ones_never_appear() {
     assert_eq!(ids(&s.get(&format!("/api/posts?q={}", q("翻译")), None).await), vec![id(&zh)]);
     assert_eq!(ids(&s.get(&format!("/api/posts?tag={}", q("翻译")), None).await), vec![id(&zh)]);
 
-    s.admin_ok(&["hide-call", &id(&hide), "--reason", "spam"]);
+    s.admin_ok(&["hide-call", "--category", "spam", &id(&hide), "--reason", "spam"]);
     s.delete(&format!("/api/posts/{}", id(&gone)), Some(&a.key)).await.expect(200);
     for path in ["/api/posts?q=subtitles", "/api/posts?tag=video", "/api/posts?q=film&kind=seeking"] {
         let r = s.get(path, None).await;
@@ -271,7 +271,7 @@ async fn the_index_is_repaired_at_start() {
 
     // A change committed to SQLite while no server ran (as after a crash between the two
     // commits) reaches the index at the next start.
-    s.admin_ok(&["hide-call", &call_id]);
+    s.admin_ok(&["hide-call", "--category", "spam", &call_id]);
     s.restart();
     assert_eq!(s.get("/api/posts?q=nebula", None).await.json["total"], 0);
     s.admin_ok(&["restore-call", &call_id]);

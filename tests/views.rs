@@ -100,10 +100,10 @@ async fn every_change_a_card_shows_is_seen_at_once_with_a_new_tag() {
     changed(tag_of(&s, &path).await, "verification removed by an operator");
 
     // A hidden call leaves the card; a suspension removes the card.
-    s.admin_ok(&["hide-call", &call]);
+    s.admin_ok(&["hide-call", "--category", "spam", &call]);
     assert_eq!(card(&s, &a).await.json["recent_posts"], json!([]));
     changed(tag_of(&s, &path).await, "hidden call");
-    s.admin_ok(&["suspend", &a.handle]);
+    s.admin_ok(&["suspend", "--category", "abuse", &a.handle]);
     s.get(&path, None).await.expect_error(404, "not_found");
     let mcp = mcp_card(&s, &a.handle).await;
     assert_eq!(mcp, Value::Null, "the suspended card is still served over MCP");
@@ -155,7 +155,7 @@ async fn a_call_with_its_replies_is_never_stale() {
     }
     assert!(reader.await.expect("reader") > 0);
     // A reply's author suspended by an operator: the reply leaves the call at once.
-    s.admin_ok(&["suspend", &repliers[0].handle]);
+    s.admin_ok(&["suspend", "--category", "abuse", &repliers[0].handle]);
     let r = s.get(&path, None).await;
     assert_eq!(r.json["replies"].as_array().unwrap().len(), 9);
     assert_eq!(r.json["post"]["reply_count"], 9);
@@ -270,7 +270,7 @@ async fn list_and_search_items_are_never_stale() {
     s.admin_ok(&["verify-mailbox", &a.handle]);
     assert_eq!(item(&s.get(&agents, None).await)["trust"]["level"], 1);
     // Suspended: gone from the list; restored: back.
-    s.admin_ok(&["suspend", &a.handle]);
+    s.admin_ok(&["suspend", "--category", "abuse", &a.handle]);
     assert_eq!(s.get(&agents, None).await.json["total"], 0);
     s.admin_ok(&["restore", &a.handle]);
     assert_eq!(item(&s.get(&agents, None).await)["name"], "Renamed lister");
@@ -290,10 +290,10 @@ async fn list_and_search_items_are_never_stale() {
     s.admin_ok(&["unverify-mailbox", &a.handle]);
     assert_eq!(first(&s.get(&calls, None).await)["author"]["verified"], false);
     // Hidden by an operator: gone; restored: back; its author suspended: gone.
-    s.admin_ok(&["hide-call", &call]);
+    s.admin_ok(&["hide-call", "--category", "spam", &call]);
     assert_eq!(s.get(&calls, None).await.json["total"], 0);
     s.admin_ok(&["restore-call", &call]);
     assert_eq!(first(&s.get(&calls, None).await)["reply_count"], 1);
-    s.admin_ok(&["suspend", &a.handle]);
+    s.admin_ok(&["suspend", "--category", "abuse", &a.handle]);
     assert_eq!(s.get(&calls, None).await.json["total"], 0);
 }

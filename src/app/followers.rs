@@ -57,6 +57,16 @@ impl App {
             tracing::warn!(error = %e, "reading the change log after a write failed; dropping every cached view");
             self.cache.clear(seq);
         }
+        self.wake_waiting(conn);
+    }
+
+    /// Wakes the polls waiting for the agents that have events committed since the last look
+    /// (one indexed read): on the writer thread after each commit, and at the background pass
+    /// for the commits of other processes. A failure wakes nobody now; the next look does.
+    pub(crate) fn wake_waiting(&self, conn: &Connection) {
+        if let Err(e) = self.waiting.wake_after(|through| crate::store::events::agents_after(conn, through)) {
+            tracing::warn!(error = %e, "looking for new events failed; waiting polls wake at the next look");
+        }
     }
 
     /// On the applier thread after commits. A failure here does not undo the write: the next

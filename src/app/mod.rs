@@ -21,6 +21,7 @@ pub mod runtime;
 pub mod settings;
 pub mod shares;
 pub mod tokens;
+pub mod waiting;
 
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, Weak};
@@ -41,6 +42,7 @@ pub use role::{Node, Primary, Replica, ReplicaSettings, Role};
 use runtime::Runtime;
 pub use settings::Settings;
 use shares::Shares;
+use waiting::Waiting;
 
 /// The directory as served. One cheap clone; see the module docs.
 #[derive(Clone)]
@@ -68,6 +70,8 @@ pub struct Parts {
     pub(crate) limits: RateLimits,
     /// Endpoints just set, waiting for their first check.
     pub(crate) checks: EndpointQueue,
+    /// Polls of the agents' inboxes waiting for their next event.
+    pub(crate) waiting: Waiting,
     pub(crate) settings: Settings,
     /// Blocking threads and the permits that bound searches, hashes and embeddings.
     pub(crate) runtime: Runtime,
@@ -146,6 +150,7 @@ impl App {
         // An empty cache has nothing to evict for changes older than now.
         let newest: ChangeSeq = store::changes::max_seq(&*reads.readers.get()?)?;
         let written = store::replica::position(&*reads.readers.get()?)?;
+        let waiting = Waiting::new(settings.max_waiting, store::events::max_seq(&*reads.readers.get()?)?);
         let mut started = Ok(());
         let parts = Arc::new_cyclic(|me: &Weak<Parts>| {
             let (role, outcome): (Role, std::io::Result<()>) = role(me.clone(), written);
@@ -163,6 +168,7 @@ impl App {
                 keys: keys::KeyCache::default(),
                 limits,
                 checks: EndpointQueue::default(),
+                waiting,
                 runtime,
                 seen: Default::default(),
             }

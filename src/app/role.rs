@@ -125,6 +125,12 @@ pub struct ReplicaSettings {
     pub stuck_after: Duration,
 }
 
+/// How long a replica waits for the primary's answer to a forwarded request. It outlasts the
+/// longest wait of a forwarded long poll (`GET /api/me/events?wait=`), which the primary answers
+/// at the end of its wait at the latest, so the replica waits as long as the primary does.
+pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
+const _: () = assert!(FORWARD_TIMEOUT.as_secs() > crate::domain::events::MAX_WAIT_SECONDS as u64 + 2);
+
 /// Primary positions remembered while not yet applied; past it the newest one is overwritten,
 /// which can only make the lag look longer, never shorter.
 const PENDING_MAX: usize = 1024;
@@ -168,7 +174,7 @@ pub struct Lag {
 impl Replica {
     pub(super) fn new(settings: ReplicaSettings, data_dir: &Path) -> anyhow::Result<Replica> {
         let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
+            .timeout(FORWARD_TIMEOUT)
             .connect_timeout(Duration::from_secs(3))
             .redirect(reqwest::redirect::Policy::none())
             .build()?;

@@ -30,4 +30,9 @@ pub struct Settings {
     pub endpoint_check_interval: std::time::Duration,
     /// Search by meaning: the mode and where the model is.
     pub model: crate::app::model::ModelSettings,
+    /// Polls of the agents' inboxes that may wait at once, in all.
+    pub max_waiting: usize,
+    /// The longest a poll of an inbox waits: the asked `wait`, at most this (below the request
+    /// timeout).
+    pub longest_wait: std::time::Duration,
 }

@@ -202,7 +202,7 @@ pub fn facts(conn: &Connection, index: &SearchIndex, doc: &AgentDoc) -> Result<F
         last_active_at: doc.last_active_at,
         capabilities: normalise(&doc.capabilities),
         languages: normalise(&doc.languages),
-        evidence: store::evidence(conn, doc.key as i64, &doc.handle, live_after)?,
+        evidence: store::evidence(conn, doc.key as i64, live_after)?,
         text_hash: text_hash(&profile_text(doc)),
     })
 }

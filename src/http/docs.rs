@@ -488,15 +488,14 @@ fn error_line(e: &Error) -> String {
 }
 
 /// Lists every error code in the envelope's schema, for readers and generators alike, each with
-/// the English message of a sample. Not an `enum`: a client should keep working when a later
-/// version adds a code.
+/// the English message of a sample (a code that two conditions share, once per condition). Not
+/// an `enum`: a client should keep working when a later version adds a code.
 fn describe_error_codes(schemas: &mut Map<String, Value>) {
-    let mut seen = Vec::new();
     let mut lines = Vec::new();
     for e in Error::samples() {
-        if !seen.contains(&e.code()) {
-            seen.push(e.code());
-            lines.push(error_line(&e));
+        let line = error_line(&e);
+        if !lines.contains(&line) {
+            lines.push(line);
         }
     }
     if let Some(code) = schemas.get_mut("ErrorBody").and_then(|s| s.pointer_mut("/properties/code")) {

@@ -8,7 +8,8 @@
 //! 3. the 64 KiB body limit for every route, MCP included (413 envelope);
 //! 4. outside the operator endpoints: the in-flight limit. A request past it waits its turn
 //!    (first come, first served) for a bounded time, so a burst queues instead of failing; only
-//!    one that waited that long gets 503 and `Retry-After`;
+//!    one that waited that long gets 503 and `Retry-After`. On a route that may wait (a long
+//!    poll), the request gets its slot as an `InFlightSlot` and gives it back while it waits;
 //! 5. the handler; a panic in it becomes a 500 envelope;
 //! 6. on the way out: the request id, security headers, `Cache-Control: no-store` on keyed
 //!    requests, metrics by route template, method and status (handles looked up once per label
@@ -39,6 +40,7 @@ use tracing::Instrument;
 
 use crate::domain::schema::MAX_BODY_BYTES;
 use crate::error::Error;
+use crate::net::InFlightSlot;
 use crate::telemetry;
 
 /// Limits of the server itself. The CLI fills them from flags and environment (defaults and
@@ -91,8 +93,8 @@ struct GateInner {
     queue_wait: Duration,
     request_timeout: Duration,
     body_timeout: Duration,
-    /// Route templates, as the static labels metrics use.
-    routes: HashMap<&'static str, &'static str>,
+    /// Route templates, as the static labels metrics use, and whether each may wait.
+    routes: HashMap<&'static str, (&'static str, bool)>,
     /// Random per process, so ids of two runs do not collide.
     id_prefix: u32,
     next_id: AtomicU64,
@@ -100,14 +102,23 @@ struct GateInner {
 }
 
 /// Wraps `router` (every route, `/mcp` and the operator endpoints) in `guard`. `routes` are the
-/// templates it serves, for the metric labels.
-pub fn stack(router: Router, routes: impl IntoIterator<Item = &'static str>, limits: &Hardening) -> Router {
+/// templates it serves, for the metric labels, each with whether its requests may wait (and so
+/// give back their in-flight slot while they do).
+pub fn stack(
+    router: Router,
+    routes: impl IntoIterator<Item = (&'static str, bool)>,
+    limits: &Hardening,
+) -> Router {
     let gate = Gate(Arc::new(GateInner {
         slots: Arc::new(Semaphore::new(limits.max_in_flight)),
         queue_wait: limits.queue_wait,
         request_timeout: limits.request_timeout,
         body_timeout: limits.body_timeout,
-        routes: routes.into_iter().chain(OPS_ROUTES).map(|r| (r, r)).collect(),
+        routes: routes
+            .into_iter()
+            .chain(OPS_ROUTES.map(|r| (r, false)))
+            .map(|(r, waits)| (r, (r, waits)))
+            .collect(),
         id_prefix: rand::random(),
         next_id: AtomicU64::new(0),
         meters: Meters::default(),
@@ -119,24 +130,32 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let g = &gate.0;
     let id = request_id(&req, g);
-    let route = route_label(&req, g);
+    let (route, waits) = route_label(&req, g);
     let method = method_label(req.method());
     let keyed = req.headers().contains_key(header::AUTHORIZATION);
     // The path only: no query string, no headers, no body. Disabled (and free) unless DEBUG.
     let span = tracing::debug_span!("request", id = ?id, method, path = %req.uri().path());
     let queued = !OPS_ROUTES.contains(&route);
     let work = async {
-        let req = match limit_body(req, g.body_timeout).await {
+        let mut req = match limit_body(req, g.body_timeout).await {
             Ok(req) => req,
             Err(res) => return res,
         };
-        let _slot = if queued {
+        let slot = if queued {
             match wait_for_turn(g).await {
                 Some(slot) => Some(slot),
                 None => return Error::Overloaded.into_response(),
             }
         } else {
             None
+        };
+        // Held here until the answer, unless the request gives it back while it waits.
+        let _slot = if waits {
+            let shared = InFlightSlot::holding(slot);
+            req.extensions_mut().insert(shared.clone());
+            (None, Some(shared))
+        } else {
+            (slot, None)
         };
         AssertUnwindSafe(next.run(req)).catch_unwind().await.unwrap_or_else(panic_response)
     };
@@ -200,15 +219,16 @@ fn sane_request_id(v: &HeaderValue) -> Option<&str> {
     (!s.is_empty() && s.len() <= 64 && s.bytes().all(plain)).then_some(s)
 }
 
-fn route_label(req: &Request, g: &GateInner) -> &'static str {
+/// The route's label, and whether its requests may wait.
+fn route_label(req: &Request, g: &GateInner) -> (&'static str, bool) {
     let Some(matched) = req.extensions().get::<MatchedPath>() else {
-        return UNMATCHED;
+        return (UNMATCHED, false);
     };
     let path = matched.as_str();
     if path == "/mcp" || path.starts_with("/mcp/") {
-        return "/mcp";
+        return ("/mcp", false);
     }
-    g.routes.get(path).copied().unwrap_or(UNMATCHED)
+    g.routes.get(path).copied().unwrap_or((UNMATCHED, false))
 }
 
 /// Keeps label values to a fixed set, whatever clients send.

@@ -8,8 +8,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use super::handlers::{agents, calls, collabs, me, meta, requests};
 use crate::app::{App, Node};
 use crate::domain::{
-    agent, call, changes, collab, contact_request as cr, deletion, export, handles, list, offering, recovery,
-    statement, stats, trust,
+    agent, call, changes, collab, contact_request as cr, deletion, events, export, handles, list, moderation,
+    offering, recovery, statement, stats, trust,
 };
 
 pub type SchemaFn = fn(&mut SchemaGenerator) -> Schema;
@@ -45,6 +45,9 @@ pub struct Endpoint {
     pub tagged: bool,
     /// A renamed agent's previous handle answers `301` with the new path in `Location`.
     pub moved: bool,
+    /// A request may wait for something to happen (a long poll): it gives back its in-flight
+    /// slot while it waits, and a replica gives back its own while it forwards it.
+    pub waits: bool,
 }
 
 pub struct Route {
@@ -71,6 +74,7 @@ fn route(method: Method, path: &'static str, access: Access, summary: &'static s
         errors: &[],
         tagged: false,
         moved: false,
+        waits: false,
     })
 }
 
@@ -114,6 +118,10 @@ impl Declared {
         self.0.moved = true;
         self
     }
+    fn waits(mut self) -> Self {
+        self.0.waits = true;
+        self
+    }
     fn to(self, handler: MethodRouter<App>) -> Route {
         Route { endpoint: self.0, handler }
     }
@@ -141,6 +149,16 @@ pub fn table() -> Vec<Route> {
         .errors(&[400, 410])
         .tagged()
         .to(get(meta::changes)),
+        route(
+            Method::GET,
+            "/api/moderation",
+            Public,
+            "The public moderation log: every operator action on public content or trust, oldest first",
+        )
+        .query::<moderation::ModerationQuery>()
+        .returns::<moderation::ModerationLog>()
+        .errors(&[400])
+        .to(get(meta::moderation)),
         route(Method::GET, "/api/agents", Public, "Search and list agents")
             .query::<agent::AgentSearch>()
             .returns::<agent::AgentList>()
@@ -230,6 +248,23 @@ pub fn table() -> Vec<Route> {
             .query::<list::Paging>()
             .returns::<call::ReplyList>()
             .to(get(me::replies)),
+        route(
+            Method::GET,
+            "/api/me/events",
+            Key,
+            const_format::concatcp!(
+                "Your inbox: what happened that concerns you, oldest first, kept ",
+                events::RETENTION_DAYS,
+                " days; wait up to ",
+                events::MAX_WAIT_SECONDS,
+                " s for the next event"
+            ),
+        )
+        .query::<events::EventsQuery>()
+        .returns::<events::EventPage>()
+        .errors(&[400, 410, 429, 503])
+        .waits()
+        .to(get(me::events)),
         route(
             Method::GET,
             "/api/me/collabs",

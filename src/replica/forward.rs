@@ -26,6 +26,7 @@ use super::{CAUGHT_UP_HEADER, POSITION_HEADER, SERVED_BY_HEADER, link};
 use crate::app::{App, Node, Replica};
 use crate::domain::schema::MAX_BODY_BYTES;
 use crate::error::Error;
+use crate::net::InFlightSlot;
 use crate::store::positions::WritePosition;
 
 /// The largest answer of the primary a replica passes on (125 MiB). The largest legitimate one
@@ -65,21 +66,27 @@ pub struct Forwarding(Arc<Routes>);
 
 struct Routes {
     app: App,
-    nodes: HashMap<(Method, &'static str), Node>,
+    /// Which node answers each route, and whether its requests may wait (a long poll).
+    nodes: HashMap<(Method, &'static str), (Node, bool)>,
 }
 
 impl Forwarding {
-    pub fn new(app: App, routes: impl IntoIterator<Item = (Method, &'static str, Node)>) -> Forwarding {
-        let nodes = routes.into_iter().map(|(method, path, node)| ((method, path), node)).collect();
+    pub fn new(app: App, routes: impl IntoIterator<Item = (Method, &'static str, Node, bool)>) -> Forwarding {
+        let nodes =
+            routes.into_iter().map(|(method, path, node, waits)| ((method, path), (node, waits))).collect();
         Forwarding(Arc::new(Routes { app, nodes }))
+    }
+
+    fn route_of(&self, req: &Request) -> (Node, bool) {
+        let Some(matched) = req.extensions().get::<MatchedPath>() else { return (Node::Any, false) };
+        let method = if req.method() == Method::HEAD { Method::GET } else { req.method().clone() };
+        self.0.nodes.get(&(method, matched.as_str())).copied().unwrap_or((Node::Any, false))
     }
 
     /// The node that answers this request, from the route it matched. Unmatched paths, wrong
     /// methods and `/mcp` (read-only) are answered by any node.
     fn node_of(&self, req: &Request) -> Node {
-        let Some(matched) = req.extensions().get::<MatchedPath>() else { return Node::Any };
-        let method = if req.method() == Method::HEAD { Method::GET } else { req.method().clone() };
-        self.0.nodes.get(&(method, matched.as_str())).copied().unwrap_or(Node::Any)
+        self.route_of(req).0
     }
 }
 
@@ -121,7 +128,13 @@ pub async fn route(State(forwarding): State<Forwarding>, req: Request, next: Nex
         }
         return res;
     };
-    if forwarding.node_of(&req) == Node::Primary {
+    let (node, waits) = forwarding.route_of(&req);
+    if node == Node::Primary {
+        // A long poll waits on the primary for as long as the primary does: the replica holds
+        // no in-flight slot meanwhile, only the forwarded request.
+        if waits && let Some(slot) = req.extensions().get::<InFlightSlot>() {
+            slot.give_back();
+        }
         return if is_write(req.method()) {
             forward_write(app, replica, req).await
         } else {

@@ -1,34 +1,50 @@
 //! Operator actions (`agentdir admin …`). They run in their own process beside the server and
-//! touch SQLite only; every action is written to the audit log with who, when and why.
+//! touch SQLite only; every action is written to the audit log with who, when and why, and each
+//! action on public content or trust also to the public moderation log, with its reason category
+//! and public note (never who, nor the private reason).
 
 use super::deletion;
+use super::events::{tell, tell_trust};
 use super::handles::{self, RenamedBy};
+use super::moderation::{self, PublicReason};
 use crate::domain::agent;
 use crate::domain::call::CallStatus;
 use crate::domain::deletion::{AgentDeleted, Erased};
+use crate::domain::events::{ChangedBy, EventDetail, EventKind, SubjectKind};
 use crate::domain::handles::{Renamed, ReservedHandles};
+use crate::domain::moderation::ModerationAction;
 use crate::error::{Error, Result, Rule};
 use crate::ids;
 use crate::store::reports::OpenReport;
 use crate::store::{self, Pool, agents, audit, calls, reports};
 use crate::time::now_ms;
 
-/// Who did it and why, for the audit log.
+/// Who did it and why: the name and the private reason for the audit log, the category and
+/// the note for the public moderation log.
 pub struct Actor<'a> {
     pub name: &'a str,
     pub reason: Option<&'a str>,
+    pub public: PublicReason<'a>,
 }
 
-fn agent_id(conn: &rusqlite::Connection, handle: &str) -> Result<i64> {
-    Ok(agents::by_handle(conn, handle)?.ok_or(Error::NotFound)?.id)
+/// Opens a write for an operator action, once its public note is known to be fit.
+fn act<T>(pool: &Pool, by: &Actor<'_>, f: impl FnOnce(&rusqlite::Connection) -> Result<T>) -> Result<T> {
+    by.public.check()?;
+    store::write(&mut *pool.get()?, |tx| f(tx))
 }
 
 pub fn set_mailbox_verified(pool: &Pool, handle: &str, verified: bool, by: &Actor<'_>) -> Result<()> {
     let now = now_ms();
-    store::write(&mut *pool.get()?, |tx| {
-        let id = agent_id(tx, handle)?;
-        agents::set_mailbox_verified(tx, id, verified.then_some(now))?;
-        let action = if verified { "verify-mailbox" } else { "unverify-mailbox" };
+    act(pool, by, |tx| {
+        let a = agents::by_handle(tx, handle)?.ok_or(Error::NotFound)?;
+        agents::set_mailbox_verified(tx, a.id, verified.then_some(now))?;
+        tell_trust(tx, &a, EventDetail { by: Some(ChangedBy::Operator), ..told_why(by) }, now)?;
+        let (action, public) = if verified {
+            ("verify-mailbox", ModerationAction::MailboxVerified)
+        } else {
+            ("unverify-mailbox", ModerationAction::MailboxUnverified)
+        };
+        moderation::record(tx, public, &a, None, None, by.public, now)?;
         audit::record(tx, action, handle, by.name, by.reason, now)
     })
 }
@@ -37,23 +53,46 @@ pub fn set_mailbox_verified(pool: &Pool, handle: &str, verified: bool, by: &Acto
 /// mailbox.
 pub fn set_owner_claim(pool: &Pool, handle: &str, owner_email: Option<&str>, by: &Actor<'_>) -> Result<()> {
     let now = now_ms();
-    store::write(&mut *pool.get()?, |tx| {
+    act(pool, by, |tx| {
         let a = agents::by_handle(tx, handle)?.ok_or(Error::NotFound)?;
         if owner_email.is_some() && a.mailbox_verified_at.is_none() {
             return Err(Error::MailboxNotVerified);
         }
         agents::set_owner_claim(tx, a.id, owner_email, owner_email.map(|_| now))?;
-        let action = if owner_email.is_some() { "claim-owner" } else { "unclaim-owner" };
+        tell_trust(tx, &a, EventDetail { by: Some(ChangedBy::Operator), ..told_why(by) }, now)?;
+        let (action, public) = if owner_email.is_some() {
+            ("claim-owner", ModerationAction::OwnerClaimed)
+        } else {
+            ("unclaim-owner", ModerationAction::OwnerUnclaimed)
+        };
+        moderation::record(tx, public, &a, None, None, by.public, now)?;
         audit::record(tx, action, handle, by.name, by.reason, now)
     })
+}
+
+/// What the agent acted on is told of why: the category and the public note, as the public
+/// moderation log shows them.
+fn told_why(by: &Actor<'_>) -> EventDetail {
+    EventDetail {
+        category: Some(by.public.category),
+        public_note: by.public.note.map(str::to_owned),
+        ..EventDetail::default()
+    }
 }
 
 /// Suspends (or restores) an agent: its key answers 403, its card and calls disappear.
 pub fn set_suspended(pool: &Pool, handle: &str, suspended: bool, by: &Actor<'_>) -> Result<()> {
     let now = now_ms();
-    store::write(&mut *pool.get()?, |tx| {
-        let id = agent_id(tx, handle)?;
-        agents::set_suspended(tx, id, suspended.then_some(now))?;
+    act(pool, by, |tx| {
+        let a = agents::by_handle(tx, handle)?.ok_or(Error::NotFound)?;
+        if a.suspended_at.is_some() != suspended {
+            let kind = if suspended { EventKind::Suspended } else { EventKind::Restored };
+            tell(tx, a.id, kind, SubjectKind::Agent, &a.public_id, told_why(by), now)?;
+        }
+        agents::set_suspended(tx, a.id, suspended.then_some(now))?;
+        let public =
+            if suspended { ModerationAction::AgentSuspended } else { ModerationAction::AgentRestored };
+        moderation::record(tx, public, &a, None, None, by.public, now)?;
         audit::record(tx, if suspended { "suspend" } else { "restore" }, handle, by.name, by.reason, now)
     })
 }
@@ -64,9 +103,17 @@ pub fn set_call_hidden(pool: &Pool, id: &str, hidden: bool, by: &Actor<'_>) -> R
         return Err(Error::NotFound);
     }
     let now = now_ms();
-    store::write(&mut *pool.get()?, |tx| {
+    act(pool, by, |tx| {
         let call = calls::by_id(tx, id)?.ok_or(Error::NotFound)?;
-        calls::set_status(tx, call.key, if hidden { CallStatus::Hidden } else { CallStatus::Active })?;
+        let author = agents::by_id(tx, call.agent_id)?.ok_or(Error::NotFound)?;
+        let status = if hidden { CallStatus::Hidden } else { CallStatus::Active };
+        if call.summary.status != status {
+            let kind = if hidden { EventKind::CallHidden } else { EventKind::CallRestored };
+            tell(tx, call.agent_id, kind, SubjectKind::Call, id, told_why(by), now)?;
+        }
+        calls::set_status(tx, call.key, status)?;
+        let public = if hidden { ModerationAction::CallHidden } else { ModerationAction::CallRestored };
+        moderation::record(tx, public, &author, Some(id), None, by.public, now)?;
         if hidden {
             reports::resolve_target(tx, id, now)?;
         }
@@ -78,9 +125,10 @@ pub fn set_call_hidden(pool: &Pool, id: &str, hidden: bool, by: &Actor<'_>) -> R
 /// for good). A key recovery within the undo time restores it, as after its own deletion.
 pub fn delete_agent(pool: &Pool, handle: &str, by: &Actor<'_>) -> Result<AgentDeleted> {
     let now = now_ms();
-    store::write(&mut *pool.get()?, |tx| {
+    act(pool, by, |tx| {
         let a = agents::by_handle(tx, handle)?.ok_or(Error::NotFound)?;
         let deleted = deletion::delete(tx, &a, now)?;
+        moderation::record(tx, ModerationAction::AgentDeleted, &a, None, None, by.public, now)?;
         audit::record(tx, "delete-agent", handle, by.name, by.reason, now)?;
         Ok(deleted)
     })
@@ -98,9 +146,11 @@ pub fn rename_agent(
         return Err(Error::validation("handle", Rule::Handle));
     }
     let now = now_ms();
-    store::write(&mut *pool.get()?, |tx| {
+    act(pool, by, |tx| {
         let a = agents::by_handle(tx, handle)?.filter(|a| a.deleted_at.is_none()).ok_or(Error::NotFound)?;
         let renamed = handles::rename(tx, reserved, &a, new_handle, RenamedBy::Operator, now)?;
+        let given = Some(new_handle);
+        moderation::record(tx, ModerationAction::AgentRenamed, &a, None, given, by.public, now)?;
         let reason = match by.reason {
             Some(r) => format!("to {new_handle}: {r}"),
             None => format!("to {new_handle}"),

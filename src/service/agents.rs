@@ -5,6 +5,7 @@ use std::collections::HashSet;
 
 use agentdir_search_index::AgentDoc;
 
+use super::events::tell;
 use super::vectors::{self, VectorPlan};
 use super::{App, Caller, endpoints};
 use crate::app::keys::{self, NewKey};
@@ -13,6 +14,7 @@ use crate::app::runtime::Bound;
 use crate::derived::views::{self, own_profile};
 use crate::domain::agent::{self, OwnProfile, ProfilePatch, Registered, Registration, RotatedKey};
 use crate::domain::contact_policy::ContactPolicy;
+use crate::domain::events::{ChangedBy, EventDetail, EventKind, SubjectKind};
 use crate::domain::offering::{Offering, OfferingList, OfferingsReplacement};
 use crate::domain::trust::CodePurpose;
 use crate::error::{Error, Result, Rule};
@@ -181,6 +183,7 @@ impl App {
         let written = self.write(move |tx| {
             let mut patch = patch;
             let mut a = caller.row(tx)?;
+            let before = a.clone();
             if sets_endpoints {
                 app.limits.spend_agent(tx, Persistent::Links, a.id, now)?;
             }
@@ -197,6 +200,9 @@ impl App {
                 a.mailbox_verified_at = None;
                 // A verification code was for the old address.
                 codes::remove(tx, a.id, CodePurpose::Mailbox)?;
+                // Whoever else holds the key (its owner, if a thief changed it) hears at once.
+                let detail = EventDetail { by: Some(ChangedBy::Agent), ..EventDetail::default() };
+                tell(tx, a.id, EventKind::MailboxChanged, SubjectKind::Agent, &a.public_id, detail, now)?;
             }
             if let Some(owner) = patch.owner.take()
                 && owner != a.owner
@@ -214,6 +220,7 @@ impl App {
             a.updated_at = now;
             a.last_active_at = now;
             agents_store::update_profile(tx, &a)?;
+            super::events::tell_trust(tx, &before, super::events::by(ChangedBy::Agent), now)?;
             vectors::store_vector(tx, a.id, vector.embedded)?;
             Ok((own_profile(tx, &a, now)?, to_check))
         });
@@ -294,8 +301,11 @@ impl App {
             if a.key_id != caller.key_id {
                 return Err(Error::Unauthorized);
             }
+            let now = now_ms();
             agents_store::set_key(tx, a.id, &key_id, &hash)?;
-            agents_store::touch(tx, a.id, now_ms(), false)
+            let detail = EventDetail { by: Some(ChangedBy::Agent), ..EventDetail::default() };
+            tell(tx, a.id, EventKind::KeyRotated, SubjectKind::Agent, &a.public_id, detail, now)?;
+            agents_store::touch(tx, a.id, now, false)
         })
         .await?;
         self.keys.forget(&old_key_id);

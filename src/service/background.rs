@@ -1,8 +1,10 @@
 //! The core's own work beside the requests, started once by `serve`: the pass every second
 //! (follow changes other processes made, honour rebuild requests, and on a primary flush the
-//! index, note expired proofs and let the feed forget old deletions), housekeeping every
+//! index, note what time brings — link proofs near or past their lifetime, contact requests past
+//! their expiry, each told to its agents — and let the feed forget old deletions), housekeeping every
 //! minute, the quick need encoder's fill (`app::quick_encoder`), and on a primary the endpoint
-//! check schedule and the worker that computes missing vectors. A replica's copy is followed by `replica::link`, which the replica adapter runs.
+//! check schedule and the worker that computes missing vectors. A replica's copy is followed by
+//! `replica::link`, which the replica adapter runs.
 //! A new check the server makes by itself is a step of the pass or of housekeeping here, or a
 //! task of its own started by `start_background` (as the endpoint checks are), over operations
 //! of its aggregate's file.
@@ -11,12 +13,11 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use super::endpoint_checks;
+use super::{endpoint_checks, proofs, requests};
 use crate::app::{App, Role};
 use crate::domain::recovery::PREVIOUS_MAILBOX_MS;
-use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::Result;
-use crate::store::{self, proofs};
+use crate::store;
 
 /// How often the pass runs.
 const PASS_EVERY: Duration = Duration::from_secs(1);
@@ -51,8 +52,8 @@ impl App {
     }
 
     /// The pass every second: honour a rebuild request from another process, follow what
-    /// changed even when nobody reads, and on a primary flush the index, note expired proofs and
-    /// let the change feed forget deletions past their retention.
+    /// changed even when nobody reads, and on a primary flush the index, note what time brings
+    /// and let the change feed forget deletions past their retention.
     fn background_pass(&self) -> Result<()> {
         let Role::Primary(_) = self.role() else {
             return self.follow_copy_now();
@@ -61,20 +62,24 @@ impl App {
             self.rebuild_index()?;
         }
         self.follow()?;
+        // Events other processes committed (operator commands, inbound mail) wake their polls.
+        self.wake_waiting(&*self.read()?);
         self.index.flush().map_err(crate::derived::follow::index_error)?;
-        self.note_expired_proofs()?;
+        self.note_what_time_brings()?;
         self.forget_old_deletions().map(|_| ())
     }
 
-    /// Records in the change log the cards whose link proofs have passed their lifetime.
-    fn note_expired_proofs(&self) -> Result<usize> {
-        let established_before = crate::time::now_ms() - LINK_PROOF_DAYS * crate::time::DAY;
-        self.write_blocking(move |tx| proofs::note_expired(tx, established_before))
+    /// What time alone changes, in one write: link proofs past their lifetime (their cards
+    /// change) or near it, contact requests past their expiry; their agents are told.
+    fn note_what_time_brings(&self) -> Result<usize> {
+        let now = crate::time::now_ms();
+        self.write_blocking(move |tx| Ok(proofs::note_expiries(tx, now)? + requests::expire_due(tx, now)?))
     }
 
     /// Upkeep once a minute (and at start): forget rate events older than any window looks
     /// back, ended recoveries and the previous mailboxes that no longer recover their agent,
-    /// erase the agents deleted longer ago than the undo time, forget ended handle holds.
+    /// events past their retention, erase the agents deleted longer ago than the undo time,
+    /// forget ended handle holds.
     fn housekeeping(&self) -> Result<()> {
         // A replica keeps no rate events of its own: the primary checks every write. It
         // erases nothing either: it follows the primary's erasures.
@@ -87,6 +92,7 @@ impl App {
                 store::agents::forget_previous_mailboxes(tx, now - PREVIOUS_MAILBOX_MS)?;
                 store::holds::forget_ended(tx, now).map(|_| ())
             })?;
+            self.forget_old_events()?;
             self.erase_deleted()?;
         }
         self.limits.shrink();

@@ -3,6 +3,7 @@
 
 use agentdir_search_index::CallQuery;
 
+use super::events::tell;
 use super::{App, Caller};
 use crate::app::limits::{InMemory, Persistent};
 use crate::app::runtime::Bound;
@@ -11,6 +12,7 @@ use crate::domain::call::{
     CallList, CallSearch, CallSummary, Deleted, Lang, NewCall, NewReply, ReplyList, ReplyView, ReportInput,
     ReportTarget, Reported,
 };
+use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::domain::list::{Page, Paging};
 use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result};
@@ -102,6 +104,10 @@ impl App {
             app.limits.spend_agent(tx, Persistent::Replies, caller.id, now)?;
             replies::insert(tx, &id, c.key, caller.id, &input.body, now)?;
             agents::touch(tx, caller.id, now, false)?;
+            if c.agent_id != caller.id {
+                let detail = EventDetail { post_id: Some(call_id.clone()), ..EventDetail::default() };
+                tell(tx, c.agent_id, EventKind::ReplyReceived, SubjectKind::Reply, &id, detail, now)?;
+            }
             Ok(views::reply(replies::by_id(tx, &id)?.ok_or(Error::Internal)?))
         })
         .await

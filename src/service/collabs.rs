@@ -1,9 +1,11 @@
 //! Collaborations: proposing, confirming or declining by the partner, and the lists.
 
+use super::events::tell;
 use super::{App, Caller};
 use crate::derived::views;
 use crate::derived::views::visible_agent;
 use crate::domain::collab::{CollabDetail, CollabFilter, CollabList, CollabStatus, NewCollab};
+use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::domain::list::{Page, Paging};
 use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result};
@@ -45,6 +47,8 @@ impl App {
                 },
             )?;
             agents::touch(tx, caller.id, now, false)?;
+            let proposed = EventDetail::default();
+            tell(tx, partner.id, EventKind::CollabProposed, SubjectKind::Collab, &id, proposed, now)?;
             let row = collabs_store::by_id(tx, &id)?.ok_or(Error::Internal)?;
             Ok(CollabDetail { collab: views::collab(row, true) })
         })
@@ -64,6 +68,11 @@ impl App {
             if !collabs_store::decide(tx, &id, to, now)? {
                 return Err(Error::InvalidState { status: row.status.as_str() });
             }
+            let kind = match to {
+                CollabStatus::Confirmed => EventKind::CollabConfirmed,
+                _ => EventKind::CollabDeclined,
+            };
+            tell(tx, row.proposer_id, kind, SubjectKind::Collab, &id, EventDetail::default(), now)?;
             agents::touch(tx, caller.id, now, false)?;
             let row = collabs_store::by_id(tx, &id)?.ok_or(Error::Internal)?;
             Ok(CollabDetail { collab: views::collab(row, true) })

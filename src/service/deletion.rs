@@ -9,9 +9,11 @@
 
 use rusqlite::Connection;
 
+use super::events::tell;
 use super::{App, Caller};
 use crate::app::limits::agent_subject;
 use crate::domain::deletion::{AgentDeleted, Erased, Removed, UNDO_MS};
+use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::domain::handles::{HOLD_MS, HoldReason};
 use crate::domain::trust::CodePurpose;
 use crate::error::{Error, Result};
@@ -26,7 +28,21 @@ pub(crate) fn delete(tx: &Connection, a: &AgentRow, now: i64) -> Result<AgentDel
         return Err(Error::NotFound);
     }
     let held = deletion::public_counts(tx, a.id)?;
-    let (requests_withdrawn, requests_declined, proposals_declined) = deletion::close_pending(tx, a.id, now)?;
+    let closed = deletion::close_pending(tx, a.id, now)?;
+    // The other parties hear that what waited on them closed, and why.
+    let left = || EventDetail { other_party_left: Some(true), ..EventDetail::default() };
+    for (id, other) in &closed.withdrawn {
+        tell(tx, *other, EventKind::RequestWithdrawn, SubjectKind::Request, id, left(), now)?;
+    }
+    for (id, other) in &closed.declined {
+        tell(tx, *other, EventKind::RequestDeclined, SubjectKind::Request, id, left(), now)?;
+    }
+    for (id, other) in &closed.proposals {
+        tell(tx, *other, EventKind::CollabDeclined, SubjectKind::Collab, id, left(), now)?;
+    }
+    let count = |v: &Vec<(String, i64)>| v.len() as u64;
+    let (requests_withdrawn, requests_declined, proposals_declined) =
+        (count(&closed.withdrawn), count(&closed.declined), count(&closed.proposals));
     deletion::mark_deleted(tx, a.id, now, &format!("~{}", a.id))?;
     // Codes and recoveries started before the deletion die with the key; a recovery started
     // after it can undo it.

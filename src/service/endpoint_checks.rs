@@ -27,10 +27,12 @@ use tokio::sync::mpsc;
 use url::Url;
 
 use super::App;
+use super::events::tell;
 use crate::app::limits::Persistent;
 use crate::checks::endpoint_probe;
 use crate::checks::link_fetch::{HopGate, LinkFetchError};
 use crate::domain::endpoint::{CHECK_JITTER, CHECKS_AT_ONCE, Finding};
+use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::store::endpoints::{self as store, Listing, Target};
 use crate::telemetry;
 use crate::time::now_ms;
@@ -455,8 +457,10 @@ async fn record(app: &App, target: &Target, found: Finding) {
             found.proof = None;
             found.observed.clear();
         }
+        let stored = store::finding(tx, &t)?;
+        let before = stored.as_ref().map(|f| f.status());
         // Losing the proof is recorded at once; learning something new waits for the budget.
-        if let Some(stored) = store::finding(tx, &t)?
+        if let Some(stored) = stored
             && found.proof.is_some()
             && (stored.proof, &stored.observed) != (found.proof, &found.observed)
             && limits.limits.spend_agent(tx, Persistent::ProfileEdits, t.agent_id, now).is_err()
@@ -464,7 +468,18 @@ async fn record(app: &App, target: &Target, found: Finding) {
             found.proof = stored.proof;
             found.observed = stored.observed;
         }
-        store::record(tx, &t, &found, now)
+        if store::record(tx, &t, &found, now)? && before != Some(found.status()) {
+            // The agent hears when its endpoint goes down, comes back, or is found invalid.
+            let detail = EventDetail {
+                endpoint_kind: Some(t.kind),
+                status: Some(found.status()),
+                previous_status: before,
+                ..EventDetail::default()
+            };
+            let kind = EventKind::EndpointStatusChanged;
+            tell(tx, t.agent_id, kind, SubjectKind::Endpoint, &t.url, detail, now)?;
+        }
+        Ok(())
     });
     if let Err(e) = written.await {
         tracing::warn!(error = %e, "an endpoint check's finding could not be recorded");

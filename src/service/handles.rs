@@ -3,8 +3,10 @@
 
 use rusqlite::Connection;
 
+use super::events::tell;
 use super::{App, Caller};
 use crate::derived::views::own_profile;
+use crate::domain::events::{ChangedBy, EventDetail, EventKind, SubjectKind};
 use crate::domain::handles::{HOLD_MS, HandleChange, HoldReason, RENAME_EVERY_MS, Renamed, ReservedHandles};
 use crate::error::{Error, Result};
 use crate::store::agents::{self as agents_store, AgentRow};
@@ -80,6 +82,16 @@ pub(crate) fn rename(
             until: Some(until),
         },
     )?;
+    let detail = EventDetail {
+        by: Some(match by {
+            RenamedBy::Agent => ChangedBy::Agent,
+            RenamedBy::Operator => ChangedBy::Operator,
+        }),
+        previous_handle: Some(a.handle.clone()),
+        handle: Some(handle.to_owned()),
+        ..EventDetail::default()
+    };
+    tell(tx, a.id, EventKind::HandleChanged, SubjectKind::Agent, &a.public_id, detail, now)?;
     let renamed = agents_store::by_id(tx, a.id)?.ok_or(Error::Internal)?;
     Ok(Renamed {
         previous_handle: a.handle.clone(),

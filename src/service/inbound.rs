@@ -3,8 +3,10 @@
 //! SQLite only, and the server follows the change log, so its reads show the new trust level at
 //! once.
 
+use super::events::{by, tell_trust};
 use super::recovery::recovering_mailbox;
 use super::trust::CODE_LEN;
+use crate::domain::events::ChangedBy;
 use crate::domain::trust::CodePurpose;
 use crate::error::Error;
 use crate::store::{self, Pool, agents, audit, codes, recoveries};
@@ -145,6 +147,7 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
                         return Err(Error::MailboxNotVerified);
                     }
                     agents::set_owner_claim(tx, a.id, row.address.as_deref(), Some(now))?;
+                    tell_trust(tx, &a, by(ChangedBy::Mail), now)?;
                     Ok(MailOutcome::OwnerClaimed { handle: a.handle })
                 }
                 CodePurpose::Mailbox => {
@@ -152,6 +155,7 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
                         return Err(Error::InvalidState { status: "changed" });
                     }
                     agents::set_mailbox_verified(tx, a.id, Some(now))?;
+                    tell_trust(tx, &a, by(ChangedBy::Mail), now)?;
                     Ok(MailOutcome::MailboxVerified { handle: a.handle })
                 }
                 CodePurpose::Recovery => {

@@ -4,14 +4,46 @@
 //! what it proves (the card's `host`, the `owned` of endpoints). The URL the agent submitted is
 //! kept beside it, so the agent may remove the proof by either.
 
+use rusqlite::Connection;
+
+use super::events::tell;
 use super::{App, Caller};
 use crate::app::limits::Persistent;
 use crate::checks::link_fetch::{self, FetchOutcome, FetchPolicy};
 use crate::derived::views;
-use crate::domain::trust::{LinkList, LinkProofInput, proof_text};
+use crate::domain::events::{EventDetail, EventKind, PROOF_EXPIRING_MS, SubjectKind};
+use crate::domain::trust::{LINK_PROOF_DAYS, LinkList, LinkProofInput, proof_text};
 use crate::error::{Error, Result};
 use crate::store::{agents, proofs};
 use crate::time::now_ms;
+
+/// What time brings to link proofs at `now`, inside the caller's transaction: the proofs past
+/// their lifetime are noted (their cards change) and their agents told; the agents of proofs
+/// that expire within [`PROOF_EXPIRING_MS`] are told once. Returns how many proofs were noted.
+pub(crate) fn note_expiries(tx: &Connection, now: i64) -> Result<usize> {
+    let lifetime = LINK_PROOF_DAYS * crate::time::DAY;
+    let expired = proofs::note_expired(tx, now - lifetime)?;
+    for p in &expired {
+        tell(
+            tx,
+            p.agent_id,
+            EventKind::LinkProofExpired,
+            SubjectKind::LinkProof,
+            &p.url,
+            EventDetail::default(),
+            now,
+        )?;
+    }
+    let expiring = proofs::note_expiring(tx, now - lifetime + PROOF_EXPIRING_MS)?;
+    for p in &expiring {
+        let detail = EventDetail {
+            expires_at: Some(crate::time::Timestamp(p.verified_at + lifetime)),
+            ..EventDetail::default()
+        };
+        tell(tx, p.agent_id, EventKind::LinkProofExpiring, SubjectKind::LinkProof, &p.url, detail, now)?;
+    }
+    Ok(expired.len() + expiring.len())
+}
 
 impl App {
     /// Spends one unit of the agent's own `limit` in a write of its own: for work that runs

@@ -5,11 +5,13 @@
 
 use rusqlite::Connection;
 
+use super::events::{tell, tell_recovery_started};
 use super::trust::new_code;
 use super::{App, deletion, handles};
 use crate::app::limits::Persistent;
 use crate::app::tokens;
 use crate::domain::agent;
+use crate::domain::events::{ChangedBy, EventDetail, EventKind, SubjectKind};
 use crate::domain::recovery::{
     PREVIOUS_MAILBOX_DAYS, PreviousMailbox, RECOVERY_MINUTES, Recovered, RecoveryExchange, RecoveryStarted,
 };
@@ -109,6 +111,7 @@ impl App {
                 )?;
                 app.limits.record(tx, Persistent::Recovery, &client_ip, now)?;
                 audit::record(tx, "recovery-started", &a.handle, "api", None, now)?;
+                tell_recovery_started(tx, a.id, &a.public_id, now)?;
                 Ok(a.handle)
             })
             .await?;
@@ -172,6 +175,8 @@ impl App {
                 // This exchange outlives every other recovery of the agent.
                 recoveries::remove_of_agent(tx, a.id)?;
                 agents::set_key(tx, a.id, &key_id, &hash)?;
+                let by = || EventDetail { by: Some(ChangedBy::Recovery), ..EventDetail::default() };
+                tell(tx, a.id, EventKind::KeyRotated, SubjectKind::Agent, &a.public_id, by(), now)?;
                 match through {
                     // The mail proved the mailbox.
                     Through::Current if a.mailbox_verified_at.is_none() => {
@@ -183,9 +188,12 @@ impl App {
                     Through::Previous(previous) => {
                         agents::restore_mailbox(tx, a.id, &previous.mailbox, now)?;
                         codes::remove(tx, a.id, CodePurpose::Mailbox)?;
+                        let (kind, sub) = (EventKind::MailboxChanged, &a.public_id);
+                        tell(tx, a.id, kind, SubjectKind::Agent, sub, by(), now)?;
                         audit::record(tx, "mailbox-restored", &a.handle, "recovery", None, now)?;
                     }
                 }
+                super::events::tell_trust(tx, &a, by(), now)?;
                 audit::record(tx, "recovery-completed", &a.handle, "api", None, now)?;
                 Ok((a.handle, a.key_id))
             })

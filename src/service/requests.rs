@@ -1,6 +1,7 @@
 //! Contact requests: sending under the recipient's policy, reading by the two parties, and the
 //! moves accept, decline, withdraw and report.
 
+use super::events::tell;
 use super::{App, Caller};
 use crate::app::limits::{InMemory, Persistent};
 use crate::derived::views;
@@ -10,6 +11,7 @@ use crate::domain::contact_request::{
     CAP_WINDOW, COOLDOWN_AFTER_DECLINE, ContactRequestDetail, ContactRequestList, ContactRequestView,
     DeclineInput, DeclineReason, NewContactRequest, RequestFilter, RequestStatus,
 };
+use crate::domain::events::{EventDetail, EventKind, RequestSide, SubjectKind};
 use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result};
@@ -125,6 +127,8 @@ impl App {
             )?;
             app.limits.record_agent(tx, Persistent::Requests, sender.id, now)?;
             agents::touch(tx, sender.id, now, false)?;
+            let received = EventDetail::default();
+            tell(tx, recipient.id, EventKind::RequestReceived, SubjectKind::Request, &id, received, now)?;
             request_for(tx, &caller, &id)
         })
         .await
@@ -152,6 +156,14 @@ impl App {
                 let status = RequestStatus::effective(row.status, row.created_at, now);
                 return Err(Error::InvalidState { status: status.as_str() });
             }
+            // The other party hears of the move.
+            let (told, kind) = match to {
+                RequestStatus::Accepted => (row.sender_id, EventKind::RequestAccepted),
+                RequestStatus::Declined => (row.sender_id, EventKind::RequestDeclined),
+                _ => (row.recipient_id, EventKind::RequestWithdrawn),
+            };
+            let detail = EventDetail { decline_reason: reason, ..EventDetail::default() };
+            tell(tx, told, kind, SubjectKind::Request, &id, detail, now)?;
             agents::touch(tx, caller.id, now, false)?;
             request_for(tx, &caller, &id)
         })
@@ -230,6 +242,22 @@ impl App {
         })
         .await
     }
+}
+
+/// Requests expired at most this many at a time (the pass runs every second).
+const EXPIRED_PER_PASS: u32 = 1_000;
+
+/// Marks expired the pending requests past their expiry at `now`, inside the caller's
+/// transaction, and tells both parties of each. Returns how many.
+pub(crate) fn expire_due(tx: &rusqlite::Connection, now: i64) -> Result<usize> {
+    let expired = requests_store::expire_due(tx, now, EXPIRED_PER_PASS)?;
+    for r in &expired {
+        for (agent, side) in [(r.sender_id, RequestSide::Sender), (r.recipient_id, RequestSide::Recipient)] {
+            let detail = EventDetail { side: Some(side), ..EventDetail::default() };
+            tell(tx, agent, EventKind::RequestExpired, SubjectKind::Request, &r.id, detail, now)?;
+        }
+    }
+    Ok(expired.len())
 }
 
 /// Requests as their parties see them.

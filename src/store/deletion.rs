@@ -45,29 +45,46 @@ pub fn public_counts(conn: &Connection, agent: i64) -> Result<Held> {
     })
 }
 
+/// What a deletion closed that waited on the agent: each record's id and the other party.
+#[derive(Debug, Default)]
+pub struct Closed {
+    /// Live pending requests it sent, now withdrawn (the other party is the recipient).
+    pub withdrawn: Vec<(String, i64)>,
+    /// Live pending requests it received, now declined (the other party is the sender).
+    pub declined: Vec<(String, i64)>,
+    /// Collaboration proposals on either side, now declined.
+    pub proposals: Vec<(String, i64)>,
+}
+
 /// Closes what waits on the agent: live pending requests it sent (withdrawn) and received
-/// (declined), and collaboration proposals on either side (declined). Returns the three counts.
-pub fn close_pending(conn: &Connection, agent: i64, now: i64) -> Result<(u64, u64, u64)> {
+/// (declined), and collaboration proposals on either side (declined).
+pub fn close_pending(conn: &Connection, agent: i64, now: i64) -> Result<Closed> {
     let params = named_params! {":agent": agent, ":now": now, ":cutoff": now - EXPIRY};
-    let withdrawn = conn
-        .prepare_cached(
+    let pairs = |sql: &str, params: &[(&str, &dyn rusqlite::ToSql)]| -> Result<Vec<(String, i64)>> {
+        let mut stmt = conn.prepare_cached(sql)?;
+        let rows = stmt.query_map(params, |r| Ok((r.get("id")?, r.get("other")?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    };
+    Ok(Closed {
+        withdrawn: pairs(
             "UPDATE contact_requests SET status = 'withdrawn', decided_at = :now
-             WHERE sender_id = :agent AND status = 'pending' AND created_at > :cutoff",
-        )?
-        .execute(params)?;
-    let declined = conn
-        .prepare_cached(
+             WHERE sender_id = :agent AND status = 'pending' AND created_at > :cutoff
+             RETURNING id, recipient_id AS other",
+            params,
+        )?,
+        declined: pairs(
             "UPDATE contact_requests SET status = 'declined', decided_at = :now
-             WHERE recipient_id = :agent AND status = 'pending' AND created_at > :cutoff",
-        )?
-        .execute(params)?;
-    let proposals = conn
-        .prepare_cached(
+             WHERE recipient_id = :agent AND status = 'pending' AND created_at > :cutoff
+             RETURNING id, sender_id AS other",
+            params,
+        )?,
+        proposals: pairs(
             "UPDATE collaborations SET status = 'declined', decided_at = :now
-             WHERE status = 'proposed' AND (proposer_id = :agent OR partner_id = :agent)",
-        )?
-        .execute(named_params! {":agent": agent, ":now": now})?;
-    Ok((withdrawn as u64, declined as u64, proposals as u64))
+             WHERE status = 'proposed' AND (proposer_id = :agent OR partner_id = :agent)
+             RETURNING id, CASE WHEN proposer_id = :agent THEN partner_id ELSE proposer_id END AS other",
+            named_params! {":agent": agent, ":now": now},
+        )?,
+    })
 }
 
 /// Marks the agent deleted and kills its key (`dead_key_id` can match no presented key).
@@ -98,8 +115,8 @@ pub fn due(conn: &Connection, deleted_before: i64) -> Result<Vec<i64>> {
 
 /// The tables whose rows of the agent the final erasure deletes, with the column naming it:
 /// its calls (and the replies on them), its replies on others' calls, offerings, link proofs,
-/// pending verification codes, recoveries, endpoints and the vector of its profile (with the
-/// hash of the text it was computed from). The row's own `ON DELETE CASCADE` covers none of
+/// pending verification codes, recoveries, endpoints, the vector of its profile (with the
+/// hash of the text it was computed from) and its inbox. The row's own `ON DELETE CASCADE` covers none of
 /// these for a husk, whose row stays.
 pub const ERASED_WITH_THE_AGENT: &[(&str, &str)] = &[
     ("calls", "agent_id"),
@@ -110,6 +127,7 @@ pub const ERASED_WITH_THE_AGENT: &[(&str, &str)] = &[
     ("recoveries", "agent_id"),
     ("endpoints", "agent_id"),
     ("agent_vectors", "agent_id"),
+    ("events", "agent_id"),
 ];
 
 /// Deletes the agent's rows of [`ERASED_WITH_THE_AGENT`]; returns how many of each, in order.

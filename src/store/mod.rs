@@ -10,8 +10,10 @@ pub mod codes;
 pub mod collabs;
 pub mod deletion;
 pub mod endpoints;
+pub mod events;
 pub mod holds;
 pub mod meta;
+pub mod moderation;
 pub mod offerings;
 pub mod positions;
 pub mod proofs;
@@ -72,7 +74,9 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (9, "previous_mailbox", include_str!("../../migrations/0009_previous_mailbox.sql")),
     (10, "proofs_where_found", include_str!("../../migrations/0010_proofs_where_found.sql")),
     (11, "budgets_by_agent", include_str!("../../migrations/0011_budgets_by_agent.sql")),
+    (12, "events", include_str!("../../migrations/0012_events.sql")),
     (13, "observed", include_str!("../../migrations/0013_observed.sql")),
+    (14, "moderation_log", include_str!("../../migrations/0014_moderation_log.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
@@ -249,9 +253,13 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
             version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
     )?;
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let current: i64 =
-        tx.query_row("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations", [], |r| r.get("v"))?;
-    for (version, name, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+    // Every migration not applied yet, in order, even one numbered below the newest applied:
+    // branches take numbers in parallel, so one may land after a higher one did.
+    let applied: std::collections::HashSet<i64> = tx
+        .prepare("SELECT version FROM schema_migrations")?
+        .query_map([], |r| r.get("version"))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (version, name, sql) in MIGRATIONS.iter().filter(|m| !applied.contains(&m.0)) {
         tx.execute_batch(sql)?;
         tx.execute(
             "INSERT INTO schema_migrations (version, name, applied_at) VALUES (:version, :name, :at)",
@@ -315,6 +323,11 @@ stored_as_text!(
     crate::domain::endpoint::EndpointKind,
     crate::domain::endpoint::EndpointStatus,
     crate::domain::endpoint::EndpointProof,
+    crate::domain::events::EventKind,
+    crate::domain::events::SubjectKind,
+    crate::domain::moderation::ModerationAction,
+    crate::domain::moderation::ReasonCategory,
+    crate::domain::moderation::TargetKind,
     crate::domain::offering::Mode,
     crate::domain::trust::CodePurpose,
     changes::ChangeKind,
@@ -406,6 +419,35 @@ mod tests {
             assert!(file.exists(), "{} missing while the database is open", file.display());
             assert_eq!(mode(&file), DB_FILE_MODE, "{}", file.display());
         }
+    }
+
+    /// A database that applied a higher-numbered migration first (another branch landed it)
+    /// still gets the lower one, and the rest, in order.
+    #[test]
+    fn a_migration_numbered_below_the_newest_applied_is_still_applied() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        conn.execute_batch(
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
+        )
+        .expect("table");
+        for (version, name, sql) in MIGRATIONS.iter().filter(|m| m.0 <= 13 && m.0 != 12) {
+            conn.execute_batch(sql).expect("migration");
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?1, ?2, 0)",
+                rusqlite::params![version, name],
+            )
+            .expect("record");
+        }
+        migrate(&mut conn).expect("migrate");
+        let versions: Vec<i64> = conn
+            .prepare("SELECT version FROM schema_migrations ORDER BY version")
+            .expect("prepare")
+            .query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        assert_eq!(versions, MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>());
+        conn.execute_batch("SELECT seq FROM events LIMIT 1").expect("the events table exists");
     }
 
     /// An existing file of an older version gets the mode and the data dir's group.

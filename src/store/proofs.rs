@@ -61,7 +61,8 @@ pub fn upsert(
         "INSERT INTO link_proofs (agent_id, url, submitted_url, host, verified_at)
          VALUES (:agent_id, :url, :submitted, :host, :at)
          ON CONFLICT (agent_id, url) DO UPDATE SET submitted_url = excluded.submitted_url,
-            host = excluded.host, verified_at = excluded.verified_at, expiry_noted = 0",
+            host = excluded.host, verified_at = excluded.verified_at, expiry_noted = 0,
+            expiring_noted = 0",
     )?
     .execute(
         named_params! {":agent_id": agent_id, ":url": url, ":submitted": submitted, ":host": host, ":at": at},
@@ -81,12 +82,37 @@ pub fn remove(conn: &Connection, agent_id: i64, url: &str, written: &str) -> Res
         > 0)
 }
 
+/// A proof the server just noted (expiring or expired), with its agent.
+#[derive(Debug, Clone)]
+pub struct Noted {
+    pub agent_id: i64,
+    pub url: String,
+    pub verified_at: i64,
+}
+
+fn noted(r: &rusqlite::Row<'_>) -> rusqlite::Result<Noted> {
+    Ok(Noted { agent_id: r.get("agent_id")?, url: r.get("url")?, verified_at: r.get("verified_at")? })
+}
+
 /// Notes the proofs established at or before `established_before` that are not noted yet (they
-/// have expired); the change log then records each agent's card as changed.
-pub fn note_expired(conn: &Connection, established_before: i64) -> Result<usize> {
-    Ok(conn
-        .prepare_cached(
-            "UPDATE link_proofs SET expiry_noted = 1 WHERE expiry_noted = 0 AND verified_at <= :before",
-        )?
-        .execute(named_params! {":before": established_before})?)
+/// have expired); the change log then records each agent's card as changed. Returns them.
+pub fn note_expired(conn: &Connection, established_before: i64) -> Result<Vec<Noted>> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE link_proofs SET expiry_noted = 1 WHERE expiry_noted = 0 AND verified_at <= :before
+         RETURNING agent_id, url, verified_at",
+    )?;
+    let rows = stmt.query_map(named_params! {":before": established_before}, noted)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Notes the live proofs established at or before `established_before` whose coming expiry is
+/// not noted yet; returns them. The card does not change (its trigger ignores the column).
+pub fn note_expiring(conn: &Connection, established_before: i64) -> Result<Vec<Noted>> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE link_proofs SET expiring_noted = 1
+         WHERE expiry_noted = 0 AND expiring_noted = 0 AND verified_at <= :before
+         RETURNING agent_id, url, verified_at",
+    )?;
+    let rows = stmt.query_map(named_params! {":before": established_before}, noted)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }

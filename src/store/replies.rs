@@ -83,6 +83,14 @@ pub fn on_calls_of(
     Ok((total as u64, rows.collect::<rusqlite::Result<_>>()?))
 }
 
+/// One reply by another agent, listed, on a call of `agent_id`, as `on_calls_of` shows it.
+pub fn on_call_of(conn: &Connection, id: &str, agent_id: i64) -> Result<Option<ReplyRow>> {
+    Ok(conn
+        .prepare_cached(&format!("{SELECT} {ON_OWN_CALLS} AND r.id = :id"))?
+        .query_row(named_params! {":agent": agent_id, ":id": id}, from_row)
+        .optional()?)
+}
+
 /// Replies `agent_id` wrote, on any call, newest first, and their total.
 pub fn by_agent(conn: &Connection, agent_id: i64, limit: u32, offset: u32) -> Result<(u64, Vec<ReplyRow>)> {
     let total: i64 = conn

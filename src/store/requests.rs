@@ -1,5 +1,6 @@
-//! The `contact_requests` table. Expiry is not stored: a pending row older than the expiry is
-//! read as expired, and every move on it checks the same cut-off.
+//! The `contact_requests` table. A pending row older than the expiry reads as expired, and every
+//! move on it checks the same cut-off; the server marks such rows expired soon after
+//! (`expire_due`), to tell both parties.
 
 use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
@@ -130,6 +131,28 @@ pub fn decide(
             named_params! {":id": id, ":to": to, ":reason": reason, ":now": now, ":cutoff": now - EXPIRY},
         )?;
     Ok(changed == 1)
+}
+
+/// A request the server just marked expired.
+#[derive(Debug, Clone)]
+pub struct Expired {
+    pub id: String,
+    pub sender_id: i64,
+    pub recipient_id: i64,
+}
+
+/// Marks expired the pending requests past their expiry at `now`, at most `limit`; returns them.
+pub fn expire_due(conn: &Connection, now: i64, limit: u32) -> Result<Vec<Expired>> {
+    let mut stmt = conn.prepare_cached(
+        "UPDATE contact_requests SET status = 'expired'
+         WHERE id IN (SELECT id FROM contact_requests WHERE status = 'pending' AND created_at <= :cutoff
+                      ORDER BY created_at LIMIT :limit)
+         RETURNING id, sender_id, recipient_id",
+    )?;
+    let rows = stmt.query_map(named_params! {":cutoff": now - EXPIRY, ":limit": limit}, |r| {
+        Ok(Expired { id: r.get("id")?, sender_id: r.get("sender_id")?, recipient_id: r.get("recipient_id")? })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
 /// Whether an accepted request with this id exists between the two agents, either way round.

@@ -74,12 +74,13 @@ pub struct EvidenceCounts {
     pub collaborations: u32,
     /// Calls an operator hid.
     pub hidden_calls: u32,
-    /// Suspensions an operator imposed, past or present (from the audit log).
+    /// Suspensions an operator imposed, past or present, as the public moderation log shows them
+    /// (so `explain` tells no more of an agent's moderation history than that log).
     pub suspensions: u32,
 }
 
-/// The evidence of agent `id` (handle `handle`); proofs verified before `live_after` have expired.
-pub fn evidence(conn: &Connection, id: i64, handle: &str, live_after: i64) -> Result<EvidenceCounts> {
+/// The evidence of agent `id`; proofs verified before `live_after` have expired.
+pub fn evidence(conn: &Connection, id: i64, live_after: i64) -> Result<EvidenceCounts> {
     let count = |sql: &str, params: &[(&str, &dyn rusqlite::ToSql)]| -> Result<u32> {
         let n: i64 = conn.prepare_cached(sql)?.query_row(params, |r| r.get(0))?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
@@ -95,8 +96,9 @@ pub fn evidence(conn: &Connection, id: i64, handle: &str, live_after: i64) -> Re
             named_params! {":id": id},
         )?,
         suspensions: count(
-            "SELECT COUNT(*) FROM audit_log WHERE action = 'suspend' AND target = :handle",
-            named_params! {":handle": handle},
+            "SELECT COUNT(*) FROM moderation_log
+             WHERE action = 'agent_suspended' AND agent_sub = (SELECT public_id FROM agents WHERE id = :id)",
+            named_params! {":id": id},
         )?,
     })
 }

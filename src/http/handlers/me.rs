@@ -1,7 +1,7 @@
 //! `/api/me…`: the caller's own profile, offerings, key, trust and inboxes.
 
-use axum::Json;
 use axum::extract::State;
+use axum::{Extension, Json};
 
 use super::Reply;
 use crate::app::App;
@@ -10,12 +10,15 @@ use crate::domain::call::ReplyList;
 use crate::domain::collab::CollabList;
 use crate::domain::contact_request::{ContactRequestList, RequestFilter};
 use crate::domain::deletion::AgentDeleted;
+use crate::domain::events::{EventPage, EventsQuery};
 use crate::domain::export::{Export, ExportQuery};
 use crate::domain::handles::{HandleChange, Renamed};
 use crate::domain::list::Paging;
 use crate::domain::offering::{OfferingList, OfferingsReplacement};
 use crate::domain::trust::{Instructions, LinkList, LinkProofInput, OwnerClaimInput};
 use crate::http::extract::{Auth, JsonBody, QueryParams};
+use crate::net::InFlightSlot;
+use crate::service::events::Polled;
 
 pub async fn profile(State(app): State<App>, Auth(caller): Auth) -> Reply<OwnProfile> {
     Ok(Json(app.own_profile(caller).await?))
@@ -103,4 +106,22 @@ pub async fn rename(
 
 pub async fn delete(State(app): State<App>, Auth(caller): Auth) -> Reply<AgentDeleted> {
     Ok(Json(app.delete_own_agent(caller).await?))
+}
+
+/// A poll that waits gives back its in-flight slot first: waiting costs the server no slot.
+pub async fn events(
+    State(app): State<App>,
+    Auth(caller): Auth,
+    QueryParams(q): QueryParams<EventsQuery>,
+    slot: Option<Extension<InFlightSlot>>,
+) -> Reply<EventPage> {
+    match app.poll_events(caller, q).await? {
+        Polled::Now(page) => Ok(Json(page)),
+        Polled::Later(waiter) => {
+            if let Some(Extension(slot)) = slot {
+                slot.give_back();
+            }
+            Ok(Json(app.events_when_they_come(waiter).await?))
+        }
+    }
 }

@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use super::Reply;
 use crate::app::App;
 use crate::domain::changes::ChangesQuery;
+use crate::domain::moderation::{ModerationLog, ModerationQuery};
 use crate::domain::statement::Jwks;
 use crate::domain::stats::Stats;
 use crate::error::Result;
@@ -19,6 +20,13 @@ const JSON: &str = "application/json";
 
 pub async fn index() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, JSON)], published().api_index.clone())
+}
+
+pub async fn moderation(
+    State(app): State<App>,
+    QueryParams(q): QueryParams<ModerationQuery>,
+) -> Reply<ModerationLog> {
+    Ok(Json(app.moderation_log(q).await?))
 }
 
 pub async fn stats(State(app): State<App>) -> Reply<Stats> {
