@@ -1,7 +1,8 @@
 //! Endpoints and signed statements end to end: real A2A and MCP servers (the A2A SDK's card
 //! route, the `mcp` SDK's streamable HTTP server; tests/python/endpoint_servers.py) on loopback
 //! ports, listed on profiles of a real `agentdir serve`, going live, down and invalid; statements
-//! verified by independent JOSE code (joserfc and `cryptography`, tests/python/verify_statement.py).
+//! verified by the JOSE libraries people use (joserfc, jwcrypto, PyJWT, jose in Node) and by
+//! `cryptography` by hand (tests/python/verify_statement.py).
 
 mod common;
 
@@ -436,6 +437,7 @@ async fn statements_verify_elsewhere_and_survive_a_key_rotation() {
     assert_eq!(header(&new.json)["kid"], after[0].as_str(), "the new key signs");
     assert_eq!(header(&old.json)["kid"], before[0].as_str());
     assert_eq!((header(&new.json)["alg"].as_str(), new.json["notice"].is_object()), (Some("EdDSA"), true));
+    assert_eq!(header(&new.json)["typ"], "JOSE+JSON", "the registered typ of a JWS in JSON serialisation");
 
     let backup = s.data_dir.join("backup.sqlite3");
     let said = s.admin_ok(&["backup", backup.to_str().expect("path")]);
@@ -448,6 +450,22 @@ async fn statements_verify_elsewhere_and_survive_a_key_rotation() {
 
     s.get("/api/agents/nobody-here/statement", None).await.expect_error(404, "not_found");
     s.get("/api/agents/NOT_A_HANDLE/statement", None).await.expect_error(404, "not_found");
+}
+
+/// Statements say `EdDSA` because one of the four JOSE libraries people verify with cannot read
+/// RFC 9864's `Ed25519` (src/domain/statement.rs). This asks the pinned four again: when all of
+/// them read `Ed25519`, it is time to sign with it (a new key, the JWKS listing both).
+#[test]
+fn statements_say_eddsa_while_a_jose_library_refuses_ed25519() {
+    let out = Command::new("python3").arg(VERIFY).arg("--fully-specified").output().expect("python3");
+    let said = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(out.status.success(), "{said} {}", String::from_utf8_lossy(&out.stderr));
+    let refused = said.strip_prefix("refused:").unwrap_or_else(|| panic!("unexpected answer: {said}")).trim();
+    assert!(
+        !refused.is_empty(),
+        "joserfc, jwcrypto, PyJWT and jose all verify `Ed25519` now: sign statements with it (RFC 9864)"
+    );
+    assert_eq!(refused, "PyJWT", "the reason src/domain/statement.rs gives for EdDSA changed");
 }
 
 #[tokio::test]
