@@ -166,6 +166,8 @@ async fn listed_endpoints_go_live_down_and_invalid() {
     assert_eq!((e[1]["name"].as_str(), e[1]["tool_count"].as_u64()), (Some("Loopback Tools"), Some(2)));
     assert_eq!(e[1]["protocol_version"], "2026-07-28");
     assert_eq!(status_of(&e[2]), "invalid", "a card without skills is not a valid card: {e:#?}");
+    assert_eq!(e[2]["reason"], "not_a2a_card", "{e:#?}");
+    assert!(e[..2].iter().all(|e| e["reason"].is_null()), "a live endpoint has no reason: {e:#?}");
     assert!(
         e.iter().all(|e| e["owned"] == false && e["status_since"].as_str().is_some_and(|t| t.ends_with('Z')))
     );
@@ -202,6 +204,7 @@ async fn listed_endpoints_go_live_down_and_invalid() {
     let e = endpoints_when(&s, &handle, "the stopped MCP server down", |e| status_of(&e[1]) == "down").await;
     assert_ne!(e[1]["status_since"], live_since, "status_since moves with the status");
     assert_eq!(e[1]["name"], Value::Null, "a down server teaches nothing");
+    assert_eq!(e[1]["reason"], "unreachable", "{e:#?}");
     let feed = s.get("/api/changes?limit=1000", None).await;
     let entry =
         feed.json["changes"].as_array().and_then(|c| c.iter().find(|c| c["id"] == handle.as_str())).cloned();
@@ -294,6 +297,56 @@ async fn mcp_revisions_oauth_and_plain_http() {
     })
     .await;
     assert_eq!((status_of(&e[0]), status_of(&e[1])), ("invalid", "down"), "{e:#?}");
+    assert_eq!(
+        (e[0]["reason"].as_str(), e[1]["reason"].as_str()),
+        (Some("http_status"), Some("unreachable"))
+    );
+}
+
+#[tokio::test]
+async fn an_mcp_post_follows_a_same_origin_redirect_only() {
+    let s = checking_server().await;
+    let slash = Endpoint::start("mcp-slash", None);
+    let elsewhere = Endpoint::start("mcp-elsewhere", None);
+    let handle = common::unique_handle("redirected");
+    register_with(
+        &s,
+        &handle,
+        json!([
+            {"kind": "mcp", "url": slash.url("/mcp")},
+            {"kind": "mcp", "url": elsewhere.url("/mcp")},
+        ]),
+    )
+    .await;
+    let e =
+        endpoints_when(&s, &handle, "both checked", |e| e.iter().all(|e| status_of(e) != "unchecked")).await;
+    // /mcp answers 307 -> /mcp/ (as FastMCP 1.9 does): the handshake goes on at /mcp/.
+    assert_eq!((status_of(&e[0]), e[0]["tool_count"].as_u64()), ("live", Some(2)), "{e:#?}");
+    assert_eq!(e[0]["url"], slash.url("/mcp"), "the listed URL stays as listed");
+    // A POST is sent again only to the origin it was sent to.
+    assert_eq!((status_of(&e[1]), e[1]["reason"].as_str()), ("invalid", Some("redirect")), "{e:#?}");
+}
+
+#[tokio::test]
+async fn a_refused_address_and_a_failed_lookup_read_the_same() {
+    // Loopback is not public here: the directory will not fetch it.
+    let mut env = RELAXED_LIMITS.to_vec();
+    env.push(("AGENTDIR_ENDPOINT_CHECK_INTERVAL", "1s"));
+    let s = Server::start_with(&env).await;
+    let handle = common::unique_handle("unreachable");
+    register_with(
+        &s,
+        &handle,
+        json!([
+            {"kind": "mcp", "url": "http://127.0.0.1/mcp"},
+            {"kind": "a2a", "url": "http://no-such-host.invalid/"},
+        ]),
+    )
+    .await;
+    let e =
+        endpoints_when(&s, &handle, "both checked", |e| e.iter().all(|e| status_of(e) != "unchecked")).await;
+    let seen: Vec<_> = e.iter().map(|e| (status_of(e), e["reason"].as_str())).collect();
+    assert_eq!(seen, [("down", Some("unreachable")), ("down", Some("unreachable"))], "{e:#?}");
 }
 
 #[tokio::test]

@@ -73,6 +73,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (10, "proofs_where_found", include_str!("../../migrations/0010_proofs_where_found.sql")),
     (11, "budgets_by_agent", include_str!("../../migrations/0011_budgets_by_agent.sql")),
     (13, "observed", include_str!("../../migrations/0013_observed.sql")),
+    (20, "endpoint_reasons", include_str!("../../migrations/0020_endpoint_reasons.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
@@ -315,6 +316,7 @@ stored_as_text!(
     crate::domain::endpoint::EndpointKind,
     crate::domain::endpoint::EndpointStatus,
     crate::domain::endpoint::EndpointProof,
+    crate::domain::endpoint::EndpointReason,
     crate::domain::offering::Mode,
     crate::domain::trust::CodePurpose,
     changes::ChangeKind,
