@@ -38,14 +38,18 @@ async fn hostile_card_server() -> String {
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let card = json!({
         "name": format!("{IMG_ONERROR}{BIDI}"),
-        "description": SCRIPT_TAG,
+        // The proof text makes the endpoint the agent's: its hostile skills show on the card.
+        "description": format!("{SCRIPT_TAG} agentdir-proof:hostile-text"),
         "version": "1.0",
         "url": format!("{base}/a2a"),
         "protocolVersion": "<b onmouseover=__pwned=4>0.3</b>",
         "capabilities": {},
         "defaultInputModes": ["text/plain"],
         "defaultOutputModes": ["text/plain"],
-        "skills": [{"id": "x", "name": SCRIPT_TAG, "description": SVG_ONLOAD, "tags": [JS_LINK]}],
+        "skills": [{
+            "id": "x", "name": SCRIPT_TAG, "description": SVG_ONLOAD, "tags": [JS_LINK],
+            "examples": [format!("{IMG_ONERROR}{BIDI}")],
+        }],
     })
     .to_string();
     tokio::spawn(async move {
@@ -164,14 +168,15 @@ async fn hostile_texts_never_run_in_a_real_browser_and_a_person_can_search_read_
     .expect(200);
     s.offering(&benign).await;
 
-    // The endpoint's own description is shown once the check has read it.
+    // The endpoint's own description, and its skills (it proves it is the agent's), are shown
+    // once the check has read them.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let card = s.get(&format!("/api/agents/{hostile_handle}"), None).await;
-        if card.json["agent"]["endpoints"][0]["status"] == "live" {
-            assert!(
-                card.json["agent"]["endpoints"][0]["name"].as_str().is_some_and(|n| n.contains("onerror"))
-            );
+        let endpoint = &card.json["agent"]["endpoints"][0];
+        if endpoint["status"] == "live" && endpoint["skills"].is_array() {
+            assert!(endpoint["name"].as_str().is_some_and(|n| n.contains("onerror")));
+            assert!(endpoint["skills"][0]["name"].as_str().is_some_and(|n| n.contains("<script")), "{endpoint}");
             break;
         }
         assert!(Instant::now() < deadline, "the hostile endpoint never went live: {}", card.text);
