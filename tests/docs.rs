@@ -961,17 +961,27 @@ async fn schemathesis_finds_no_failures_against_the_live_server() {
     assert!(stdout.contains("Stateful"), "the stateful phase did not run:\n{stdout}");
 }
 
+/// A Python client generated from openapi.json (openapi-python-client) drives every flow on real
+/// data: endpoints the server checked (live, invalid with a reason), offerings, calls and
+/// replies, requests both ways, a collaboration, a rename, the feed after a deletion and the
+/// rename, the export, the statement (tests/python/generated_client.py).
 #[tokio::test]
-async fn a_client_generated_from_openapi_registers_and_posts_a_call() {
+async fn a_generated_python_client_drives_every_flow_on_real_data() {
     require_module("openapi_python_client");
     require_module("httpx");
-    let s = Server::start().await;
+    // Endpoints on loopback are checked (the directory's own API and MCP server), every second.
+    let mut env: Vec<(&str, &str)> = RELAXED_LIMITS.to_vec();
+    env.push(("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "1"));
+    env.push(("AGENTDIR_ENDPOINT_CHECK_INTERVAL", "1s"));
+    let s = Server::start_with(&env).await;
     let dir = tempfile::tempdir().expect("temp dir");
     let out = Command::new(python())
         .arg(python_dir().join("generated_client.py"))
         .arg(&s.base)
         .arg(dir.path())
         .current_dir(dir.path())
+        .env("AGENTDIR_BIN", common::BIN)
+        .env("AGENTDIR_DATA_DIR", &s.data_dir)
         .output()
         .expect("run generated_client.py");
     assert!(out.status.success(), "the generated client failed:\n{}", show(&out));
