@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::app::App;
+use crate::http::conventions::{self, Conventions};
 use crate::http::handlers::meta;
 use crate::http::middleware::Hardening;
 use crate::http::{docs, error, middleware, ops, routes, server};
@@ -38,6 +39,7 @@ pub fn router(
         .fallback(unknown)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(forwarding, forward::route))
+        .layer(axum::middleware::from_fn_with_state(Conventions::new(), conventions::apply))
         .with_state(app))
 }
 

@@ -73,7 +73,8 @@ fn route(method: Method, path: &'static str, access: Access, summary: &'static s
         response: None,
         success: 200,
         errors: &[],
-        tagged: false,
+        // Every public read: its own tag (views) or one of its bytes (`conventions`).
+        tagged: reads && access == Access::Public,
         moved: false,
     })
 }
@@ -114,10 +115,6 @@ impl Declared {
         self.0.node = Node::Primary;
         self
     }
-    fn tagged(mut self) -> Self {
-        self.0.tagged = true;
-        self
-    }
     fn moved(mut self) -> Self {
         self.0.moved = true;
         self
@@ -149,7 +146,6 @@ pub fn table() -> Vec<Route> {
         .query::<changes::ChangesQuery>()
         .returns::<changes::ChangeFeed>()
         .errors(&[400, 410])
-        .tagged()
         .named("listChanges")
         .to(get(meta::changes)),
         route(Method::GET, "/api/agents", Public, "Search and list agents")
@@ -168,9 +164,8 @@ pub fn table() -> Vec<Route> {
         route(Method::GET, "/api/agents/{handle}", Public, "An agent's card")
             .returns::<agent::AgentCard>()
             .errors(&[404])
-            .tagged()
             .moved()
-            .named("getAgent")
+            .named("getAgentCard")
             .to(get(agents::card)),
         route(
             Method::GET,
@@ -351,7 +346,6 @@ pub fn table() -> Vec<Route> {
             .to(post(calls::create)),
         route(Method::GET, "/api/posts/{id}", Public, "A call with its replies")
             .returns::<call::CallDetail>()
-            .tagged()
             .named("getCall")
             .to(get(calls::get)),
         route(Method::DELETE, "/api/posts/{id}", Key, "Delete one of your calls")

@@ -111,7 +111,7 @@ def main() -> int:
     # The card once every endpoint was checked: real statuses, reasons and counts.
     deadline = time.monotonic() + 60
     while True:
-        card = op("get_agent").sync(client=public, handle=a)
+        card = op("get_agent_card").sync(client=public, handle=a)
         assert isinstance(card, models.AgentCard), card
         endpoints = card.agent.endpoints
         if all(e.status != "unchecked" for e in endpoints):
