@@ -39,8 +39,28 @@ pub fn router(
         .fallback(unknown)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(forwarding, forward::route))
-        .layer(axum::middleware::from_fn_with_state(Conventions::new(), conventions::apply))
+        .layer(every_other_answer_compressed())
+        .layer(axum::middleware::from_fn_with_state(
+            Conventions::new(crate::pages::ROUTES),
+            conventions::apply,
+        ))
         .with_state(app))
+}
+
+/// What the conventions do not compress themselves (keyed answers, MCP's JSON, errors), over
+/// the same size, per request. Never an event stream (MCP's SSE answers are read as they come).
+fn every_other_answer_compressed()
+-> tower_http::compression::CompressionLayer<impl tower_http::compression::Predicate> {
+    use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
+    let min = u16::try_from(crate::http::compression::MIN_BYTES).unwrap_or(u16::MAX);
+    tower_http::compression::CompressionLayer::new()
+        .quality(tower_http::CompressionLevel::Precise(4))
+        .compress_when(
+            SizeAbove::new(min)
+                .and(NotForContentType::SSE)
+                .and(NotForContentType::GRPC)
+                .and(NotForContentType::IMAGES),
+        )
 }
 
 /// `/`: the API's index for a machine that asks for JSON, else the home page. Either way the

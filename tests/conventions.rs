@@ -127,3 +127,87 @@ async fn a_401_says_how_to_authenticate() {
     wrong.expect_error(401, "unauthorized");
     assert_eq!(wrong.header("www-authenticate"), Some("Bearer realm=\"agentdir\", error=\"invalid_token\""));
 }
+
+fn decode(encoding: &str, body: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    match encoding {
+        "gzip" => {
+            flate2::read::GzDecoder::new(body).read_to_end(&mut out).expect("gzip");
+        }
+        "br" => {
+            brotli::Decompressor::new(body, 4096).read_to_end(&mut out).expect("br");
+        }
+        "zstd" => out = zstd::stream::decode_all(body).expect("zstd"),
+        other => panic!("unknown encoding {other}"),
+    }
+    out
+}
+
+#[tokio::test]
+async fn bodies_over_a_kib_come_compressed_each_encoding_with_its_own_tag() {
+    let s = Server::start().await;
+    let a = s.register("squeezed").await;
+    let plain = s.http.get(s.url("/openapi.json")).send().await.expect("openapi");
+    let identity_tag = plain.headers()["etag"].to_str().expect("etag").to_owned();
+    let identity = plain.bytes().await.expect("body");
+    let mut tags = vec![identity_tag.clone()];
+    for encoding in ["gzip", "br", "zstd"] {
+        let res =
+            s.http.get(s.url("/openapi.json")).header("Accept-Encoding", encoding).send().await.expect("get");
+        assert_eq!(res.status(), 200);
+        let h = res.headers().clone();
+        assert_eq!(h.get("content-encoding").and_then(|v| v.to_str().ok()), Some(encoding));
+        assert!(
+            h.get_all("vary")
+                .iter()
+                .any(|v| v.to_str().is_ok_and(|v| v.to_ascii_lowercase().contains("accept-encoding"))),
+            "{encoding}: no Vary: Accept-Encoding"
+        );
+        let tag = h["etag"].to_str().expect("etag").to_owned();
+        assert_eq!(tag, format!("{}-{encoding}\"", identity_tag.trim_end_matches('"')));
+        let body = res.bytes().await.expect("body");
+        assert!(body.len() * 4 < identity.len(), "{encoding}: {} of {} bytes", body.len(), identity.len());
+        assert_eq!(decode(encoding, &body), identity, "{encoding} decodes to the identity body");
+        tags.push(tag.clone());
+        // The copy in this encoding is current; a client that now takes another encoding gets it.
+        let held = s
+            .send(
+                s.http
+                    .get(s.url("/openapi.json"))
+                    .header("Accept-Encoding", encoding)
+                    .header("If-None-Match", &tag),
+            )
+            .await;
+        assert_eq!(held.status, 304, "{encoding}");
+        let other = if encoding == "gzip" { "br" } else { "gzip" };
+        let switched = s
+            .send(
+                s.http
+                    .get(s.url("/openapi.json"))
+                    .header("Accept-Encoding", other)
+                    .header("If-None-Match", &tag),
+            )
+            .await;
+        assert_eq!(switched.status, 200, "{encoding} tag, {other} accepted");
+    }
+    tags.sort();
+    tags.dedup();
+    assert_eq!(tags.len(), 4, "one tag per representation");
+
+    // A card page and a list are compressed the same way; a small body is sent as it is.
+    for path in ["/api/agents?limit=20", "/agents", "/skill.md"] {
+        let r = s.send(s.http.get(s.url(path)).header("Accept-Encoding", "br")).await;
+        assert_eq!(r.header("content-encoding"), Some("br"), "{path}");
+        assert!(r.header("etag").is_some_and(|t| t.ends_with("-br\"")), "{path}");
+    }
+    let small = s.send(s.http.get(s.url("/api/stats")).header("Accept-Encoding", "gzip")).await;
+    assert!(small.text.len() < 1024);
+    assert_eq!((small.status, small.header("content-encoding")), (200, None));
+    // What a key reads is compressed too, per request (never kept).
+    let export = s
+        .send(s.http.get(s.url("/api/me/export")).bearer_auth(&a.key).header("Accept-Encoding", "gzip"))
+        .await;
+    assert_eq!((export.status, export.header("content-encoding")), (200, Some("gzip")));
+    assert_eq!(export.header("etag"), None);
+}

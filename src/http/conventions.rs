@@ -1,6 +1,7 @@
 //! The web's conventions around every answer (CONTRACT.md "Clients and conventions"): CORS on
 //! the public reads, a strong `ETag` (and `304`) on every public read that has none of its own,
-//! and `WWW-Authenticate` on a `401`. Compression is `compression`'s.
+//! `WWW-Authenticate` on a `401`, and the public reads' bodies compressed in the encoding the
+//! client takes (`compression`), each encoding with its own tag and `Vary: Accept-Encoding`.
 //!
 //! CORS is for the public `GET`/`HEAD` routes of the table only (the API's reads, the keys,
 //! statements, openapi.json, skill.md): anyone may read them, so any origin may, with
@@ -18,6 +19,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::compression::{self, Compressed, Encoding};
 use super::routes::{Access, endpoints};
 use crate::derived::rendered::Rendered;
 
@@ -33,45 +35,52 @@ pub const REALM: &str = "agentdir";
 /// The largest answer a public read is tagged for (larger ones are not buffered to hash them).
 const TAGGED_MAX_BYTES: usize = 8 * 1024 * 1024;
 
-/// The route templates the conventions know (a cheap clone).
+/// The route templates the conventions know, and the compressed bodies kept (a cheap clone).
 #[derive(Clone)]
-pub struct Conventions(Arc<HashSet<&'static str>>);
+pub struct Conventions {
+    /// The public `GET` routes of the table: CORS, tags, kept compressed bodies.
+    public: Arc<HashSet<&'static str>>,
+    /// Other public reads whose bodies are kept compressed (the pages for people).
+    represented: Arc<HashSet<&'static str>>,
+    compressed: Compressed,
+}
 
 impl Conventions {
-    /// The public `GET` routes of the table.
-    pub fn new() -> Conventions {
+    /// The public `GET` routes of the table, and `others` (read by anyone, but not for other
+    /// origins' pages).
+    pub fn new(others: impl IntoIterator<Item = &'static str>) -> Conventions {
         let public = endpoints()
             .into_iter()
             .filter(|e| e.method == Method::GET && e.access == Access::Public)
             .map(|e| e.path)
             .collect();
-        Conventions(Arc::new(public))
+        Conventions {
+            public: Arc::new(public),
+            represented: Arc::new(others.into_iter().collect()),
+            compressed: Compressed::default(),
+        }
     }
 
-    fn public_read(&self, req: &Request) -> bool {
-        req.extensions().get::<MatchedPath>().is_some_and(|p| self.0.contains(p.as_str()))
-    }
-}
-
-impl Default for Conventions {
-    fn default() -> Self {
-        Conventions::new()
+    fn template<'a>(req: &'a Request) -> Option<&'a str> {
+        req.extensions().get::<MatchedPath>().map(MatchedPath::as_str)
     }
 }
 
 pub async fn apply(State(conventions): State<Conventions>, req: Request, next: Next) -> Response {
     let keyed = req.headers().contains_key(header::AUTHORIZATION);
-    let public = conventions.public_read(&req);
-    if public && req.method() == Method::OPTIONS {
+    let template = Conventions::template(&req);
+    let cors = template.is_some_and(|t| conventions.public.contains(t));
+    let represented = cors || template.is_some_and(|t| conventions.represented.contains(t));
+    if cors && req.method() == Method::OPTIONS {
         return preflight();
     }
     // A write to the same path (POST /api/agents) is no public read.
-    if !public || !matches!(*req.method(), Method::GET | Method::HEAD) {
+    if !represented || !matches!(*req.method(), Method::GET | Method::HEAD) {
         let mut res = next.run(req).await;
         challenge(&mut res, keyed);
         return res;
     }
-    let head = req.method() == Method::HEAD;
+    let encoding = Encoding::negotiate(req.headers());
     let if_none_match: Vec<String> = req
         .headers()
         .get_all(header::IF_NONE_MATCH)
@@ -79,16 +88,22 @@ pub async fn apply(State(conventions): State<Conventions>, req: Request, next: N
         .filter_map(|v| v.to_str().ok().map(str::to_owned))
         .collect();
     let (mut parts, body) = req.into_parts();
-    if head {
+    // The whole identity body, to tag and compress here; which copy the client holds is
+    // decided here too, against the tag of the encoding it gets.
+    parts.headers.remove(header::IF_NONE_MATCH);
+    parts.headers.remove(header::ACCEPT_ENCODING);
+    if parts.method == Method::HEAD {
         // The tag is of the body a GET would get; the server leaves the body out of a HEAD answer.
         parts.method = Method::GET;
     }
     let mut res = next.run(Request::from_parts(parts, body)).await;
     challenge(&mut res, keyed);
-    if res.status() == StatusCode::OK && !res.headers().contains_key(header::ETAG) {
-        res = tag(res, &if_none_match).await;
+    if res.status() == StatusCode::OK {
+        res = represent(res, encoding, &if_none_match, &conventions.compressed).await;
     }
-    allow_any_origin(res.headers_mut());
+    if cors {
+        allow_any_origin(res.headers_mut());
+    }
     res
 }
 
@@ -123,23 +138,63 @@ fn preflight() -> Response {
     res
 }
 
-/// A strong `ETag` of the answer's bytes, and `304` without a body when the client holds them.
-async fn tag(res: Response, if_none_match: &[String]) -> Response {
+/// The answer as the client gets it: its identity tag (the view's own, or the SHA-256 of its
+/// bytes), the body compressed in the negotiated encoding when it is large enough (kept, and
+/// tagged for that encoding), and `304` without a body when the client holds that tag.
+async fn represent(
+    res: Response,
+    encoding: Option<Encoding>,
+    if_none_match: &[String],
+    kept: &Compressed,
+) -> Response {
     let (mut parts, body) = res.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, TAGGED_MAX_BYTES).await else {
         return crate::error::Error::Internal.into_response();
     };
-    let rendered = Rendered::from_json(bytes.to_vec());
-    let Ok(etag) = HeaderValue::from_str(&rendered.etag) else {
-        return Response::from_parts(parts, Body::from(bytes));
+    let identity = match parts.headers.get(header::ETAG).and_then(|v| v.to_str().ok()) {
+        Some(own) => own.to_owned(),
+        None => Rendered::from_json(bytes.to_vec()).etag,
     };
-    parts.headers.insert(header::ETAG, etag);
     parts.headers.entry(header::CACHE_CONTROL).or_insert(HeaderValue::from_static("no-cache"));
-    if if_none_match.iter().any(|v| rendered.matches(v)) {
+    let varies = parts
+        .headers
+        .get_all(header::VARY)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.to_ascii_lowercase().contains("accept-encoding")));
+    if !varies {
+        parts.headers.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
+    let compressible =
+        bytes.len() >= compression::MIN_BYTES && !parts.headers.contains_key(header::CONTENT_ENCODING);
+    let (etag, body) = match encoding.filter(|_| compressible) {
+        Some(e) => match kept.get(&identity, e, &bytes).await {
+            Some(compressed) => {
+                parts.headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static(e.token()));
+                parts.headers.remove(header::CONTENT_LENGTH);
+                (e.tag(&identity), compressed)
+            }
+            None => (identity, bytes),
+        },
+        None => (identity, bytes),
+    };
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        parts.headers.insert(header::ETAG, v);
+    }
+    if if_none_match.iter().any(|v| names(v, &etag)) {
         parts.status = StatusCode::NOT_MODIFIED;
-        parts.headers.remove(header::CONTENT_TYPE);
-        parts.headers.remove(header::CONTENT_LENGTH);
+        for gone in [header::CONTENT_TYPE, header::CONTENT_LENGTH, header::CONTENT_ENCODING] {
+            parts.headers.remove(gone);
+        }
         return Response::from_parts(parts, Body::empty());
     }
-    Response::from_parts(parts, Body::from(rendered.json))
+    Response::from_parts(parts, Body::from(body))
+}
+
+/// Whether an `If-None-Match` value names `etag` (RFC 9110 §13.1.2: `*`, or a list of tags
+/// compared weakly).
+fn names(if_none_match: &str, etag: &str) -> bool {
+    if_none_match
+        .split(',')
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
 }
