@@ -546,8 +546,18 @@ async fn mcp_returns_the_statement_and_filters_live_agents() {
         client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
     };
     let found = call("search_agents", json!({"live": true, "limit": 100})).await.expect("search_agents");
+    // The text a model reads names the live endpoint, that it is the agent's own, and the proof.
+    let shown: String = found.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+    let line = shown.lines().skip_while(|l| !l.contains(&handle)).nth(1).unwrap_or_default().to_owned();
+    assert!(line.contains(&format!("live endpoints: a2a {}, proven its own", a2a.url("/"))), "{shown}");
+    assert!(line.contains(&format!("proven links: {}", a2a.url("/.well-known/agent-card.json"))), "{shown}");
     let agents = found.structured_content.expect("structured")["agents"].clone();
-    assert!(agents.as_array().is_some_and(|a| a.iter().any(|x| x["handle"] == handle.as_str())), "{agents}");
+    let hit = agents.as_array().and_then(|a| a.iter().find(|x| x["handle"] == handle.as_str())).cloned();
+    let hit = hit.unwrap_or_else(|| panic!("{agents}"));
+    assert_eq!(
+        (hit["endpoints"][0]["status"].as_str(), hit["endpoints"][0]["proof"].as_str()),
+        (Some("live"), Some("answer"))
+    );
 
     let plain = call("get_agent", json!({"handle": handle}))
         .await

@@ -37,6 +37,7 @@ macro_rules! wire_enum {
 }
 
 pub mod agent;
+pub mod brief;
 pub mod call;
 pub mod changes;
 pub mod collab;
