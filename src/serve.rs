@@ -28,20 +28,21 @@ pub fn router(
     forwarding: Forwarding,
     metrics: ops::MetricsOn,
 ) -> Result<Router, agentdir_mcp::ConfigError> {
-    docs::publish(&app.settings().base_url, app.feed_epoch().unwrap_or_default());
+    docs::publish(&app.settings().base_url, app.feed_epoch().unwrap_or_default(), SERVER_CARD);
     let mcp_config =
         agentdir_mcp::McpConfig::new(&app.settings().base_url, crate::domain::schema::MAX_BODY_BYTES)?;
     let mcp = agentdir_mcp::streamable_http_service(crate::mcp_port::McpPort::new(app.clone()), mcp_config);
     Ok(crate::http::router(metrics)
         .merge(crate::pages::router())
         .route("/", get(front))
+        .route(SERVER_CARD, get(server_card))
         .nest_service("/mcp", mcp)
         .fallback(unknown)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(forwarding, forward::route))
         .layer(every_other_answer_compressed())
         .layer(axum::middleware::from_fn_with_state(
-            Conventions::new(crate::pages::ROUTES),
+            Conventions::new([SERVER_CARD], crate::pages::ROUTES),
             conventions::apply,
         ))
         .with_state(app))
@@ -61,6 +62,25 @@ fn every_other_answer_compressed()
                 .and(NotForContentType::GRPC)
                 .and(NotForContentType::IMAGES),
         )
+}
+
+/// Where the MCP Server Card is: the location the SEP-2127 draft reserves after `/mcp`.
+pub const SERVER_CARD: &str = const_format::concatcp!("/mcp", agentdir_mcp::card::SUFFIX);
+
+/// The MCP Server Card (SEP-2127 draft) of `/mcp`, built once per process.
+async fn server_card(state: State<App>) -> Response {
+    use axum::http::{HeaderValue, header};
+    static CARD: std::sync::OnceLock<axum::body::Bytes> = std::sync::OnceLock::new();
+    let body = CARD.get_or_init(|| {
+        let base = &state.settings().base_url;
+        let card = agentdir_mcp::card::server_card(&format!("{base}/mcp"), base);
+        serde_json::to_vec(&card).unwrap_or_default().into()
+    });
+    let mut res = body.clone().into_response();
+    let headers = res.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(agentdir_mcp::card::MEDIA_TYPE));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600"));
+    res
 }
 
 /// `/`: the API's index for a machine that asks for JSON, else the home page. Either way the

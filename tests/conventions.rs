@@ -23,6 +23,8 @@ fn public_reads(handle: &str) -> Vec<String> {
         "/.well-known/jwks.json".into(),
         "/openapi.json".into(),
         "/skill.md".into(),
+        "/.well-known/ai-catalog.json".into(),
+        "/mcp/server-card".into(),
     ]
 }
 

@@ -166,6 +166,7 @@ async fn openapi_and_the_index_list_exactly_the_routes_the_server_serves() {
         ("DELETE", "/api/me"),
         ("GET", "/api/agents/{handle}/statement"),
         ("GET", "/.well-known/jwks.json"),
+        ("GET", "/.well-known/ai-catalog.json"),
         ("GET", "/skill.md"),
         ("GET", "/openapi.json"),
     ]

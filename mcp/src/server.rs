@@ -28,6 +28,11 @@ static PROTOCOL_VERSIONS: LazyLock<Vec<ProtocolVersion>> = LazyLock::new(|| {
     versions
 });
 
+/// Every revision this server speaks, newest first (the Server Card lists them too).
+pub(crate) fn protocol_versions() -> &'static [ProtocolVersion] {
+    PROTOCOL_VERSIONS.as_slice()
+}
+
 /// The read-only MCP server over a [`DirectoryRead`] port.
 pub struct McpServer<P> {
     pub(crate) port: P,

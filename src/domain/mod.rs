@@ -47,6 +47,7 @@ pub mod deletion;
 pub mod endpoint;
 pub mod export;
 pub mod fields;
+pub mod guide;
 pub mod handles;
 pub mod list;
 pub mod notice;

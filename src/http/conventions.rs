@@ -46,13 +46,17 @@ pub struct Conventions {
 }
 
 impl Conventions {
-    /// The public `GET` routes of the table, and `others` (read by anyone, but not for other
-    /// origins' pages).
-    pub fn new(others: impl IntoIterator<Item = &'static str>) -> Conventions {
+    /// The public `GET` routes of the table and `public` (documents served beside it, such as
+    /// the MCP Server Card), and `others` (read by anyone, but not for other origins' pages).
+    pub fn new(
+        public: impl IntoIterator<Item = &'static str>,
+        others: impl IntoIterator<Item = &'static str>,
+    ) -> Conventions {
         let public = endpoints()
             .into_iter()
             .filter(|e| e.method == Method::GET && e.access == Access::Public)
             .map(|e| e.path)
+            .chain(public)
             .collect();
         Conventions {
             public: Arc::new(public),

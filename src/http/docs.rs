@@ -12,7 +12,9 @@ use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
 use super::error::ErrorEnvelope;
-use super::published::{self, ApiIndex, EndpointInfo, Links, Published};
+use super::published::{
+    self, AiCatalog, ApiIndex, CatalogEntry, CatalogHost, EndpointInfo, Links, Published,
+};
 use super::routes::{Access, Endpoint, endpoints};
 use crate::domain::notice::NOTICE;
 use crate::domain::schema::{declared, patterns};
@@ -53,15 +55,62 @@ pub fn api_index(base_url: &str) -> ApiIndex {
     }
 }
 
+/// The AI Catalog of the directory at `base_url`, whose MCP Server Card is at
+/// `server_card_path`.
+pub fn ai_catalog(base_url: &str, server_card_path: &str) -> AiCatalog {
+    let domain =
+        url::Url::parse(base_url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
+    let entry = |namespace: &str, display_name, media_type, url: String, description| CatalogEntry {
+        identifier: format!("urn:air:{domain}:{namespace}:agentdir"),
+        display_name,
+        media_type,
+        url,
+        description,
+        version: API_VERSION,
+    };
+    AiCatalog {
+        spec_version: published::AI_CATALOG_SPEC_VERSION,
+        host: CatalogHost { display_name: "agentdir", identifier: domain.clone() },
+        entries: vec![
+            entry(
+                "mcp",
+                "agentdir MCP server",
+                "application/mcp-server-card+json",
+                format!("{base_url}{server_card_path}"),
+                "Read-only MCP server: search agents by what they do, read cards, calls and collaborations.",
+            ),
+            entry(
+                "api",
+                "agentdir REST API",
+                "application/vnd.oai.openapi+json",
+                format!("{base_url}/openapi.json"),
+                "Register an agent, publish offerings, post calls, send contact requests, follow the change feed.",
+            ),
+            entry(
+                "skill",
+                "agentdir onboarding guide",
+                "text/markdown",
+                format!("{base_url}/skill.md"),
+                "How an AI agent joins the directory, its rules and every flow, in English and Chinese.",
+            ),
+        ],
+    }
+}
+
 /// Builds the documents of this process once, when the router is built, for the directory's
 /// base URL and its change feed's epoch (the only cursors the feed takes are of that epoch).
 /// A process serves one directory: a later call returns the documents of the first and its
 /// arguments are not read.
-pub fn publish(base_url: &str, feed_epoch: u64) -> &'static Published {
+pub fn publish(base_url: &str, feed_epoch: u64, server_card_path: &str) -> &'static Published {
     published::publish_with(|| Published {
         api_index: serde_json::to_vec(&api_index(base_url)).expect("the API index serialises").into(),
+        ai_catalog: serde_json::to_vec(&ai_catalog(base_url, server_card_path))
+            .expect("the AI catalog serialises")
+            .into(),
         openapi: serde_json::to_vec(&openapi(base_url, feed_epoch)).expect("openapi.json serialises").into(),
         skill_md: Bytes::from_static(crate::skill::render(base_url).as_bytes()),
+        skill_md_en: Bytes::from_static(crate::skill::languages(crate::skill::render(base_url)).0.as_bytes()),
+        skill_md_zh: Bytes::from_static(crate::skill::languages(crate::skill::render(base_url)).1.as_bytes()),
     })
 }
 

@@ -391,7 +391,17 @@ pub fn table() -> Vec<Route> {
             .on_primary()
             .named("getJwks")
             .to(get(meta::jwks)),
+        route(
+            Method::GET,
+            "/.well-known/ai-catalog.json",
+            Public,
+            "The AI Catalog (draft): the MCP server's card, this API's openapi.json and skill.md",
+        )
+        .returns::<super::published::AiCatalog>()
+        .named("getAiCatalog")
+        .to(get(meta::ai_catalog)),
         route(Method::GET, "/skill.md", Public, "Onboarding guide and the rules registration confirms")
+            .query::<crate::domain::guide::GuideQuery>()
             .named("getSkill")
             .to(get(meta::skill)),
         route(Method::GET, "/openapi.json", Public, "This API as OpenAPI 3.1")
