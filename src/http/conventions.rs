@@ -65,7 +65,7 @@ impl Conventions {
         }
     }
 
-    fn template<'a>(req: &'a Request) -> Option<&'a str> {
+    fn template(req: &Request) -> Option<&str> {
         req.extensions().get::<MatchedPath>().map(MatchedPath::as_str)
     }
 }
