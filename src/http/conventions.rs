@@ -32,8 +32,10 @@ pub const ALLOWED_HEADERS: &str = "If-None-Match, X-Agentdir-Seq";
 pub const PREFLIGHT_MAX_AGE: u32 = 86_400;
 /// The realm of the `WWW-Authenticate` challenge of a `401`.
 pub const REALM: &str = "agentdir";
-/// The largest answer a public read is tagged for (larger ones are not buffered to hash them).
-const TAGGED_MAX_BYTES: usize = 8 * 1024 * 1024;
+/// The largest answer of a public read this reads whole to tag and compress it. Every such
+/// answer is built in memory already, the largest a sitemap of 50,000 cards (about 5 MiB); one
+/// past this bound would be a defect, answered 500.
+const TAGGED_MAX_BYTES: usize = 32 * 1024 * 1024;
 
 /// The route templates the conventions know, and the compressed bodies kept (a cheap clone).
 #[derive(Clone)]
