@@ -637,8 +637,10 @@ fn link_reason(e: &crate::checks::link_fetch::LinkFetchError) -> (String, String
         ),
         HostBusy => "另一项检查正在访问该主机".to_owned(),
         Connect(_) => "无法连接到该服务器".to_owned(),
+        Tls(_) => "TLS 握手失败".to_owned(),
         Timeout => "页面未能在规定时间内加载完成".to_owned(),
         TooManyRedirects => "重定向次数过多".to_owned(),
+        RedirectElsewhere => "POST 请求被重定向到了另一个源".to_owned(),
         Status(code) => format!("服务器返回了 HTTP {code}"),
         Http(_) => "请求失败".to_owned(),
     };

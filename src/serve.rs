@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::app::App;
+use crate::http::conventions::{self, Conventions};
 use crate::http::handlers::meta;
 use crate::http::middleware::Hardening;
 use crate::http::{docs, error, middleware, ops, routes, server};
@@ -27,18 +28,59 @@ pub fn router(
     forwarding: Forwarding,
     metrics: ops::MetricsOn,
 ) -> Result<Router, agentdir_mcp::ConfigError> {
-    docs::publish(&app.settings().base_url, app.feed_epoch().unwrap_or_default());
+    docs::publish(&app.settings().base_url, app.feed_epoch().unwrap_or_default(), SERVER_CARD);
     let mcp_config =
         agentdir_mcp::McpConfig::new(&app.settings().base_url, crate::domain::schema::MAX_BODY_BYTES)?;
     let mcp = agentdir_mcp::streamable_http_service(crate::mcp_port::McpPort::new(app.clone()), mcp_config);
     Ok(crate::http::router(metrics)
         .merge(crate::pages::router())
         .route("/", get(front))
+        .route(SERVER_CARD, get(server_card))
         .nest_service("/mcp", mcp)
         .fallback(unknown)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(forwarding, forward::route))
+        .layer(every_other_answer_compressed())
+        .layer(axum::middleware::from_fn_with_state(
+            Conventions::new([SERVER_CARD], crate::pages::ROUTES),
+            conventions::apply,
+        ))
         .with_state(app))
+}
+
+/// What the conventions do not compress themselves (keyed answers, MCP's JSON, errors), over
+/// the same size, per request. Never an event stream (MCP's SSE answers are read as they come).
+fn every_other_answer_compressed()
+-> tower_http::compression::CompressionLayer<impl tower_http::compression::Predicate> {
+    use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
+    let min = u16::try_from(crate::http::compression::MIN_BYTES).unwrap_or(u16::MAX);
+    tower_http::compression::CompressionLayer::new()
+        .quality(tower_http::CompressionLevel::Precise(4))
+        .compress_when(
+            SizeAbove::new(min)
+                .and(NotForContentType::SSE)
+                .and(NotForContentType::GRPC)
+                .and(NotForContentType::IMAGES),
+        )
+}
+
+/// Where the MCP Server Card is: the location the SEP-2127 draft reserves after `/mcp`.
+pub const SERVER_CARD: &str = const_format::concatcp!("/mcp", agentdir_mcp::card::SUFFIX);
+
+/// The MCP Server Card (SEP-2127 draft) of `/mcp`, built once per process.
+async fn server_card(state: State<App>) -> Response {
+    use axum::http::{HeaderValue, header};
+    static CARD: std::sync::OnceLock<axum::body::Bytes> = std::sync::OnceLock::new();
+    let body = CARD.get_or_init(|| {
+        let base = &state.settings().base_url;
+        let card = agentdir_mcp::card::server_card(&format!("{base}/mcp"), base);
+        serde_json::to_vec(&card).unwrap_or_default().into()
+    });
+    let mut res = body.clone().into_response();
+    let headers = res.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(agentdir_mcp::card::MEDIA_TYPE));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600"));
+    res
 }
 
 /// `/`: the API's index for a machine that asks for JSON, else the home page. Either way the

@@ -168,6 +168,7 @@ async fn openapi_and_the_index_list_exactly_the_routes_the_server_serves() {
         ("DELETE", "/api/me"),
         ("GET", "/api/agents/{handle}/statement"),
         ("GET", "/.well-known/jwks.json"),
+        ("GET", "/.well-known/ai-catalog.json"),
         ("GET", "/skill.md"),
         ("GET", "/openapi.json"),
     ]
@@ -963,19 +964,76 @@ async fn schemathesis_finds_no_failures_against_the_live_server() {
     assert!(stdout.contains("Stateful"), "the stateful phase did not run:\n{stdout}");
 }
 
+/// A Python client generated from openapi.json (openapi-python-client) drives every flow on real
+/// data: endpoints the server checked (live, invalid with a reason), offerings, calls and
+/// replies, requests both ways, a collaboration, a rename, the feed after a deletion and the
+/// rename, the export, the statement (tests/python/generated_client.py).
 #[tokio::test]
-async fn a_client_generated_from_openapi_registers_and_posts_a_call() {
+async fn a_generated_python_client_drives_every_flow_on_real_data() {
     require_module("openapi_python_client");
     require_module("httpx");
-    let s = Server::start().await;
+    // Endpoints on loopback are checked (the directory's own API and MCP server), every second.
+    let mut env: Vec<(&str, &str)> = RELAXED_LIMITS.to_vec();
+    env.push(("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "1"));
+    env.push(("AGENTDIR_ENDPOINT_CHECK_INTERVAL", "1s"));
+    let s = Server::start_with(&env).await;
     let dir = tempfile::tempdir().expect("temp dir");
     let out = Command::new(python())
         .arg(python_dir().join("generated_client.py"))
         .arg(&s.base)
         .arg(dir.path())
         .current_dir(dir.path())
+        .env("AGENTDIR_BIN", common::BIN)
+        .env("AGENTDIR_DATA_DIR", &s.data_dir)
         .output()
         .expect("run generated_client.py");
     assert!(out.status.success(), "the generated client failed:\n{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("generated client: registered"));
+}
+
+/// A TypeScript client made from openapi.json (openapi-typescript types, openapi-fetch requests,
+/// both pinned in tests/node) type-checks with `tsc` — a one-field `PATCH /api/me` included —
+/// and drives every flow on real data (tests/node/generated_client.ts).
+#[tokio::test]
+async fn a_generated_typescript_client_type_checks_and_drives_every_flow() {
+    let node_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node");
+    let modules = node_dir.join("node_modules");
+    assert!(
+        modules.join("openapi-typescript").is_dir() && modules.join("openapi-fetch").is_dir(),
+        "the Node test clients are missing; install them with: npm ci --prefix tests/node"
+    );
+    let mut env: Vec<(&str, &str)> = RELAXED_LIMITS.to_vec();
+    env.push(("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "1"));
+    env.push(("AGENTDIR_ENDPOINT_CHECK_INTERVAL", "1s"));
+    let s = Server::start_with(&env).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let work = dir.path();
+    std::os::unix::fs::symlink(&modules, work.join("node_modules")).expect("link node_modules");
+    for file in ["generated_client.ts", "node-shims.d.ts"] {
+        std::fs::copy(node_dir.join(file), work.join(file)).expect("copy the client");
+    }
+    std::fs::write(
+        work.join("tsconfig.json"),
+        r#"{"compilerOptions": {"target": "es2022", "module": "nodenext", "moduleResolution": "nodenext",
+            "lib": ["es2022", "dom"], "strict": true, "skipLibCheck": true, "types": [],
+            "outDir": "out"}, "files": ["generated_client.ts", "node-shims.d.ts"]}"#,
+    )
+    .expect("tsconfig");
+    std::fs::write(work.join("package.json"), r#"{"type": "module"}"#).expect("package.json");
+    let run = |program: &str, args: &[&str]| {
+        let out = Command::new(program)
+            .args(args)
+            .current_dir(work)
+            .env("AGENTDIR_BIN", common::BIN)
+            .env("AGENTDIR_DATA_DIR", &s.data_dir)
+            .output()
+            .unwrap_or_else(|e| panic!("run {program}: {e}"));
+        assert!(out.status.success(), "{program} {args:?} failed:\n{}", show(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let openapi_url = format!("{}/openapi.json", s.base);
+    run("node", &["node_modules/openapi-typescript/bin/cli.js", &openapi_url, "-o", "schema.d.ts"]);
+    run("node", &["node_modules/typescript/bin/tsc", "-p", "."]);
+    let said = run("node", &["out/generated_client.js", &s.base]);
+    assert!(said.contains("generated TypeScript client: registered"), "{said}");
 }

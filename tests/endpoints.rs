@@ -1,7 +1,8 @@
 //! Endpoints and signed statements end to end: real A2A and MCP servers (the A2A SDK's card
 //! route, the `mcp` SDK's streamable HTTP server; tests/python/endpoint_servers.py) on loopback
 //! ports, listed on profiles of a real `agentdir serve`, going live, down and invalid; statements
-//! verified by independent JOSE code (joserfc and `cryptography`, tests/python/verify_statement.py).
+//! verified by the JOSE libraries people use (joserfc, jwcrypto, PyJWT, jose in Node) and by
+//! `cryptography` by hand (tests/python/verify_statement.py).
 
 mod common;
 
@@ -165,6 +166,8 @@ async fn listed_endpoints_go_live_down_and_invalid() {
     assert_eq!((e[1]["name"].as_str(), e[1]["tool_count"].as_u64()), (Some("Loopback Tools"), Some(2)));
     assert_eq!(e[1]["protocol_version"], "2026-07-28");
     assert_eq!(status_of(&e[2]), "invalid", "a card without skills is not a valid card: {e:#?}");
+    assert_eq!(e[2]["reason"], "not_a2a_card", "{e:#?}");
+    assert!(e[..2].iter().all(|e| e["reason"].is_null()), "a live endpoint has no reason: {e:#?}");
     assert!(
         e.iter().all(|e| e["owned"] == false && e["status_since"].as_str().is_some_and(|t| t.ends_with('Z')))
     );
@@ -201,6 +204,7 @@ async fn listed_endpoints_go_live_down_and_invalid() {
     let e = endpoints_when(&s, &handle, "the stopped MCP server down", |e| status_of(&e[1]) == "down").await;
     assert_ne!(e[1]["status_since"], live_since, "status_since moves with the status");
     assert_eq!(e[1]["name"], Value::Null, "a down server teaches nothing");
+    assert_eq!(e[1]["reason"], "unreachable", "{e:#?}");
     let feed = s.get("/api/changes?limit=1000", None).await;
     let entry =
         feed.json["changes"].as_array().and_then(|c| c.iter().find(|c| c["id"] == handle.as_str())).cloned();
@@ -293,6 +297,56 @@ async fn mcp_revisions_oauth_and_plain_http() {
     })
     .await;
     assert_eq!((status_of(&e[0]), status_of(&e[1])), ("invalid", "down"), "{e:#?}");
+    assert_eq!(
+        (e[0]["reason"].as_str(), e[1]["reason"].as_str()),
+        (Some("http_status"), Some("unreachable"))
+    );
+}
+
+#[tokio::test]
+async fn an_mcp_post_follows_a_same_origin_redirect_only() {
+    let s = checking_server().await;
+    let slash = Endpoint::start("mcp-slash", None);
+    let elsewhere = Endpoint::start("mcp-elsewhere", None);
+    let handle = common::unique_handle("redirected");
+    register_with(
+        &s,
+        &handle,
+        json!([
+            {"kind": "mcp", "url": slash.url("/mcp")},
+            {"kind": "mcp", "url": elsewhere.url("/mcp")},
+        ]),
+    )
+    .await;
+    let e =
+        endpoints_when(&s, &handle, "both checked", |e| e.iter().all(|e| status_of(e) != "unchecked")).await;
+    // /mcp answers 307 -> /mcp/ (as FastMCP 1.9 does): the handshake goes on at /mcp/.
+    assert_eq!((status_of(&e[0]), e[0]["tool_count"].as_u64()), ("live", Some(2)), "{e:#?}");
+    assert_eq!(e[0]["url"], slash.url("/mcp"), "the listed URL stays as listed");
+    // A POST is sent again only to the origin it was sent to.
+    assert_eq!((status_of(&e[1]), e[1]["reason"].as_str()), ("invalid", Some("redirect")), "{e:#?}");
+}
+
+#[tokio::test]
+async fn a_refused_address_and_a_failed_lookup_read_the_same() {
+    // Loopback is not public here: the directory will not fetch it.
+    let mut env = RELAXED_LIMITS.to_vec();
+    env.push(("AGENTDIR_ENDPOINT_CHECK_INTERVAL", "1s"));
+    let s = Server::start_with(&env).await;
+    let handle = common::unique_handle("unreachable");
+    register_with(
+        &s,
+        &handle,
+        json!([
+            {"kind": "mcp", "url": "http://127.0.0.1/mcp"},
+            {"kind": "a2a", "url": "http://no-such-host.invalid/"},
+        ]),
+    )
+    .await;
+    let e =
+        endpoints_when(&s, &handle, "both checked", |e| e.iter().all(|e| status_of(e) != "unchecked")).await;
+    let seen: Vec<_> = e.iter().map(|e| (status_of(e), e["reason"].as_str())).collect();
+    assert_eq!(seen, [("down", Some("unreachable")), ("down", Some("unreachable"))], "{e:#?}");
 }
 
 #[tokio::test]
@@ -436,6 +490,7 @@ async fn statements_verify_elsewhere_and_survive_a_key_rotation() {
     assert_eq!(header(&new.json)["kid"], after[0].as_str(), "the new key signs");
     assert_eq!(header(&old.json)["kid"], before[0].as_str());
     assert_eq!((header(&new.json)["alg"].as_str(), new.json["notice"].is_object()), (Some("EdDSA"), true));
+    assert_eq!(header(&new.json)["typ"], "JOSE+JSON", "the registered typ of a JWS in JSON serialisation");
 
     let backup = s.data_dir.join("backup.sqlite3");
     let said = s.admin_ok(&["backup", backup.to_str().expect("path")]);
@@ -448,6 +503,22 @@ async fn statements_verify_elsewhere_and_survive_a_key_rotation() {
 
     s.get("/api/agents/nobody-here/statement", None).await.expect_error(404, "not_found");
     s.get("/api/agents/NOT_A_HANDLE/statement", None).await.expect_error(404, "not_found");
+}
+
+/// Statements say `EdDSA` because one of the four JOSE libraries people verify with cannot read
+/// RFC 9864's `Ed25519` (src/domain/statement.rs). This asks the pinned four again: when all of
+/// them read `Ed25519`, it is time to sign with it (a new key, the JWKS listing both).
+#[test]
+fn statements_say_eddsa_while_a_jose_library_refuses_ed25519() {
+    let out = Command::new("python3").arg(VERIFY).arg("--fully-specified").output().expect("python3");
+    let said = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(out.status.success(), "{said} {}", String::from_utf8_lossy(&out.stderr));
+    let refused = said.strip_prefix("refused:").unwrap_or_else(|| panic!("unexpected answer: {said}")).trim();
+    assert!(
+        !refused.is_empty(),
+        "joserfc, jwcrypto, PyJWT and jose all verify `Ed25519` now: sign statements with it (RFC 9864)"
+    );
+    assert_eq!(refused, "PyJWT", "the reason src/domain/statement.rs gives for EdDSA changed");
 }
 
 #[tokio::test]
@@ -475,8 +546,18 @@ async fn mcp_returns_the_statement_and_filters_live_agents() {
         client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
     };
     let found = call("search_agents", json!({"live": true, "limit": 100})).await.expect("search_agents");
+    // The text a model reads names the live endpoint, that it is the agent's own, and the proof.
+    let shown: String = found.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect();
+    let line = shown.lines().skip_while(|l| !l.contains(&handle)).nth(1).unwrap_or_default().to_owned();
+    assert!(line.contains(&format!("live endpoints: a2a {}, proven its own", a2a.url("/"))), "{shown}");
+    assert!(line.contains(&format!("proven links: {}", a2a.url("/.well-known/agent-card.json"))), "{shown}");
     let agents = found.structured_content.expect("structured")["agents"].clone();
-    assert!(agents.as_array().is_some_and(|a| a.iter().any(|x| x["handle"] == handle.as_str())), "{agents}");
+    let hit = agents.as_array().and_then(|a| a.iter().find(|x| x["handle"] == handle.as_str())).cloned();
+    let hit = hit.unwrap_or_else(|| panic!("{agents}"));
+    assert_eq!(
+        (hit["endpoints"][0]["status"].as_str(), hit["endpoints"][0]["proof"].as_str()),
+        (Some("live"), Some("answer"))
+    );
 
     let plain = call("get_agent", json!({"handle": handle}))
         .await

@@ -214,6 +214,39 @@ fn tool_error(result: &CallToolResult) -> Value {
     envelope
 }
 
+/// Asserts that `mcp` (search_agents' structured result) is the lean form of `rest` (the same
+/// search over REST): the same page and agents in the same order, each in the fields one
+/// chooses by, and the contact how-to said once instead of under every hit.
+#[track_caller]
+fn assert_brief_of(mcp: &Value, rest: &Value) {
+    for field in ["notice", "total", "limit", "offset"] {
+        assert_eq!(mcp[field], rest[field], "{field}");
+    }
+    assert!(mcp["contact_how_en"].as_str().is_some_and(|h| h.contains("/requests")), "{mcp}");
+    assert!(mcp["contact_how_zh"].as_str().is_some_and(|h| !h.is_empty()), "{mcp}");
+    assert_eq!(handles(mcp), handles(rest));
+    let hits = mcp["agents"].as_array().expect("agents");
+    for (hit, full) in hits.iter().zip(rest["agents"].as_array().expect("agents")) {
+        for field in ["handle", "name", "tagline", "capabilities", "languages", "last_active_at", "ranking"] {
+            assert_eq!(hit[field], full[field], "{field} of {}", full["handle"]);
+        }
+        assert_eq!(hit["level"], full["trust"]["level"]);
+        assert_eq!(
+            (&hit["accepting"], &hit["min_level"]),
+            (&full["contact_policy"]["accepting"], &full["contact_policy"]["min_level"])
+        );
+        let ids = |v: &Value, key: &str| -> Vec<Value> {
+            v[key].as_array().unwrap().iter().map(|o| o["id"].clone()).collect()
+        };
+        assert_eq!(ids(hit, "offerings"), ids(full, "offerings"));
+        for gone in
+            ["contact", "trust", "contact_policy", "description_en", "description_zh", "owner", "created_at"]
+        {
+            assert!(hit.get(gone).is_none(), "a hit repeats {gone}: {hit}");
+        }
+    }
+}
+
 fn handles(list: &Value) -> Vec<String> {
     list["agents"]
         .as_array()
@@ -300,7 +333,7 @@ async fn every_tool_answers_what_rest_answers() {
         let mcp = ok("search_agents", &call(&client, "search_agents", args.clone()).await);
         let rest = w.rest_ok("/api/agents", &query).await;
         assert!(!handles(&rest).is_empty(), "{args}: the comparison needs results");
-        assert_eq!(mcp, rest, "search_agents {args}");
+        assert_brief_of(&mcp, &rest);
     }
     let english = call(&client, "search_agents", json!({"q": "translation"})).await;
     let found = handles(&ok("search_agents", &english));
@@ -313,7 +346,7 @@ async fn every_tool_answers_what_rest_answers() {
     let need = "someone who can put my English text into Chinese";
     let explained = call(&client, "search_agents", json!({"q": need, "explain": true})).await;
     let mcp = ok("search_agents", &explained);
-    assert_eq!(mcp, w.rest_ok("/api/agents", &[("q", need), ("explain", "true")]).await);
+    assert_brief_of(&mcp, &w.rest_ok("/api/agents", &[("q", need), ("explain", "true")]).await);
     assert!(handles(&mcp).contains(&w.zh.handle), "{mcp}");
     for hit in mcp["agents"].as_array().unwrap() {
         assert!(hit["ranking"]["score"].is_number(), "{hit}");
@@ -393,7 +426,7 @@ async fn paging_through_a_long_result_matches_rest_page_by_page() {
         let (limit, off) = (7.to_string(), offset.to_string());
         let rest =
             w.rest_ok("/api/agents", &[("q", &w.pager_word), ("limit", &limit), ("offset", &off)]).await;
-        assert_eq!(page, rest, "page at offset {offset}");
+        assert_brief_of(&page, &rest);
         assert_eq!(
             (page["total"].clone(), page["limit"].clone(), page["offset"].clone()),
             (json!(23), json!(7), json!(offset))
@@ -421,6 +454,28 @@ async fn paging_through_a_long_result_matches_rest_page_by_page() {
     let beyond =
         ok("search_agents", &call(&client, "search_agents", json!({"q": w.pager_word, "offset": 40})).await);
     assert_eq!((beyond["agents"].clone(), beyond["total"].clone()), (json!([]), json!(23)));
+    let _ = client.cancel().await;
+}
+
+/// search_agents with 10 hits: the structured result is under a third of the REST page it is
+/// made from, and the text says per hit what the description promises (level, accepting).
+#[tokio::test]
+async fn search_results_fit_a_models_context() {
+    let w = World::build(12).await;
+    let client = connect(&w.server.base, ClientLifecycleMode::Initialize).await;
+    let result = call(&client, "search_agents", json!({"q": w.pager_word, "limit": 10})).await;
+    let lean = ok("search_agents", &result);
+    let rest = w.rest_ok("/api/agents", &[("q", &w.pager_word), ("limit", "10")]).await;
+    assert_eq!(handles(&lean).len(), 10);
+    let (lean_bytes, rest_bytes) = (lean.to_string().len(), rest.to_string().len());
+    println!("search_agents, 10 hits: structured {lean_bytes} bytes (REST page {rest_bytes})");
+    assert!(lean_bytes * 3 < rest_bytes, "{lean_bytes} bytes is not under a third of {rest_bytes}");
+    let shown = text(&result);
+    for handle in handles(&lean) {
+        let line = shown.lines().skip_while(|l| !l.contains(&handle)).nth(1).unwrap_or_default();
+        assert!(line.contains("level ") && line.contains("contact requests"), "{handle}: {line}");
+    }
+    assert_eq!(shown.matches("/requests").count(), 1, "the contact how-to is said once: {shown}");
     let _ = client.cancel().await;
 }
 
@@ -480,7 +535,7 @@ async fn bad_arguments_and_unknown_ids_are_error_results_like_rest_errors() {
     // Numbers and booleans sent as strings are read as REST reads them from a query string.
     let as_strings =
         ok("search_agents", &call(&client, "search_agents", json!({"limit": "1", "verified": "true"})).await);
-    assert_eq!(as_strings, w.rest_ok("/api/agents", &[("limit", "1"), ("verified", "true")]).await);
+    assert_brief_of(&as_strings, &w.rest_ok("/api/agents", &[("limit", "1"), ("verified", "true")]).await);
     assert_eq!(as_strings["limit"], 1);
 
     // Unknown, malformed, suspended, hidden: not_found, as REST's 404.
@@ -787,6 +842,24 @@ async fn foreign_hosts_and_origins_are_refused() {
     assert_eq!(raw(&server, list.clone(), &[("host", "evil.example")]).await.0, 403, "foreign Host");
     // The REST API on the same port is not affected by the MCP origin policy.
     assert_eq!(server.get("/api/stats", None).await.status, 200);
+}
+
+/// Under revision 2026-07-28 the fixed lists say any cache may keep them for a while: they are
+/// the same for everyone and change only with the server's version.
+#[tokio::test]
+async fn the_fixed_lists_are_cacheable_by_anyone() {
+    let server = Server::start().await;
+    for (id, method) in [(1, "tools/list"), (2, "resources/list"), (3, "resources/templates/list")] {
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}});
+        let list = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"_meta": meta}});
+        let headers = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+        let (status, _, body) = raw(&server, list, &headers).await;
+        assert_eq!(status, 200, "{method}: {body}");
+        let result = &body["result"];
+        assert_eq!(result["cacheScope"], "public", "{method}: {body}");
+        assert!(result["ttlMs"].as_u64().is_some_and(|ms| ms >= 60_000), "{method}: {body}");
+    }
 }
 
 #[tokio::test]

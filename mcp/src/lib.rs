@@ -10,6 +10,7 @@
 //!     .nest_service("/mcp", agentdir_mcp::streamable_http_service(port, cfg));
 //! ```
 
+pub mod card;
 mod config;
 mod error;
 mod fast;

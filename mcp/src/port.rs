@@ -29,8 +29,9 @@ pub trait ToText {
 
 /// What every tool result type must be: JSON with a published schema and a text rendering.
 ///
-/// Outputs are the REST response bodies themselves, including the top-level
-/// `notice: {en, zh}`, so MCP and REST answer with the same data.
+/// Outputs are the REST response bodies, including the top-level `notice: {en, zh}`, so MCP and
+/// REST answer with the same data; a list may be the lean form of its REST body (the core's
+/// `search_agents` is: what every hit repeats said once).
 pub trait ToolOutput: Serialize + JsonSchema + ToText + Send + 'static {
     /// The output's JSON when the core holds it rendered already (a cached card or call): the
     /// adapter then frames these bytes as they are instead of serialising the output again.

@@ -11,10 +11,10 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
     handler::server::{router::tool::ToolRouter, tool::ToolCallContext},
     model::{
-        CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CustomRequest,
-        CustomResult, ErrorCode, Implementation, ListResourceTemplatesResult, ListResourcesResult,
-        ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-        ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
+        CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+        CustomRequest, CustomResult, ErrorCode, Implementation, ListResourceTemplatesResult,
+        ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+        ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
     },
     service::RequestContext,
 };
@@ -27,6 +27,11 @@ static PROTOCOL_VERSIONS: LazyLock<Vec<ProtocolVersion>> = LazyLock::new(|| {
     versions.sort_by(|a, b| b.as_str().cmp(a.as_str()));
     versions
 });
+
+/// Every revision this server speaks, newest first (the Server Card lists them too).
+pub(crate) fn protocol_versions() -> &'static [ProtocolVersion] {
+    PROTOCOL_VERSIONS.as_slice()
+}
 
 /// The read-only MCP server over a [`DirectoryRead`] port.
 pub struct McpServer<P> {
@@ -93,6 +98,11 @@ fn instructions(base_url: &str) -> String {
     )
 }
 
+/// How long a client may keep `tools/list`, `resources/list` and `resources/templates/list`
+/// (SEP-2549, revision 2026-07-28): they are the same for every client and change only with a
+/// new version of the server, so any cache may share them (`cacheScope: "public"`) for an hour.
+pub const FIXED_LISTS_TTL_MS: u64 = 60 * 60 * 1000;
+
 impl<P: DirectoryRead> ServerHandler for McpServer<P> {
     fn get_info(&self) -> ServerConfig {
         self.fixed.info.clone()
@@ -107,7 +117,9 @@ impl<P: DirectoryRead> ServerHandler for McpServer<P> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.fixed.listed.clone()))
+        Ok(ListToolsResult::with_all_items(self.fixed.listed.clone())
+            .with_ttl_ms(FIXED_LISTS_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -171,7 +183,9 @@ impl<P: DirectoryRead> ServerHandler for McpServer<P> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(resources::list(&self.fixed.base_url)))
+        Ok(ListResourcesResult::with_all_items(resources::list(&self.fixed.base_url))
+            .with_ttl_ms(FIXED_LISTS_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
     }
 
     async fn list_resource_templates(
@@ -179,7 +193,9 @@ impl<P: DirectoryRead> ServerHandler for McpServer<P> {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        Ok(ListResourceTemplatesResult::with_all_items(resources::templates()))
+        Ok(ListResourceTemplatesResult::with_all_items(resources::templates())
+            .with_ttl_ms(FIXED_LISTS_TTL_MS)
+            .with_cache_scope(CacheScope::Public))
     }
 
     async fn read_resource(

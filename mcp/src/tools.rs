@@ -66,7 +66,9 @@ impl<P: DirectoryRead> McpServer<P> {
                  and that the agent proved it controls. Without \
                  `q`, the most recently \
                  active come first. Paged with `limit`/`offset`; the result gives `total`. Each \
-                 entry has the handle to pass to get_agent for the full card.",
+                 entry has the handle to pass to get_agent for the full card, its trust level, \
+                 whether it accepts contact requests, its offerings, its endpoints with their \
+                 liveness and its live proofs; how to contact an agent is said once per result.",
         input_schema = input::<P::SearchAgentsInput>(),
         output_schema = output::<P::AgentList>(),
         annotations(

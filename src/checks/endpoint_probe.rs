@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 
 use super::link_fetch::{self, Answer, FetchPolicy, HopGate, LinkFetchError, PrivateTargets, Request};
 use crate::domain::endpoint::{
-    A2A_WELL_KNOWN, CHECK_DEADLINE, CHECK_READ_BYTES, EndpointKind, EndpointProof, EndpointStatus, Finding,
-    MCP_DISCOVER_REVISION, MCP_INITIALIZE_REVISION, OBSERVED_PER_ENDPOINT, Observed, PROOF_WELL_KNOWN,
+    A2A_WELL_KNOWN, CHECK_DEADLINE, CHECK_READ_BYTES, EndpointKind, EndpointProof, EndpointReason as Why,
+    EndpointStatus, Finding, MCP_DISCOVER_REVISION, MCP_INITIALIZE_REVISION, OBSERVED_PER_ENDPOINT, Observed,
+    PROOF_WELL_KNOWN,
 };
 use crate::domain::trust::holds_proof;
 
@@ -70,18 +71,24 @@ pub async fn check(
         }
         found
     };
-    tokio::time::timeout(CHECK_DEADLINE, checked).await.unwrap_or_else(|_| Finding::down())
+    tokio::time::timeout(CHECK_DEADLINE, checked).await.unwrap_or_else(|_| Finding::down(Why::Timeout))
 }
 
-/// Why a check ended early, as a finding.
+/// Why a check ended early, as a finding. A name that does not resolve, an address that is not
+/// public and a connection refused all read `down`, `unreachable`: what the directory can reach
+/// from where it stands is not shown to whoever lists an endpoint.
 fn failed(e: &LinkFetchError) -> Finding {
     use LinkFetchError::*;
     match e {
-        Resolve(_) | Connect(_) | Timeout | Http(_) => Finding::down(),
+        Resolve(_) | RefusedAddress(_) | Connect(_) | Http(_) => Finding::down(Why::Unreachable),
+        Timeout => Finding::down(Why::Timeout),
+        Tls(_) => Finding::down(Why::Tls),
         // Never recorded: the schedule tries again when the host is free.
-        HostBusy => Finding::down(),
-        InvalidUrl(_) | UnsupportedScheme(_) | CredentialsInUrl | RefusedAddress(_) | RefusedPort(_)
-        | TooManyRedirects | Status(_) => Finding::invalid(),
+        HostBusy => Finding::down(Why::Unreachable),
+        Status(status) => not_success(*status),
+        // The endpoint's own URL passed these rules when it was set: a redirect broke them.
+        InvalidUrl(_) | UnsupportedScheme(_) | CredentialsInUrl | RefusedPort(_) | TooManyRedirects
+        | RedirectElsewhere => Finding::invalid(Why::Redirect),
     }
 }
 
@@ -91,7 +98,13 @@ fn unavailable(status: u16) -> bool {
 }
 
 fn not_success(status: u16) -> Finding {
-    if unavailable(status) { Finding::down() } else { Finding::invalid() }
+    if unavailable(status) { Finding::down(Why::HttpStatus) } else { Finding::invalid(Why::HttpStatus) }
+}
+
+/// A 2xx answer that is not what the kind answers: `too_large` when it was cut at the bound
+/// (which is likely why it did not read), else `wrong`.
+fn unreadable(answer: &Answer, wrong: Why) -> Finding {
+    Finding::invalid(if answer.truncated { Why::TooLarge } else { wrong })
 }
 
 fn success(status: u16) -> bool {
@@ -125,13 +138,17 @@ async fn a2a(url: &str, reach: Reach<'_>) -> (Finding, Vec<String>) {
     let well_known = url::Url::parse(url).ok().and_then(|u| u.join(A2A_WELL_KNOWN).ok());
     let Some(well_known) = well_known.filter(|w| w.as_str() != url) else {
         let found = own.unwrap_or_else(|| {
-            if success(first.status) { Finding::invalid() } else { not_success(first.status) }
+            if success(first.status) {
+                unreadable(&first, Why::NotA2aCard)
+            } else {
+                not_success(first.status)
+            }
         });
         return (found, Vec::new());
     };
     let (there, text) = match reach.exchange(well_known.as_str(), &get()).await {
         Ok(a) if success(a.status) => (
-            json_object(&a.body).map_or_else(Finding::invalid, |card| a2a_card(&card)),
+            json_object(&a.body).map_or_else(|| unreadable(&a, Why::NotA2aCard), |card| a2a_card(&card)),
             String::from_utf8_lossy(&a.body).into_owned(),
         ),
         Ok(a) => (not_success(a.status), String::new()),
@@ -205,7 +222,7 @@ pub fn a2a_card(card: &serde_json::Map<String, Value>) -> Finding {
                 .unwrap_or_default(),
             ..Finding::live()
         },
-        _ => Finding::invalid(),
+        _ => Finding::invalid(Why::NotA2aCard),
     }
 }
 
@@ -282,11 +299,13 @@ async fn mcp(url: &str, reach: Reach<'_>) -> (Finding, Vec<String>) {
                 Ok(Reply::Result(r)) => r,
                 Ok(Reply::AuthRequired) => return (auth_required(), said),
                 Ok(Reply::Refused(status)) => return (not_success(status), said),
-                Ok(Reply::Error | Reply::NotJsonRpc) => return (Finding::invalid(), said),
+                Ok(reply @ (Reply::Error | Reply::NotJsonRpc { .. })) => {
+                    return (reply.handshake_failed(), said);
+                }
                 Err(e) => return (failed(&e), said),
             };
             let Some(revision) = result.get("protocolVersion").and_then(Value::as_str) else {
-                return (Finding::invalid(), said);
+                return (Finding::invalid(Why::McpHandshake), said);
             };
             session.revision =
                 KNOWN_REVISIONS.iter().copied().find(|r| *r == revision).unwrap_or(MCP_INITIALIZE_REVISION);
@@ -306,11 +325,11 @@ async fn mcp(url: &str, reach: Reach<'_>) -> (Finding, Vec<String>) {
             Ok(Reply::Result(r)) => r,
             Ok(Reply::AuthRequired) => return (auth_required(), said),
             Ok(Reply::Refused(status)) => return (not_success(status), said),
-            Ok(Reply::Error | Reply::NotJsonRpc) => return (Finding::invalid(), said),
+            Ok(reply @ (Reply::Error | Reply::NotJsonRpc { .. })) => return (reply.handshake_failed(), said),
             Err(e) => return (failed(&e), said),
         };
         let Some(listed) = page.get("tools").and_then(Value::as_array) else {
-            return (Finding::invalid(), said);
+            return (Finding::invalid(Why::McpHandshake), said);
         };
         tools += listed.len();
         let room = OBSERVED_PER_ENDPOINT.saturating_sub(observed.len());
@@ -371,8 +390,21 @@ enum Reply {
     AuthRequired,
     /// Another non-2xx status.
     Refused(u16),
-    /// A 2xx whose body holds no JSON-RPC answer to the request.
-    NotJsonRpc,
+    /// A 2xx whose body holds no JSON-RPC answer to the request; `truncated` when it was cut
+    /// at the read bound.
+    NotJsonRpc {
+        truncated: bool,
+    },
+}
+
+impl Reply {
+    /// What a JSON-RPC error or a 2xx without an answer makes of the endpoint.
+    fn handshake_failed(&self) -> Finding {
+        match self {
+            Reply::NotJsonRpc { truncated: true } => Finding::invalid(Why::TooLarge),
+            _ => Finding::invalid(Why::McpHandshake),
+        }
+    }
 }
 
 struct McpSession<'a> {
@@ -446,9 +478,9 @@ impl McpSession<'_> {
             Some(Value::Object(m)) if m.contains_key("error") => Reply::Error,
             Some(Value::Object(mut m)) => match m.remove("result") {
                 Some(Value::Object(result)) => Reply::Result(result),
-                _ => Reply::NotJsonRpc,
+                _ => Reply::NotJsonRpc { truncated: answer.truncated },
             },
-            _ => Reply::NotJsonRpc,
+            _ => Reply::NotJsonRpc { truncated: answer.truncated },
         })
     }
 

@@ -122,10 +122,15 @@ pub enum LinkFetchError {
     HostBusy,
     #[error("could not connect: {0}")]
     Connect(String),
+    #[error("the TLS handshake failed: {0}")]
+    Tls(String),
     #[error("the page did not load in time")]
     Timeout,
     #[error("too many redirects")]
     TooManyRedirects,
+    /// A POST was redirected to another origin: its body is sent again only where it was sent.
+    #[error("a POST was redirected to another origin")]
+    RedirectElsewhere,
     #[error("the server answered HTTP {0}")]
     Status(u16),
     #[error("the request failed: {0}")]
@@ -385,12 +390,16 @@ pub struct Answer {
     pub status: u16,
     pub headers: reqwest::header::HeaderMap,
     pub body: Vec<u8>,
+    /// The body reached `max_bytes` (and was not read further).
+    pub truncated: bool,
 }
 
 /// Sends `request` to `url` under `policy`'s rules (the same address and port checks, pinning,
 /// deadline and read bound as proof fetches, every hop admitted by `gate`) and returns the
-/// answer, whatever its status. A GET follows redirects like a proof fetch; a POST does not (its
-/// answer is the redirect).
+/// answer, whatever its status. A GET follows redirects like a proof fetch; a POST follows a
+/// `307` or `308` (which keep the method and the body) to the same origin only, each hop checked
+/// the same way, and a redirect to another origin is `RedirectElsewhere`; to any other redirect
+/// of a POST the answer is the redirect.
 pub async fn exchange(
     url: &str,
     request: &Request,
@@ -419,23 +428,25 @@ pub async fn exchange_until(
         let status = response.status().as_u16();
         let headers = std::mem::take(response.headers_mut());
         let mut body = Vec::new();
-        while body.len() < policy.max_bytes {
-            let Some(chunk) = response.chunk().await.map_err(request_error)? else { break };
+        let mut truncated = false;
+        while let Some(chunk) = response.chunk().await.map_err(request_error)? {
             let take = chunk.len().min(policy.max_bytes - body.len());
             let part = chunk.get(..take).unwrap_or_default();
             body.extend_from_slice(part);
-            if enough(&headers, part) {
+            // A body that reaches the bound is taken to go on past it.
+            truncated = body.len() >= policy.max_bytes;
+            if truncated || enough(&headers, part) {
                 break;
             }
         }
-        Ok(Answer { status, headers, body })
+        Ok(Answer { status, headers, body, truncated })
     };
     tokio::time::timeout(policy.timeout, answer).await.unwrap_or(Err(LinkFetchError::Timeout))
 }
 
 /// Sends one request, hop by hop: every hop's port and addresses are checked and pinned, and
-/// the hop is admitted by `gate`; redirects of a GET are followed (at most `max_redirects`, each
-/// checked the same way). Returns the final URL, its response, whatever its status, and what
+/// the hop is admitted by `gate`; redirects of a GET, and same-origin `307`/`308` of a POST, are
+/// followed (at most `max_redirects`, each checked the same way). Returns the final URL, its response, whatever its status, and what
 /// the gate gave for it (to be kept while the answer is read).
 async fn send(
     mut url: Url,
@@ -446,6 +457,7 @@ async fn send(
     gate: &dyn HopGate,
 ) -> Result<(Url, reqwest::Response, Box<dyn Any + Send>), LinkFetchError> {
     let mut redirects = 0;
+    let first_origin = url.origin();
     loop {
         check_port(&url, policy)?;
         let addrs = resolve_checked(&url, resolver, allowed).await?;
@@ -463,7 +475,9 @@ async fn send(
         }
         let response = builder.send().await.map_err(request_error)?;
         let status = response.status();
-        if request.json_body.is_some() || !matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308) {
+        let followed: &[u16] =
+            if request.json_body.is_some() { &[307, 308] } else { &[301, 302, 303, 307, 308] };
+        if !followed.contains(&status.as_u16()) {
             return Ok((url, response, hop));
         }
         let Some(location) = response.headers().get(reqwest::header::LOCATION) else {
@@ -477,6 +491,9 @@ async fn send(
             .to_str()
             .map_err(|_| LinkFetchError::InvalidUrl("redirect location is not valid text".into()))?;
         let next = redirect_target(&url, location)?;
+        if request.json_body.is_some() && next.origin() != first_origin {
+            return Err(LinkFetchError::RedirectElsewhere);
+        }
         // Done with this hop before the next is admitted: a redirect back to a host held only
         // for this hop must not wait for itself.
         drop(response);
@@ -555,8 +572,29 @@ fn request_error(e: reqwest::Error) -> LinkFetchError {
         return LinkFetchError::Timeout;
     }
     let connect = e.is_connect();
+    let tls = is_tls(&e);
     let detail = describe(&e.without_url());
-    if connect { LinkFetchError::Connect(detail) } else { LinkFetchError::Http(detail) }
+    if tls {
+        LinkFetchError::Tls(detail)
+    } else if connect {
+        LinkFetchError::Connect(detail)
+    } else {
+        LinkFetchError::Http(detail)
+    }
+}
+
+/// Whether a TLS error (rustls', wrapped in the I/O error the connection gave) is among the
+/// causes of `e`.
+fn is_tls(e: &reqwest::Error) -> bool {
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let inner = cause.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref());
+        if cause.is::<rustls::Error>() || inner.is_some_and(|i| i.is::<rustls::Error>()) {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// The innermost causes of an error on one short line ("tcp connect error: Connection refused").

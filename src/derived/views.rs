@@ -190,6 +190,7 @@ fn endpoint_views(rows: Vec<EndpointRow>, links: &[LinkProofView]) -> Vec<Endpoi
                 skill_count: count(EndpointKind::A2a),
                 tool_count: count(EndpointKind::Mcp),
                 auth: f.auth_required.then_some(EndpointAuth::Required),
+                reason: f.reason,
                 kind: r.kind,
                 url: r.url,
             }

@@ -81,8 +81,14 @@ fn base36(mut n: u64) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+/// What a feed entry is about. The set may grow: it is published as a string with the known
+/// values described (`schema::open_set`), so a client skips an entry it does not know instead
+/// of failing on it.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema, strum::IntoStaticStr, strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum EntityKind {
     Agent,
     Call,
@@ -115,6 +121,7 @@ pub enum ChangeData {
 pub struct ChangeEntry {
     /// Read on from here to get what changed after this entry.
     pub cursor: String,
+    #[schemars(schema_with = "super::schema::open_set::<EntityKind>")]
     pub kind: EntityKind,
     /// The handle, the `post_` id or the `col_` id.
     pub id: String,

@@ -37,7 +37,8 @@ pub const CHECK_JITTER: f64 = 0.1;
 pub const CHECK_DEADLINE: Duration = Duration::from_secs(10);
 /// Checks running at once, all hosts together.
 pub const CHECKS_AT_ONCE: usize = 4;
-/// How much of an answer a check reads (an A2A card, an MCP answer).
+/// How much of an answer a check reads (an A2A card, an MCP answer); a longer one is
+/// `too_large`.
 pub const CHECK_READ_BYTES: usize = 256 * 1024;
 /// Where an A2A agent publishes its card, at the origin of its URL.
 pub const A2A_WELL_KNOWN: &str = "/.well-known/agent-card.json";
@@ -63,10 +64,38 @@ wire_enum! {
         Unchecked,
         /// Answered as its kind should.
         Live,
-        /// Did not answer (no connection, timeout, a server error).
+        /// Did not answer (no connection, timeout, a server error); `reason` says which.
         Down,
-        /// Answered, but not as its kind should (no valid A2A card, not an MCP server, a refused address).
+        /// Answered, but not as its kind should (no valid A2A card, not an MCP server, a redirect
+        /// that is not followed); `reason` says which.
         Invalid,
+    }
+}
+
+wire_enum! {
+    /// Why an endpoint is `down` or `invalid`, in a few bounded words: never the text of another
+    /// server's error, and never a difference between an address that was refused, one that could
+    /// not be found and one that is not public (a check must not map a network for whoever lists
+    /// endpoints).
+    pub enum EndpointReason {
+        /// No answer within the check's deadline.
+        Timeout,
+        /// No connection: the name did not resolve, the address is not public, or nothing
+        /// accepted the connection.
+        Unreachable,
+        /// The TLS handshake failed (a certificate, a protocol, plain HTTP on an https URL).
+        Tls,
+        /// An HTTP status that is not what its kind answers (a 4xx, a 5xx).
+        HttpStatus,
+        /// A redirect the check does not follow: more than 3, an MCP POST sent to another origin,
+        /// or to a URL the directory does not fetch.
+        Redirect,
+        /// a2a: no valid agent card at the URL nor at its origin's well-known path.
+        NotA2aCard,
+        /// mcp: the handshake or tools/list did not go as the protocol says.
+        McpHandshake,
+        /// The answer was larger than a check reads (256 KiB).
+        TooLarge,
     }
 }
 
@@ -278,6 +307,8 @@ pub struct EndpointView {
     pub tool_count: Option<u32>,
     /// mcp: `required` when it answered 401 with an OAuth challenge.
     pub auth: Option<EndpointAuth>,
+    /// Why it is `down` or `invalid` (null otherwise).
+    pub reason: Option<EndpointReason>,
     /// How the endpoint itself shows it is this agent's (its own answer holds the agent's proof
     /// text, or its origin's `/.well-known/agentdir-proof` does); null when it does not. Only
     /// then, and while it is live, what it exposes is shown and searched as the agent's, and one
@@ -294,6 +325,8 @@ pub struct EndpointView {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Finding {
     pub status: Option<EndpointStatus>,
+    /// Why the status is `down` or `invalid`.
+    pub reason: Option<EndpointReason>,
     pub name: Option<String>,
     pub protocol_version: Option<String>,
     /// Skills (a2a) or tools (mcp).
@@ -311,12 +344,12 @@ impl Finding {
         Finding { status: Some(EndpointStatus::Live), ..Finding::default() }
     }
 
-    pub fn down() -> Finding {
-        Finding { status: Some(EndpointStatus::Down), ..Finding::default() }
+    pub fn down(reason: EndpointReason) -> Finding {
+        Finding { status: Some(EndpointStatus::Down), reason: Some(reason), ..Finding::default() }
     }
 
-    pub fn invalid() -> Finding {
-        Finding { status: Some(EndpointStatus::Invalid), ..Finding::default() }
+    pub fn invalid(reason: EndpointReason) -> Finding {
+        Finding { status: Some(EndpointStatus::Invalid), reason: Some(reason), ..Finding::default() }
     }
 
     pub fn status(&self) -> EndpointStatus {

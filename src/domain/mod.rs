@@ -37,6 +37,7 @@ macro_rules! wire_enum {
 }
 
 pub mod agent;
+pub mod brief;
 pub mod call;
 pub mod changes;
 pub mod collab;
@@ -47,6 +48,7 @@ pub mod endpoint;
 pub mod events;
 pub mod export;
 pub mod fields;
+pub mod guide;
 pub mod handles;
 pub mod list;
 pub mod moderation;

@@ -1,6 +1,6 @@
 //! The shapes inputs share, declared once for the types' schema attributes: the patterns
 //! their text fields match, the rules a type names for the validator beside a keyword, a field
-//! that tells "absent" from `null`, and the largest body any input may take. The validator
+//! that tells "absent" from `null`, a set of values that may grow, and the largest body any input may take. The validator
 //! (`validation`) enforces what these declare; the documents publish it.
 
 /// The largest request body accepted, REST or MCP: every input is a handful of short fields.
@@ -52,6 +52,24 @@ pub mod declared {
             _ => {}
         }
     }
+}
+
+/// The schema of a set of values that may grow (the feed's `kind`): a string, with the values
+/// known today in the description rather than an `enum`, so a generated client keeps working
+/// when a later version adds one.
+pub fn open_set<T>(_: &mut schemars::SchemaGenerator) -> schemars::Schema
+where
+    T: strum::VariantArray + Copy + Into<&'static str>,
+{
+    let known: Vec<String> =
+        T::VARIANTS.iter().map(|v| format!("`{}`", Into::<&'static str>::into(*v))).collect();
+    schemars::json_schema!({
+        "type": "string",
+        "description": format!(
+            "One of {} today; a later version may add others: skip what you do not know.",
+            known.join(", ")
+        ),
+    })
 }
 
 /// Reads an optional field that distinguishes "absent" (keep) from `null` (clear).

@@ -10,10 +10,15 @@ use super::notice::Notice;
 /// A statement verifies for this long after it was issued: one about an agent that was later
 /// downgraded or deleted must not verify forever.
 pub const STATEMENT_DAYS: i64 = 7;
-/// The JWS algorithm (RFC 8037).
+/// The JWS algorithm: `EdDSA` (RFC 8037) over Ed25519. RFC 9864 deprecates it for the fully
+/// specified `Ed25519`, which the directory will sign with once the JOSE libraries people verify
+/// with all read it: joserfc, jwcrypto and jose (Node) do, PyJWT 2.15 (the newest) has no
+/// algorithm of that name and refuses such a statement, while all four read `EdDSA`.
+/// tests/endpoints.rs asks the pinned four again on every run and fails once all read `Ed25519`.
 pub const ALG: &str = "EdDSA";
-/// The `typ` of the protected header.
-pub const TYP: &str = "agentdir-statement+jws";
+/// The `typ` of the protected header: the media type RFC 7515 (§9.2.1) registers for a JWS in
+/// JSON serialisation, as this one is.
+pub const TYP: &str = "JOSE+JSON";
 
 /// `GET /api/agents/{handle}/statement`: a JWS in flattened JSON serialisation. `notice` is an
 /// extra member, which JWS readers ignore (RFC 7515 §7.2.1).
@@ -25,7 +30,7 @@ pub struct SignedStatement {
     /// directory's base URL, the agent's stable public id (the same across renames, never
     /// reused), and the issue and expiry times in seconds since the epoch.
     pub payload: String,
-    /// base64url of the protected header `{"alg": "EdDSA", "kid", "typ"}`; `kid` names a key
+    /// base64url of the protected header `{"alg": "EdDSA", "kid", "typ": "JOSE+JSON"}`; `kid` names a key
     /// of /.well-known/jwks.json.
     pub protected: String,
     /// base64url of the Ed25519 signature over `protected.payload`.

@@ -12,7 +12,9 @@ use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
 
 use super::error::ErrorEnvelope;
-use super::published::{self, ApiIndex, EndpointInfo, Links, Published};
+use super::published::{
+    self, AiCatalog, ApiIndex, CatalogEntry, CatalogHost, EndpointInfo, Links, Published,
+};
 use super::routes::{Access, Endpoint, endpoints};
 use crate::domain::notice::NOTICE;
 use crate::domain::schema::{declared, patterns};
@@ -53,15 +55,62 @@ pub fn api_index(base_url: &str) -> ApiIndex {
     }
 }
 
+/// The AI Catalog of the directory at `base_url`, whose MCP Server Card is at
+/// `server_card_path`.
+pub fn ai_catalog(base_url: &str, server_card_path: &str) -> AiCatalog {
+    let domain =
+        url::Url::parse(base_url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
+    let entry = |namespace: &str, display_name, media_type, url: String, description| CatalogEntry {
+        identifier: format!("urn:air:{domain}:{namespace}:agentdir"),
+        display_name,
+        media_type,
+        url,
+        description,
+        version: API_VERSION,
+    };
+    AiCatalog {
+        spec_version: published::AI_CATALOG_SPEC_VERSION,
+        host: CatalogHost { display_name: "agentdir", identifier: domain.clone() },
+        entries: vec![
+            entry(
+                "mcp",
+                "agentdir MCP server",
+                "application/mcp-server-card+json",
+                format!("{base_url}{server_card_path}"),
+                "Read-only MCP server: search agents by what they do, read cards, calls and collaborations.",
+            ),
+            entry(
+                "api",
+                "agentdir REST API",
+                "application/vnd.oai.openapi+json",
+                format!("{base_url}/openapi.json"),
+                "Register an agent, publish offerings, post calls, send contact requests, follow the change feed.",
+            ),
+            entry(
+                "skill",
+                "agentdir onboarding guide",
+                "text/markdown",
+                format!("{base_url}/skill.md"),
+                "How an AI agent joins the directory, its rules and every flow, in English and Chinese.",
+            ),
+        ],
+    }
+}
+
 /// Builds the documents of this process once, when the router is built, for the directory's
 /// base URL and its change feed's epoch (the only cursors the feed takes are of that epoch).
 /// A process serves one directory: a later call returns the documents of the first and its
 /// arguments are not read.
-pub fn publish(base_url: &str, feed_epoch: u64) -> &'static Published {
+pub fn publish(base_url: &str, feed_epoch: u64, server_card_path: &str) -> &'static Published {
     published::publish_with(|| Published {
         api_index: serde_json::to_vec(&api_index(base_url)).expect("the API index serialises").into(),
+        ai_catalog: serde_json::to_vec(&ai_catalog(base_url, server_card_path))
+            .expect("the AI catalog serialises")
+            .into(),
         openapi: serde_json::to_vec(&openapi(base_url, feed_epoch)).expect("openapi.json serialises").into(),
         skill_md: Bytes::from_static(crate::skill::render(base_url).as_bytes()),
+        skill_md_en: Bytes::from_static(crate::skill::languages(crate::skill::render(base_url)).0.as_bytes()),
+        skill_md_zh: Bytes::from_static(crate::skill::languages(crate::skill::render(base_url)).1.as_bytes()),
     })
 }
 
@@ -241,6 +290,8 @@ pub fn openapi(base_url: &str, feed_epoch: u64) -> Value {
     let mut paths = Value::Object(paths);
     for published in [&mut schemas, &mut paths] {
         declared::strip(published);
+        plain_enums(published);
+        no_defaults(published);
     }
     json!({
         "openapi": "3.1.0",
@@ -285,7 +336,7 @@ fn operation(
     error_schema: &schemars::Schema,
 ) -> Value {
     let mut op = Map::new();
-    op.insert("operationId".into(), json!(operation_id(e.method.as_str(), e.path)));
+    op.insert("operationId".into(), json!(e.name));
     op.insert("summary".into(), json!(e.summary));
     op.insert("tags".into(), json!([tag(e.path)]));
     let mut params: Vec<Value> = path_parameters(e.path);
@@ -481,6 +532,96 @@ fn split_nullable_enums(value: &mut Value) {
     }
 }
 
+/// A `oneOf` of string `const`s (schemars' shape for an enum whose variants have docs) becomes
+/// a plain `enum`, each value's doc a line of the description: generators turn a plain `enum`
+/// into one enum type, where a `oneOf` of `const`s made some of them (openapi-python-client)
+/// try each `const` in turn and fail on the second value.
+fn plain_enums(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let consts: Option<Vec<(Value, Option<String>)>> =
+                map.get("oneOf").and_then(Value::as_array).filter(|items| !items.is_empty()).and_then(
+                    |items| {
+                        items
+                            .iter()
+                            .map(|item| {
+                                let c = item.get("const").filter(|c| c.is_string())?;
+                                let doc = item.get("description").and_then(Value::as_str).map(str::to_owned);
+                                Some((c.clone(), doc))
+                            })
+                            .collect()
+                    },
+                );
+            if let Some(consts) = consts {
+                map.remove("oneOf");
+                let lines: Vec<String> = consts
+                    .iter()
+                    .filter_map(|(c, doc)| Some(format!("- `{}`: {}", c.as_str()?, doc.as_deref()?)))
+                    .collect();
+                if !lines.is_empty() {
+                    let before = map.get("description").and_then(Value::as_str).map(str::to_owned);
+                    let text = before.map_or(lines.join("\n"), |b| format!("{b}\n\n{}", lines.join("\n")));
+                    map.insert("description".into(), json!(text));
+                }
+                map.insert("type".into(), json!("string"));
+                map.insert("enum".into(), Value::Array(consts.into_iter().map(|(c, _)| c).collect()));
+            }
+            map.values_mut().for_each(plain_enums);
+        }
+        Value::Array(items) => items.iter_mut().for_each(plain_enums),
+        _ => {}
+    }
+}
+
+/// What a `default` meant, said in words instead: a generator (openapi-typescript) makes a
+/// field with a `default` required, and a client that then fills `null` in clears what the
+/// field holds.
+fn default_in_words(default: &Value) -> String {
+    match default {
+        Value::Null => "Leave it out to keep what it holds; `null` clears it.".to_owned(),
+        other => format!("Left out, it is `{other}`."),
+    }
+}
+
+fn with_sentence(target: &mut Map<String, Value>, sentence: &str) {
+    let text = match target.get("description").and_then(Value::as_str) {
+        Some(d) if !d.is_empty() => format!("{d} {sentence}"),
+        _ => sentence.to_owned(),
+    };
+    target.insert("description".into(), json!(text));
+}
+
+/// Removes every `default` of the published inputs (properties and query parameters) and says
+/// it in the description: an optional input stays optional in every generated client.
+fn no_defaults(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let parameter_default = match map.contains_key("in") {
+                true => {
+                    map.get_mut("schema").and_then(Value::as_object_mut).and_then(|s| s.remove("default"))
+                }
+                false => None,
+            };
+            if let Some(default) = parameter_default {
+                with_sentence(map, &default_in_words(&default));
+            }
+            if let Some(default) = map.remove("default") {
+                with_sentence(map, &default_in_words(&default));
+            }
+            for (key, child) in map.iter_mut() {
+                // The names of `properties` are names, not keywords: a property called `default`
+                // stays.
+                match (key.as_str(), child) {
+                    ("properties", Value::Object(props)) => props.values_mut().for_each(no_defaults),
+                    (_, child) => no_defaults(child),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(no_defaults),
+        _ => {}
+    }
+}
+
 /// One line of the error table: the code, its status and the English message of its sample.
 fn error_line(e: &Error) -> String {
     let f = e.facts();
@@ -514,14 +655,9 @@ fn tag(path: &str) -> &'static str {
     }
 }
 
-pub fn operation_id(method: &str, path: &str) -> String {
-    let mut id = method.to_ascii_lowercase();
-    for seg in path.split('/').filter(|s| !s.is_empty()) {
-        let seg = seg.trim_start_matches(['{', '.']).trim_end_matches('}').replace(['-', '.'], "_");
-        id.push('_');
-        id.push_str(&seg);
-    }
-    id
+/// The `operationId` of the route at `method` `path` (empty when there is none).
+pub fn operation_id(method: &str, path: &str) -> &'static str {
+    endpoints().iter().find(|e| e.method.as_str() == method && e.path == path).map_or("", |e| e.name)
 }
 
 #[cfg(test)]
@@ -560,16 +696,31 @@ mod tests {
 
     #[test]
     fn links_point_at_routes() {
-        let ids: Vec<String> = endpoints().iter().map(|e| operation_id(e.method.as_str(), e.path)).collect();
         for l in LINKS {
-            assert!(ids.contains(&operation_id(l.from.0, l.from.1)), "link {} starts nowhere", l.name);
-            assert!(ids.contains(&operation_id(l.to.0, l.to.1)), "link {} leads nowhere", l.name);
+            assert!(!operation_id(l.from.0, l.from.1).is_empty(), "link {} starts nowhere", l.name);
+            assert!(!operation_id(l.to.0, l.to.1).is_empty(), "link {} leads nowhere", l.name);
             assert!(
                 l.to.1.contains(&format!("{{{}}}", l.parameter)),
                 "link {} sets an unknown parameter",
                 l.name
             );
         }
+    }
+
+    #[test]
+    fn operation_ids_are_named_and_unique() {
+        let mut names: Vec<&str> = endpoints().iter().map(|e| e.name).collect();
+        for name in &names {
+            assert!(
+                name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                    && name.chars().all(|c| c.is_ascii_alphanumeric()),
+                "{name:?} is not a camelCase operationId"
+            );
+        }
+        let all = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all, "two routes share an operationId");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! envelope for every failure, the documents generated from the table, the hardening
 //! middleware and the server loop. `serve` mounts it with the other adapters.
 
+pub mod compression;
+pub mod conventions;
 pub mod docs;
 pub mod error;
 pub mod extract;

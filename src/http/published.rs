@@ -37,11 +37,52 @@ pub struct ApiIndex {
     pub endpoints: Vec<EndpointInfo>,
 }
 
+/// The AI Catalog spec version this catalog follows (the Agent-Card/ai-catalog draft).
+pub const AI_CATALOG_SPEC_VERSION: &str = "1.0";
+
+/// `GET /.well-known/ai-catalog.json`: what this directory offers AI clients, in the AI Catalog
+/// draft's shape (Agent-Card/ai-catalog, which A2A and MCP refer to): its MCP server (by its
+/// Server Card), its REST API (by openapi.json) and its onboarding guide (skill.md).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AiCatalog {
+    pub spec_version: &'static str,
+    pub host: CatalogHost,
+    pub entries: Vec<CatalogEntry>,
+}
+
+/// Who runs the catalog.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogHost {
+    pub display_name: &'static str,
+    /// The directory's domain.
+    pub identifier: String,
+}
+
+/// One artifact: its kind by media type, and where its own document is.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogEntry {
+    /// A domain-anchored URN, `urn:air:{domain}:{namespace}:{name}`.
+    pub identifier: String,
+    pub display_name: &'static str,
+    /// The media type of the document at `url`.
+    #[serde(rename = "type")]
+    pub media_type: &'static str,
+    pub url: String,
+    pub description: &'static str,
+    pub version: &'static str,
+}
+
 /// The documents as served: they depend only on the base URL, which is fixed for the process.
 pub struct Published {
     pub api_index: Bytes,
+    pub ai_catalog: Bytes,
     pub openapi: Bytes,
     pub skill_md: Bytes,
+    pub skill_md_en: Bytes,
+    pub skill_md_zh: Bytes,
 }
 
 static PUBLISHED: OnceLock<Published> = OnceLock::new();

@@ -33,6 +33,9 @@ pub struct Endpoint {
     pub access: Access,
     pub node: Node,
     pub summary: &'static str,
+    /// Its `operationId`: a verb and the thing, camelCase, unique, what generated clients name
+    /// their functions after (`registerAgent` becomes `register_agent` in Python).
+    pub name: &'static str,
     pub query: Option<SchemaFn>,
     /// The request body, and whether it may be left out.
     pub body: Option<(SchemaFn, bool)>,
@@ -67,18 +70,24 @@ fn route(method: Method, path: &'static str, access: Access, summary: &'static s
         access,
         node,
         summary,
+        name: "",
         query: None,
         body: None,
         response: None,
         success: 200,
         errors: &[],
-        tagged: false,
+        // Every public read: its own tag (views) or one of its bytes (`conventions`).
+        tagged: reads && access == Access::Public,
         moved: false,
         waits: false,
     })
 }
 
 impl Declared {
+    fn named(mut self, name: &'static str) -> Self {
+        self.0.name = name;
+        self
+    }
     fn query<T: JsonSchema>(mut self) -> Self {
         self.0.query = Some(schema::<T>());
         self
@@ -110,10 +119,6 @@ impl Declared {
         self.0.node = Node::Primary;
         self
     }
-    fn tagged(mut self) -> Self {
-        self.0.tagged = true;
-        self
-    }
     fn moved(mut self) -> Self {
         self.0.moved = true;
         self
@@ -134,9 +139,11 @@ pub fn table() -> Vec<Route> {
     vec![
         route(Method::GET, "/api", Public, "Index of every endpoint")
             .returns::<super::published::ApiIndex>()
+            .named("getIndex")
             .to(get(meta::index)),
         route(Method::GET, "/api/stats", Public, "Directory counts, including confirmed collaborations")
             .returns::<stats::Stats>()
+            .named("getStats")
             .to(get(meta::stats)),
         route(
             Method::GET,
@@ -147,7 +154,7 @@ pub fn table() -> Vec<Route> {
         .query::<changes::ChangesQuery>()
         .returns::<changes::ChangeFeed>()
         .errors(&[400, 410])
-        .tagged()
+        .named("listChanges")
         .to(get(meta::changes)),
         route(
             Method::GET,
@@ -163,18 +170,20 @@ pub fn table() -> Vec<Route> {
             .query::<agent::AgentSearch>()
             .returns::<agent::AgentList>()
             .errors(&[400])
+            .named("searchAgents")
             .to(get(agents::search)),
         route(Method::POST, "/api/agents", Public, "Register an agent; returns its API key once")
             .body::<agent::Registration>()
             .returns::<agent::Registered>()
             .created()
             .errors(&[409, 429])
+            .named("registerAgent")
             .to(post(agents::register)),
         route(Method::GET, "/api/agents/{handle}", Public, "An agent's card")
             .returns::<agent::AgentCard>()
             .errors(&[404])
-            .tagged()
             .moved()
+            .named("getAgentCard")
             .to(get(agents::card)),
         route(
             Method::GET,
@@ -186,6 +195,7 @@ pub fn table() -> Vec<Route> {
         .on_primary()
         .errors(&[404])
         .moved()
+        .named("getStatement")
         .to(get(agents::statement)),
         route(
             Method::POST,
@@ -195,24 +205,29 @@ pub fn table() -> Vec<Route> {
         )
         .returns::<recovery::RecoveryStarted>()
         .errors(&[403, 429])
+        .named("startRecovery")
         .to(post(agents::recover)),
         route(Method::POST, "/api/recover", Public, "Exchange a confirmed recovery token for a new key")
             .body::<recovery::RecoveryExchange>()
             .returns::<recovery::Recovered>()
             .errors(&[404, 409])
+            .named("finishRecovery")
             .to(post(agents::recovered)),
         route(Method::POST, "/api/agents/{handle}/requests", Key, "Send a contact request to an agent")
             .body::<cr::NewContactRequest>()
             .returns::<cr::ContactRequestDetail>()
             .created()
             .errors(&[403, 409, 422, 429])
+            .named("sendContactRequest")
             .to(post(agents::send_request)),
         route(Method::GET, "/api/me", Key, "Your own profile, with your mailbox")
             .returns::<agent::OwnProfile>()
+            .named("getMe")
             .to(get(me::profile)),
         route(Method::PATCH, "/api/me", Key, "Update your profile and contact policy")
             .body::<agent::ProfilePatch>()
             .returns::<agent::OwnProfile>()
+            .named("updateMe")
             .to(patch(me::update)),
         route(
             Method::PUT,
@@ -223,30 +238,37 @@ pub fn table() -> Vec<Route> {
         .body::<offering::OfferingsReplacement>()
         .returns::<offering::OfferingList>()
         .errors(&[422])
+        .named("replaceOfferings")
         .to(put(me::offerings)),
         route(Method::POST, "/api/me/verify", Key, "Start mailbox verification: instructions for one email")
             .returns::<trust::Instructions>()
+            .named("startMailboxVerification")
             .to(post(me::verify)),
         route(Method::POST, "/api/me/owner-claim", Key, "Start an owner claim: instructions for one email")
             .body::<trust::OwnerClaimInput>()
             .returns::<trust::Instructions>()
             .errors(&[409])
+            .named("startOwnerClaim")
             .to(post(me::owner_claim)),
         route(Method::POST, "/api/me/links", Key, "Prove or remove a link to a page you control")
             .body::<trust::LinkProofInput>()
             .returns::<trust::LinkList>()
             .errors(&[422])
+            .named("setLinkProof")
             .to(post(me::links)),
         route(Method::POST, "/api/me/rotate-key", Key, "Replace your API key; the old one stops working")
             .returns::<agent::RotatedKey>()
+            .named("rotateKey")
             .to(post(me::rotate_key)),
         route(Method::GET, "/api/me/requests", Key, "Your contact requests, received and sent")
             .query::<cr::RequestFilter>()
             .returns::<cr::ContactRequestList>()
+            .named("listMyContactRequests")
             .to(get(me::requests)),
         route(Method::GET, "/api/me/replies", Key, "Replies other agents left on your calls")
             .query::<list::Paging>()
             .returns::<call::ReplyList>()
+            .named("listRepliesToMyCalls")
             .to(get(me::replies)),
         route(
             Method::GET,
@@ -273,6 +295,7 @@ pub fn table() -> Vec<Route> {
         )
         .query::<list::Paging>()
         .returns::<collab::CollabList>()
+        .named("listMyCollabs")
         .to(get(me::collabs)),
         route(
             Method::DELETE,
@@ -285,6 +308,7 @@ pub fn table() -> Vec<Route> {
             ),
         )
         .returns::<deletion::AgentDeleted>()
+        .named("deleteMe")
         .to(delete(me::delete)),
         route(
             Method::POST,
@@ -301,6 +325,7 @@ pub fn table() -> Vec<Route> {
         .body::<handles::HandleChange>()
         .returns::<handles::Renamed>()
         .errors(&[409, 429])
+        .named("changeHandle")
         .to(post(me::rename)),
         route(
             Method::GET,
@@ -310,22 +335,27 @@ pub fn table() -> Vec<Route> {
         )
         .query::<export::ExportQuery>()
         .returns::<export::Export>()
+        .named("exportMe")
         .to(get(me::export)),
         route(Method::GET, "/api/requests/{id}", Key, "One contact request (parties only)")
             .returns::<cr::ContactRequestDetail>()
+            .named("getContactRequest")
             .to(get(requests::get)),
         route(Method::POST, "/api/requests/{id}/accept", Key, "Accept a contact request (recipient)")
             .returns::<cr::ContactRequestDetail>()
             .errors(&[409])
+            .named("acceptContactRequest")
             .to(post(requests::accept)),
         route(Method::POST, "/api/requests/{id}/decline", Key, "Decline a contact request (recipient)")
             .optional_body::<cr::DeclineInput>()
             .returns::<cr::ContactRequestDetail>()
             .errors(&[409])
+            .named("declineContactRequest")
             .to(post(requests::decline)),
         route(Method::POST, "/api/requests/{id}/withdraw", Key, "Withdraw a contact request (sender)")
             .returns::<cr::ContactRequestDetail>()
             .errors(&[409])
+            .named("withdrawContactRequest")
             .to(post(requests::withdraw)),
         route(
             Method::POST,
@@ -335,59 +365,83 @@ pub fn table() -> Vec<Route> {
         )
         .optional_body::<call::ReportInput>()
         .returns::<call::Reported>()
+        .named("reportContactRequest")
         .to(post(requests::report)),
         route(Method::GET, "/api/posts", Public, "Search and list calls, newest first")
             .query::<call::CallSearch>()
             .returns::<call::CallList>()
+            .named("searchCalls")
             .to(get(calls::search)),
         route(Method::POST, "/api/posts", Key, "Post a call")
             .body::<call::NewCall>()
             .returns::<call::CallSummary>()
             .created()
             .errors(&[422])
+            .named("postCall")
             .to(post(calls::create)),
         route(Method::GET, "/api/posts/{id}", Public, "A call with its replies")
             .returns::<call::CallDetail>()
-            .tagged()
+            .named("getCall")
             .to(get(calls::get)),
         route(Method::DELETE, "/api/posts/{id}", Key, "Delete one of your calls")
             .returns::<call::Deleted>()
+            .named("deleteCall")
             .to(delete(calls::delete)),
         route(Method::POST, "/api/posts/{id}/replies", Key, "Reply to a call publicly")
             .body::<call::NewReply>()
             .returns::<call::ReplyView>()
             .created()
+            .named("replyToCall")
             .to(post(calls::reply)),
         route(Method::POST, "/api/posts/{id}/report", Public, "Report a call to the operators")
             .optional_body::<call::ReportInput>()
             .returns::<call::Reported>()
             .errors(&[429])
+            .named("reportCall")
             .to(post(calls::report)),
         route(Method::GET, "/api/collabs", Public, "Confirmed collaborations")
             .query::<collab::CollabFilter>()
             .returns::<collab::CollabList>()
+            .named("listCollabs")
             .to(get(collabs::list)),
         route(Method::POST, "/api/collabs", Key, "Propose a collaboration record to a partner")
             .body::<collab::NewCollab>()
             .returns::<collab::CollabDetail>()
             .created()
             .errors(&[404, 422])
+            .named("proposeCollab")
             .to(post(collabs::propose)),
         route(Method::POST, "/api/collabs/{id}/confirm", Key, "Confirm a collaboration (partner)")
             .returns::<collab::CollabDetail>()
             .errors(&[409])
+            .named("confirmCollab")
             .to(post(collabs::confirm)),
         route(Method::POST, "/api/collabs/{id}/decline", Key, "Decline a collaboration (partner)")
             .returns::<collab::CollabDetail>()
             .errors(&[409])
+            .named("declineCollab")
             .to(post(collabs::decline)),
         route(Method::GET, "/.well-known/jwks.json", Public, "The public keys that verify signed statements")
             .returns::<statement::Jwks>()
             .on_primary()
+            .named("getJwks")
             .to(get(meta::jwks)),
+        route(
+            Method::GET,
+            "/.well-known/ai-catalog.json",
+            Public,
+            "The AI Catalog (draft): the MCP server's card, this API's openapi.json and skill.md",
+        )
+        .returns::<super::published::AiCatalog>()
+        .named("getAiCatalog")
+        .to(get(meta::ai_catalog)),
         route(Method::GET, "/skill.md", Public, "Onboarding guide and the rules registration confirms")
+            .query::<crate::domain::guide::GuideQuery>()
+            .named("getSkill")
             .to(get(meta::skill)),
-        route(Method::GET, "/openapi.json", Public, "This API as OpenAPI 3.1").to(get(meta::openapi)),
+        route(Method::GET, "/openapi.json", Public, "This API as OpenAPI 3.1")
+            .named("getOpenapi")
+            .to(get(meta::openapi)),
     ]
 }
 

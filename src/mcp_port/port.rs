@@ -14,7 +14,8 @@ use serde_json::value::RawValue;
 use super::text::DocumentText;
 use crate::app::App;
 use crate::derived::documents::{Document, DocumentKey};
-use crate::domain::agent::{AgentCard, AgentList, AgentSearch};
+use crate::domain::agent::{AgentCard, AgentSearch};
+use crate::domain::brief::AgentBriefs;
 use crate::domain::call::{CallDetail, CallList, CallSearch};
 use crate::domain::collab::{CollabFilter, CollabList};
 use crate::domain::schema::patterns;
@@ -66,18 +67,23 @@ impl DirectoryRead for McpPort {
     type GetCallInput = CallId;
     type ListCollaborationsInput = CollabFilter;
 
-    type AgentList = AgentList;
+    type AgentList = AgentBriefs;
     type AgentCard = CardOutput;
     type CallList = CallList;
     type CallDetail = DocumentOutput<CallDetail>;
     type CollaborationList = CollabList;
     type Stats = Stats;
 
-    async fn search_agents(&self, args: Arguments, request: Option<&Parts>) -> Result<AgentList, ToolError> {
+    async fn search_agents(
+        &self,
+        args: Arguments,
+        request: Option<&Parts>,
+    ) -> Result<AgentBriefs, ToolError> {
         let q: AgentSearch = parse(args)?;
         // The client as REST counts it, so its network's share of the model is the same one.
         let client = request.map_or(UNKNOWN_CLIENT, |parts| request_client_ip(parts, &self.app));
-        self.app.find_agents(q, client).await.map_err(tool_error)
+        // Lean for a model's context: what every hit repeats is said once (`domain::brief`).
+        self.app.find_agents(q, client).await.map(AgentBriefs::from).map_err(tool_error)
     }
 
     async fn get_agent(&self, args: Arguments) -> Result<CardOutput, ToolError> {
@@ -276,7 +282,7 @@ impl JsonSchema for CardOutput {
 }
 
 /// Lists and counts are serialised as they are.
-impl ToolOutput for AgentList {}
+impl ToolOutput for AgentBriefs {}
 impl ToolOutput for CallList {}
 impl ToolOutput for CollabList {}
 impl ToolOutput for Stats {}

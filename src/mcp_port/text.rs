@@ -12,9 +12,11 @@ use std::fmt::Write as _;
 use agentdir_mcp::ToText;
 use serde::de::DeserializeOwned;
 
-use crate::domain::agent::{AgentCard, AgentList, AgentView};
+use crate::domain::agent::AgentCard;
+use crate::domain::brief::AgentBriefs;
 use crate::domain::call::{CallDetail, CallList};
 use crate::domain::collab::CollabList;
+use crate::domain::endpoint::EndpointStatus;
 use crate::domain::ranking::MatchedBy;
 use crate::domain::stats::Stats;
 
@@ -49,24 +51,6 @@ fn level_words(level: u8) -> &'static str {
 /// "1 reply", "2 replies".
 fn count(n: u64, one: &str, many: &str) -> String {
     if n == 1 { format!("1 {one}") } else { format!("{n} {many}") }
-}
-
-/// The tagline, or the start of a description when the agent wrote no tagline.
-fn pitch(a: &AgentView) -> String {
-    [&a.tagline, &a.description_en, &a.description_zh]
-        .into_iter()
-        .find(|t| !t.trim().is_empty())
-        .map(|t| excerpt(t, EXCERPT_CHARS))
-        .unwrap_or_default()
-}
-
-fn accepting_words(a: &AgentView) -> String {
-    let p = &a.contact_policy;
-    if p.accepting {
-        format!("accepts contact requests from level {}+", p.min_level)
-    } else {
-        "not accepting contact requests".to_owned()
-    }
 }
 
 /// One call as a line: id, kind, title, author, replies and date.
@@ -110,7 +94,10 @@ fn matched_by_line(m: MatchedBy) -> Option<String> {
     Some(format!("matched_by: {} ({how})", m.as_str()))
 }
 
-impl ToText for AgentList {
+impl ToText for AgentBriefs {
+    /// Per hit: handle, name, pitch; then level, whether it accepts requests, capabilities,
+    /// offerings, live endpoints and live proofs — what the tool's description promises. How to
+    /// contact any of them is said once, at the end.
     fn to_text(&self) -> String {
         let line = matched_by_line(self.matched_by);
         if self.agents.is_empty() {
@@ -122,7 +109,12 @@ impl ToText for AgentList {
         let mut out = line.map(|l| l + "\n").unwrap_or_default();
         for (i, a) in self.agents.iter().enumerate() {
             let n = self.offset as usize + i + 1;
-            let mut details = vec![format!("level {}", a.trust.level), accepting_words(a)];
+            let accepting = if a.accepting {
+                format!("accepts contact requests from level {}+", a.min_level)
+            } else {
+                "not accepting contact requests".to_owned()
+            };
+            let mut details = vec![format!("level {} ({})", a.level, level_words(a.level)), accepting];
             if !a.capabilities.is_empty() {
                 details.push(format!("capabilities: {}", a.capabilities.join(", ")));
             }
@@ -131,11 +123,35 @@ impl ToText for AgentList {
                     a.offerings.iter().map(|o| format!("{} ({})", o.title, o.mode.as_str())).collect();
                 details.push(format!("offerings: {}", titles.join("; ")));
             }
+            let live: Vec<String> = a
+                .endpoints
+                .iter()
+                .filter(|e| e.status == EndpointStatus::Live)
+                .map(|e| {
+                    let proven = if e.proof.is_some() { ", proven its own" } else { "" };
+                    format!("{} {}{proven}", e.kind.as_str(), e.url)
+                })
+                .collect();
+            if !live.is_empty() {
+                details.push(format!("live endpoints: {}", live.join("; ")));
+            }
+            if !a.proofs.is_empty() {
+                details.push(format!("proven links: {}", a.proofs.join(", ")));
+            }
             if i > 0 {
                 out.push('\n');
             }
-            let _ = write!(out, "{n}. {} — {} — {}\n   {}", a.handle, a.name, pitch(a), details.join(" · "));
+            let pitch = if a.tagline.trim().is_empty() { &a.description } else { &a.tagline };
+            let _ = write!(
+                out,
+                "{n}. {} — {} — {}\n   {}",
+                a.handle,
+                a.name,
+                excerpt(pitch, EXCERPT_CHARS),
+                details.join(" · ")
+            );
         }
+        let _ = write!(out, "\n{}", self.contact_how_en);
         out
     }
 }

@@ -24,8 +24,8 @@ pub struct Target {
     pub url: String,
 }
 
-const COLUMNS: &str = "kind, url, status, status_since, learned_name, protocol_version, item_count, \
-    auth_required, proof, observed";
+const COLUMNS: &str = "kind, url, status, reason, status_since, learned_name, protocol_version, \
+    item_count, auth_required, proof, observed";
 
 /// The stored form of what an endpoint exposes.
 fn observed_json(list: &[Observed]) -> String {
@@ -44,6 +44,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<EndpointRow> {
         status_since: r.get("status_since")?,
         finding: Finding {
             status: Some(r.get("status")?),
+            reason: r.get("reason")?,
             name: r.get("learned_name")?,
             protocol_version: r.get("protocol_version")?,
             count: r.get("item_count")?,
@@ -82,10 +83,10 @@ pub fn replace(conn: &Connection, agent_id: i64, rows: &[EndpointRow]) -> Result
     conn.prepare_cached("DELETE FROM endpoints WHERE agent_id = :agent_id")?
         .execute(named_params! {":agent_id": agent_id})?;
     let mut insert = conn.prepare_cached(
-        "INSERT INTO endpoints (agent_id, position, kind, url, status, status_since, learned_name,
-            protocol_version, item_count, auth_required, proof, observed)
-         VALUES (:agent_id, :position, :kind, :url, :status, :status_since, :learned_name,
-            :protocol_version, :item_count, :auth_required, :proof, :observed)",
+        "INSERT INTO endpoints (agent_id, position, kind, url, status, reason, status_since,
+            learned_name, protocol_version, item_count, auth_required, proof, observed)
+         VALUES (:agent_id, :position, :kind, :url, :status, :reason, :status_since,
+            :learned_name, :protocol_version, :item_count, :auth_required, :proof, :observed)",
     )?;
     for (position, e) in rows.iter().enumerate() {
         let f = &e.finding;
@@ -95,6 +96,7 @@ pub fn replace(conn: &Connection, agent_id: i64, rows: &[EndpointRow]) -> Result
             ":kind": e.kind,
             ":url": e.url,
             ":status": f.status(),
+            ":reason": f.reason,
             ":status_since": e.status_since,
             ":learned_name": f.name,
             ":protocol_version": f.protocol_version,
@@ -115,11 +117,11 @@ pub fn record(conn: &Connection, target: &Target, found: &Finding, now: i64) -> 
         .prepare_cached(
             "UPDATE endpoints SET
                 status_since = CASE WHEN status = :status THEN status_since ELSE :now END,
-                status = :status, learned_name = :learned_name, protocol_version = :protocol_version,
-                item_count = :item_count, auth_required = :auth_required, proof = :proof,
-                observed = :observed
+                status = :status, reason = :reason, learned_name = :learned_name,
+                protocol_version = :protocol_version, item_count = :item_count,
+                auth_required = :auth_required, proof = :proof, observed = :observed
              WHERE agent_id = :agent_id AND kind = :kind AND url = :url
-               AND (status IS NOT :status OR learned_name IS NOT :learned_name
+               AND (status IS NOT :status OR reason IS NOT :reason OR learned_name IS NOT :learned_name
                     OR protocol_version IS NOT :protocol_version OR item_count IS NOT :item_count
                     OR auth_required IS NOT :auth_required OR proof IS NOT :proof
                     OR observed IS NOT :observed)",
@@ -129,6 +131,7 @@ pub fn record(conn: &Connection, target: &Target, found: &Finding, now: i64) -> 
             ":kind": target.kind,
             ":url": target.url,
             ":status": found.status(),
+            ":reason": found.reason,
             ":learned_name": found.name,
             ":protocol_version": found.protocol_version,
             ":item_count": found.count,

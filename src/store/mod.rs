@@ -77,6 +77,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (12, "events", include_str!("../../migrations/0012_events.sql")),
     (13, "observed", include_str!("../../migrations/0013_observed.sql")),
     (14, "moderation_log", include_str!("../../migrations/0014_moderation_log.sql")),
+    (20, "endpoint_reasons", include_str!("../../migrations/0020_endpoint_reasons.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
@@ -328,6 +329,7 @@ stored_as_text!(
     crate::domain::moderation::ModerationAction,
     crate::domain::moderation::ReasonCategory,
     crate::domain::moderation::TargetKind,
+    crate::domain::endpoint::EndpointReason,
     crate::domain::offering::Mode,
     crate::domain::trust::CodePurpose,
     changes::ChangeKind,

@@ -13,6 +13,10 @@ KIND is one of:
             own transport serves everything else (SSE answers, Mcp-Session-Id)
   mcp-lingering  mcp-legacy whose SSE answers stay open for 30 s after their last event (the
             MCP spec only says a server SHOULD close the stream once it has answered)
+  mcp-slash  the MCP server at /mcp/, so /mcp answers 307 -> /mcp/ (Starlette's slash redirect,
+            as FastMCP 1.9 of the MCP Python SDK answers at its documented /mcp)
+  mcp-elsewhere  an MCP server whose /mcp answers 307 to the same path on another origin
+            (localhost instead of 127.0.0.1: same port, another host)
   mcp-auth  an HTTP server answering 401 with an OAuth Bearer challenge at /mcp
   mcp-tides  an MCP server whose one tool only it describes (tide heights for a harbour), with
             a page /about that holds `agentdir-proof:HANDLE` (a link proof on the endpoint's
@@ -33,7 +37,7 @@ import sys
 import anyio
 import uvicorn
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, RedirectResponse
 from starlette.routing import Route
 
 
@@ -65,7 +69,7 @@ def a2a_app(valid: bool, proof_of: str | None) -> Starlette:
     return Starlette(routes=[Route("/.well-known/agent-card.json", bad_card)])
 
 
-def mcp_app() -> Starlette:
+def mcp_app(path: str = "/mcp") -> Starlette:
     from mcp.server.mcpserver import MCPServer
 
     server = MCPServer("Loopback Tools")
@@ -80,7 +84,22 @@ def mcp_app() -> Starlette:
         """Echoes text."""
         return text
 
-    return server.streamable_http_app()
+    return server.streamable_http_app(streamable_http_path=path)
+
+
+class Elsewhere:
+    """Sends every request to /mcp on to the same path at localhost (another origin)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["path"] == "/mcp":
+            port = scope["server"][1]
+            response = RedirectResponse(f"http://localhost:{port}/mcp", status_code=307)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def tides_app(proof_of: str | None, where: str) -> Starlette:
@@ -177,6 +196,8 @@ def main() -> None:
         "a2a": lambda: a2a_app(True, proof_of),
         "a2a-bad": lambda: a2a_app(False, proof_of),
         "mcp": mcp_app,
+        "mcp-slash": lambda: mcp_app("/mcp/"),
+        "mcp-elsewhere": lambda: Elsewhere(mcp_app()),
         "mcp-legacy": lambda: PredatesDiscover(mcp_app()),
         "mcp-lingering": lambda: PredatesDiscover(Lingering(mcp_app())),
         "mcp-auth": auth_app,

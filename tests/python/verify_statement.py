@@ -1,32 +1,47 @@
 """Verifies a signed statement with JOSE implementations independent of the server (tests/endpoints.rs).
 
     python3 verify_statement.py BASE_URL HANDLE [STATEMENT_FILE]
+    python3 verify_statement.py --fully-specified
 
 Fetches GET /api/agents/HANDLE/statement (or reads the statement from STATEMENT_FILE: one got
 earlier, or through MCP), /.well-known/jwks.json and the card, then checks:
-  - joserfc verifies the JWS (flattened JSON serialisation, EdDSA) against the JWKS by its kid;
+  - the four JOSE libraries people use verify the JWS against the JWKS by its kid: joserfc and
+    jwcrypto (flattened JSON serialisation as served), PyJWT (the same three parts joined as the
+    compact serialisation, which is all PyJWT reads) and jose in Node (tests/node);
   - `cryptography`'s Ed25519 verifies the same signature over `protected.payload` by hand;
   - the payload is canonical JSON (RFC 8785) of agent, evidence, iss, sub, iat, exp, and agent and
     evidence equal the card's;
-  - one changed byte in the payload, the protected header or the signature fails both.
+  - one changed byte in the payload, the protected header or the signature fails every one.
 Prints `ok <sub>` or the first failure, and exits non-zero on failure.
+
+With --fully-specified it signs a throwaway JWS with RFC 9864's `"alg": "Ed25519"` and prints
+`refused: <libraries>` (those that cannot verify it) or `refused:` when all four can: the
+directory signs with `EdDSA` until all four read `Ed25519` (src/domain/statement.rs).
 """
 
 import base64
-import warnings
 import json
+import os
+import subprocess
 import sys
 import urllib.request
+import warnings
 
+import jwt
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from joserfc import jws
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
+from jwcrypto import jwk as jwcrypto_jwk
+from jwcrypto import jws as jwcrypto_jws
 
-# joserfc warns that RFC 9864 prefers the fully specified "Ed25519" to "EdDSA"; the directory signs
-# with "EdDSA" (RFC 8037), which every JOSE library still reads.
+# joserfc warns that RFC 9864 deprecates "EdDSA" for the fully specified "Ed25519"; the directory
+# still signs with "EdDSA" because PyJWT cannot read "Ed25519" (see --fully-specified).
 warnings.filterwarnings("ignore", message="EdDSA is deprecated")
+
+NODE_VERIFIER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "node", "verify_statement.mjs")
 
 
 def get(url: str):
@@ -48,18 +63,60 @@ def canonical(value) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def joserfc_verifies(statement: dict, keys: KeySet) -> bool:
+def key_of(statement: dict, jwks: dict) -> dict | None:
+    header = json.loads(b64d(statement["protected"]))
+    return next((k for k in jwks["keys"] if k["kid"] == header.get("kid")), None)
+
+
+def alg_of(statement: dict) -> str:
+    return json.loads(b64d(statement["protected"])).get("alg", "")
+
+
+def joserfc_verifies(statement: dict, jwks: dict) -> bool:
     try:
-        jws.deserialize_json(statement, keys, algorithms=["EdDSA"])
+        jws.deserialize_json(statement, KeySet.import_key_set(jwks), algorithms=[alg_of(statement)])
         return True
     except (JoseError, ValueError):
         return False
 
 
+def jwcrypto_verifies(statement: dict, jwks: dict) -> bool:
+    try:
+        token = jwcrypto_jws.JWS()
+        token.deserialize(json.dumps(statement))
+        token.verify(jwcrypto_jwk.JWKSet.from_json(json.dumps(jwks)))
+        return True
+    except Exception:  # jwcrypto raises several unrelated types for a bad signature or header
+        return False
+
+
+def pyjwt_verifies(statement: dict, jwks: dict) -> bool:
+    # PyJWT reads the compact serialisation only: the same three parts joined by dots.
+    compact = f"{statement['protected']}.{statement['payload']}.{statement['signature']}"
+    key = key_of(statement, jwks)
+    if key is None:
+        return False
+    try:
+        jwt.PyJWS().decode_complete(compact, key=jwt.PyJWK(key), algorithms=[alg_of(statement)])
+        return True
+    except (jwt.PyJWTError, ValueError):
+        return False
+
+
+def jose_verifies(statement: dict, jwks: dict) -> bool:
+    asked = {"statement": statement, "jwks": jwks, "algorithms": [alg_of(statement)]}
+    run = subprocess.run(["node", NODE_VERIFIER], input=json.dumps(asked), capture_output=True, text=True)
+    if run.returncode not in (0, 1):
+        raise SystemExit(f"node could not run {NODE_VERIFIER} (npm ci --prefix tests/node): {run.stderr}")
+    return run.returncode == 0
+
+
+LIBRARIES = {"joserfc": joserfc_verifies, "jwcrypto": jwcrypto_verifies, "PyJWT": pyjwt_verifies, "jose": jose_verifies}
+
+
 def cryptography_verifies(statement: dict, jwks: dict) -> bool:
-    header = json.loads(b64d(statement["protected"]))
-    key = next((k for k in jwks["keys"] if k["kid"] == header.get("kid")), None)
-    if key is None or header.get("alg") != "EdDSA":
+    key = key_of(statement, jwks)
+    if key is None or alg_of(statement) != "EdDSA":
         return False
     public = Ed25519PublicKey.from_public_bytes(b64d(key["x"]))
     try:
@@ -69,6 +126,19 @@ def cryptography_verifies(statement: dict, jwks: dict) -> bool:
         return False
 
 
+def fully_specified() -> int:
+    """Which libraries refuse a statement signed with RFC 9864's "Ed25519"."""
+    secret = Ed25519PrivateKey.generate()
+    x = b64e(secret.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw))
+    jwks = {"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x, "kid": "fully-specified", "alg": "Ed25519", "use": "sig"}]}
+    protected = b64e(json.dumps({"alg": "Ed25519", "kid": "fully-specified", "typ": "JOSE+JSON"}).encode())
+    payload = b64e(b'{"sub":"agt_test"}')
+    statement = {"payload": payload, "protected": protected, "signature": b64e(secret.sign(f"{protected}.{payload}".encode()))}
+    refused = [name for name, verifies in LIBRARIES.items() if not verifies(statement, jwks)]
+    print("refused: " + " ".join(refused))
+    return 0
+
+
 def flip_one_byte(field: str, statement: dict) -> dict:
     raw = bytearray(b64d(statement[field]))
     raw[len(raw) // 2] ^= 0x01
@@ -76,6 +146,8 @@ def flip_one_byte(field: str, statement: dict) -> dict:
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--fully-specified"]:
+        return fully_specified()
     base, handle = sys.argv[1].rstrip("/"), sys.argv[2]
     if len(sys.argv) > 3:
         with open(sys.argv[3], encoding="utf-8") as f:
@@ -84,11 +156,11 @@ def main() -> int:
         statement = get(f"{base}/api/agents/{handle}/statement")
     jwks = get(f"{base}/.well-known/jwks.json")
     card = get(f"{base}/api/agents/{handle}")
-    keys = KeySet.import_key_set(jwks)
 
-    if not joserfc_verifies(statement, keys):
-        print("joserfc does not verify the statement")
-        return 1
+    for name, verifies in LIBRARIES.items():
+        if not verifies(statement, jwks):
+            print(f"{name} does not verify the statement")
+            return 1
     if not cryptography_verifies(statement, jwks):
         print("cryptography does not verify the statement")
         return 1
@@ -108,9 +180,10 @@ def main() -> int:
         return 1
     for field in ("payload", "protected", "signature"):
         tampered = flip_one_byte(field, statement)
-        if joserfc_verifies(tampered, keys) or cryptography_verifies(tampered, jwks):
-            print(f"a changed byte in {field} still verifies")
-            return 1
+        for name, verifies in [*LIBRARIES.items(), ("cryptography", cryptography_verifies)]:
+            if verifies(tampered, jwks):
+                print(f"a changed byte in {field} still verifies with {name}")
+                return 1
     print(f"ok {claims['sub']}")
     return 0
 

@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use super::Reply;
 use crate::app::App;
 use crate::domain::changes::ChangesQuery;
+use crate::domain::guide::{GuideLanguage, GuideQuery};
 use crate::domain::moderation::{ModerationLog, ModerationQuery};
 use crate::domain::statement::Jwks;
 use crate::domain::stats::Stats;
@@ -33,9 +34,18 @@ pub async fn stats(State(app): State<App>) -> Reply<Stats> {
     Ok(Json(app.stats().await?))
 }
 
-pub async fn skill() -> impl IntoResponse {
-    let skill_md = published().skill_md.clone();
+pub async fn skill(QueryParams(q): QueryParams<GuideQuery>) -> impl IntoResponse {
+    let p = published();
+    let skill_md = match q.lang {
+        None => p.skill_md.clone(),
+        Some(GuideLanguage::En) => p.skill_md_en.clone(),
+        Some(GuideLanguage::Zh) => p.skill_md_zh.clone(),
+    };
     ([(header::CONTENT_TYPE, "text/markdown; charset=utf-8")], skill_md)
+}
+
+pub async fn ai_catalog() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, JSON)], published().ai_catalog.clone())
 }
 
 pub async fn openapi() -> impl IntoResponse {
