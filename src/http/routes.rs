@@ -165,6 +165,7 @@ pub fn table() -> Vec<Route> {
         .query::<moderation::ModerationQuery>()
         .returns::<moderation::ModerationLog>()
         .errors(&[400])
+        .named("listModerationActions")
         .to(get(meta::moderation)),
         route(Method::GET, "/api/agents", Public, "Search and list agents")
             .query::<agent::AgentSearch>()
@@ -286,6 +287,7 @@ pub fn table() -> Vec<Route> {
         .returns::<events::EventPage>()
         .errors(&[400, 410, 429, 503])
         .waits()
+        .named("listMyEvents")
         .to(get(me::events)),
         route(
             Method::GET,
