@@ -17,12 +17,19 @@
 //!    cannot reach the logs.
 //!
 //! Header size and header read time are bounded earlier, in the connection (`server`).
+//!
+//! Nothing here makes requests on different cores wait for one another beyond the in-flight
+//! gate's own count: the metric handles are looked up in a table of the thread's own, and new
+//! request ids are taken from a block the thread holds (a shared lock or counter touched by
+//! every request passes its cache line from core to core, which is what stops a read path
+//! from scaling).
 
 use std::any::Any;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -34,7 +41,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use metrics::{Counter, Histogram};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Semaphore, SemaphorePermit};
 use tracing::Instrument;
 
 use crate::domain::schema::MAX_BODY_BYTES;
@@ -87,7 +94,7 @@ pub const OPS_ROUTES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 struct Gate(Arc<GateInner>);
 
 struct GateInner {
-    slots: Arc<Semaphore>,
+    slots: Semaphore,
     queue_wait: Duration,
     request_timeout: Duration,
     body_timeout: Duration,
@@ -95,22 +102,24 @@ struct GateInner {
     routes: HashMap<&'static str, &'static str>,
     /// Random per process, so ids of two runs do not collide.
     id_prefix: u32,
-    next_id: AtomicU64,
-    meters: Meters,
+    /// The first id of the next block a thread takes (`ID_BLOCK` at a time).
+    next_id_block: AtomicU64,
 }
+
+/// Request ids a thread takes at once: the shared counter moves once per this many requests.
+const ID_BLOCK: u64 = 1 << 10;
 
 /// Wraps `router` (every route, `/mcp` and the operator endpoints) in `guard`. `routes` are the
 /// templates it serves, for the metric labels.
 pub fn stack(router: Router, routes: impl IntoIterator<Item = &'static str>, limits: &Hardening) -> Router {
     let gate = Gate(Arc::new(GateInner {
-        slots: Arc::new(Semaphore::new(limits.max_in_flight)),
+        slots: Semaphore::new(limits.max_in_flight),
         queue_wait: limits.queue_wait,
         request_timeout: limits.request_timeout,
         body_timeout: limits.body_timeout,
         routes: routes.into_iter().chain(OPS_ROUTES).map(|r| (r, r)).collect(),
         id_prefix: rand::random(),
-        next_id: AtomicU64::new(0),
-        meters: Meters::default(),
+        next_id_block: AtomicU64::new(0),
     }));
     router.layer(from_fn_with_state(gate, guard))
 }
@@ -158,7 +167,7 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
     headers.insert(X_REQUEST_ID, id.clone());
     let status = res.status();
     let elapsed = started.elapsed();
-    g.meters.record(route, method, status, elapsed);
+    record(route, method, status, elapsed);
     let latency_ms = elapsed.as_secs_f64() * 1000.0;
     span.in_scope(|| {
         if status.is_server_error() {
@@ -178,11 +187,34 @@ fn request_id(req: &Request, g: &GateInner) -> HeaderValue {
     {
         return v.clone();
     }
-    let n = g.next_id.fetch_add(1, Ordering::Relaxed);
+    let n = next_id(&g.next_id_block);
     let mut buf = [0u8; 20];
     hex_into(&mut buf[..8], u64::from(g.id_prefix));
     hex_into(&mut buf[8..], n);
     HeaderValue::from_bytes(&buf).unwrap_or(HeaderValue::from_static("0"))
+}
+
+/// A number no other request of this process gets: the next of the thread's block, a new block
+/// from `blocks` when it is used up. (Threads serve requests of every router of the process:
+/// the block is the thread's, and drawn from the gate the request came through, so ids of one
+/// gate stay distinct.)
+fn next_id(blocks: &AtomicU64) -> u64 {
+    thread_local! {
+        /// The block's gate (its counter's address), next id and end.
+        static BLOCK: Cell<(usize, u64, u64)> = const { Cell::new((0, 0, 0)) };
+    }
+    let gate = std::ptr::from_ref(blocks) as usize;
+    BLOCK.with(|block| {
+        let (of, next, end) = block.get();
+        let (next, end) = if of == gate && next < end {
+            (next, end)
+        } else {
+            let start = blocks.fetch_add(ID_BLOCK, Ordering::Relaxed);
+            (start, start + ID_BLOCK)
+        };
+        block.set((gate, next + 1, end));
+        next
+    })
 }
 
 /// Writes the low `out.len() * 4` bits of `n` as lower-case hex.
@@ -264,12 +296,13 @@ fn closing(error: Error) -> Response {
 }
 
 /// One of the in-flight slots, waited for in arrival order (tokio's semaphore is fair), or
-/// `None` after the queue wait.
-async fn wait_for_turn(g: &GateInner) -> Option<OwnedSemaphorePermit> {
-    if let Ok(slot) = g.slots.clone().try_acquire_owned() {
+/// `None` after the queue wait. Borrowed from the gate: taking one moves the semaphore's count
+/// and nothing else shared.
+async fn wait_for_turn(g: &GateInner) -> Option<SemaphorePermit<'_>> {
+    if let Ok(slot) = g.slots.try_acquire() {
         return Some(slot);
     }
-    match tokio::time::timeout(g.queue_wait, g.slots.clone().acquire_owned()).await {
+    match tokio::time::timeout(g.queue_wait, g.slots.acquire()).await {
         Ok(Ok(slot)) => Some(slot),
         _ => {
             metrics::counter!(telemetry::HTTP_SHED).increment(1);
@@ -290,32 +323,30 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
 
 type MeterKey = (&'static str, &'static str, StatusCode);
 
-/// The metric handles of each label set, registered once.
-#[derive(Default)]
-struct Meters {
-    cells: RwLock<HashMap<MeterKey, (Counter, Histogram)>>,
-}
-
-impl Meters {
-    fn record(&self, route: &'static str, method: &'static str, status: StatusCode, elapsed: Duration) {
-        let key = (route, method, status);
-        let seconds = elapsed.as_secs_f64();
-        if let Some((count, time)) = self.cells.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            count.increment(1);
-            time.record(seconds);
-            return;
-        }
-        let labels = [
-            ("route", route.to_owned()),
-            ("method", method.to_owned()),
-            ("status", status.as_str().to_owned()),
-        ];
-        let count = metrics::counter!(telemetry::HTTP_REQUESTS, &labels);
-        let time = metrics::histogram!(telemetry::HTTP_DURATION, &labels);
+/// Counts the request and its latency under its labels. The handles of each label set are
+/// registered once per thread and kept in the thread's own table: the labels are allocated
+/// once, and no lock is shared between requests on different cores. (Handles are the
+/// process-wide recorder's, whichever router the request came through.)
+fn record(route: &'static str, method: &'static str, status: StatusCode, elapsed: Duration) {
+    thread_local! {
+        static METERS: RefCell<HashMap<MeterKey, (Counter, Histogram)>> = RefCell::new(HashMap::new());
+    }
+    let seconds = elapsed.as_secs_f64();
+    METERS.with_borrow_mut(|meters| {
+        let (count, time) = meters.entry((route, method, status)).or_insert_with(|| {
+            let labels = [
+                ("route", route.to_owned()),
+                ("method", method.to_owned()),
+                ("status", status.as_str().to_owned()),
+            ];
+            (
+                metrics::counter!(telemetry::HTTP_REQUESTS, &labels),
+                metrics::histogram!(telemetry::HTTP_DURATION, &labels),
+            )
+        });
         count.increment(1);
         time.record(seconds);
-        self.cells.write().unwrap_or_else(|e| e.into_inner()).insert(key, (count, time));
-    }
+    });
 }
 
 #[cfg(test)]
@@ -330,6 +361,27 @@ mod tests {
             let v = HeaderValue::from_str(bad).expect("header value");
             assert_eq!(sane_request_id(&v), None, "{bad:?} should be replaced");
         }
+    }
+
+    #[test]
+    fn request_ids_taken_on_many_threads_are_all_distinct() {
+        let blocks = Arc::new(AtomicU64::new(0));
+        let per_thread = 3 * ID_BLOCK as usize + 5;
+        let taken: Vec<u64> = (0..4)
+            .map(|_| {
+                let blocks = blocks.clone();
+                std::thread::spawn(move || (0..per_thread).map(|_| next_id(&blocks)).collect::<Vec<_>>())
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .flat_map(|t| t.join().expect("thread"))
+            .collect();
+        let distinct: std::collections::HashSet<u64> = taken.iter().copied().collect();
+        assert_eq!(distinct.len(), 4 * per_thread);
+        // A second gate on a thread that holds a block of the first starts from its own counter.
+        let other = AtomicU64::new(1 << 40);
+        assert_eq!(next_id(&blocks) >> 40, 0);
+        assert_eq!(next_id(&other) >> 40, 1);
     }
 
     #[test]
