@@ -8,14 +8,19 @@
 //!   commits, then the cache;
 //! - `card`: `GET /api/agents/{handle}` through the whole application as served (middleware,
 //!   router, handler), without sockets;
-//! - `mcp`: MCP `tools/call get_agent` for the same card, the same way.
+//! - `mcp`: MCP `tools/call get_agent` for the same card, the same way;
+//! - `mutex-lru-*`, `moka-*`, `quick_cache-*`: the candidates for the view cache by themselves,
+//!   filled with the same 10,000 documents and weighted by their bytes, read as `cache-hot`
+//!   (`-hot`) and `cache-spread` (`-spread`) read: a mutex around an `lru::LruCache` (what the
+//!   view cache was), `moka::sync::Cache`, `quick_cache::sync::Cache` (what it is, with
+//!   `sharded-lock`).
 //!
 //! ```text
 //! cargo run --release -p agentdir-bench --bin cache [-- OPTIONS]
 //!   --seconds S     seconds per run (default 1)
 //!   --rounds R      runs per mode and thread count; the median is reported (default 3)
 //!   --threads LIST  thread counts (default 1,2,4,8,16)
-//!   --only MODE     one mode (cache-hot, cache-spread, core, card, mcp)
+//!   --only MODE     one mode (cache-hot, cache-spread, core, card, mcp, or a candidate's)
 //! ```
 //!
 //! On a machine with fewer cores than threads the extra threads share the cores: the figures
@@ -26,13 +31,13 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use agentdir::app::Start;
 use agentdir::checks::link_fetch::PrivateTargets;
 use agentdir::config::ServeArgs;
-use agentdir::derived::cache::Cache;
+use agentdir::derived::cache::{Cache, Shelved};
 use agentdir::derived::documents::{Document, DocumentKey};
 use agentdir::derived::rendered::Rendered;
 use agentdir::http::ops::MetricsOn;
@@ -48,7 +53,21 @@ use tower::ServiceExt;
 
 const BASE_URL: &str = "http://127.0.0.1:8080";
 const SPREAD: usize = 10_000;
-const MODES: [&str; 5] = ["cache-hot", "cache-spread", "core", "card", "mcp"];
+const MODES: [&str; 11] = [
+    "cache-hot",
+    "cache-spread",
+    "core",
+    "card",
+    "mcp",
+    "mutex-lru-hot",
+    "mutex-lru-spread",
+    "moka-hot",
+    "moka-spread",
+    "quick_cache-hot",
+    "quick_cache-spread",
+];
+/// The candidates' budget, as the view cache's in `filled_cache`.
+const CANDIDATE_BYTES: u64 = 64 << 20;
 
 struct Options {
     seconds: f64,
@@ -137,6 +156,58 @@ fn filled_cache() -> Arc<Cache> {
         cache.keep(key, document(i), bytes, ChangeSeq::new(0));
     }
     cache
+}
+
+/// The candidates for the view cache, each filled as `filled_cache`.
+struct Candidates {
+    mutex_lru: Mutex<lru::LruCache<DocumentKey, Arc<Document>>>,
+    moka: moka::sync::Cache<DocumentKey, Arc<Document>>,
+    quick: quick_cache::sync::Cache<DocumentKey, Arc<Document>, ByBytes>,
+}
+
+#[derive(Clone)]
+struct ByBytes;
+
+impl quick_cache::Weighter<DocumentKey, Arc<Document>> for ByBytes {
+    fn weight(&self, key: &DocumentKey, value: &Arc<Document>) -> u64 {
+        (key.bytes() + value.bytes()) as u64
+    }
+}
+
+impl Candidates {
+    fn filled() -> Arc<Candidates> {
+        let moka = moka::sync::Cache::builder()
+            .max_capacity(CANDIDATE_BYTES)
+            .weigher(|key: &DocumentKey, value: &Arc<Document>| (key.bytes() + value.bytes()) as u32)
+            .build();
+        let quick = quick_cache::sync::Cache::with_weighter(SPREAD, CANDIDATE_BYTES, ByBytes);
+        let mut mutex_lru = lru::LruCache::unbounded();
+        for i in 0..SPREAD {
+            let (key, value) = (card_key(i), document(i));
+            moka.insert(key.clone(), value.clone());
+            quick.insert(key.clone(), value.clone());
+            mutex_lru.put(key, value);
+        }
+        moka.run_pending_tasks();
+        Arc::new(Candidates { mutex_lru: Mutex::new(mutex_lru), moka, quick })
+    }
+
+    /// One read of `key` from the candidate `name`, as its mode names it.
+    fn get(&self, name: &str, key: &DocumentKey) -> Option<Arc<Document>> {
+        match name {
+            "mutex-lru" => self.mutex_lru.lock().ok()?.get(key).cloned(),
+            "moka" => self.moka.get(key),
+            _ => self.quick.get(key),
+        }
+    }
+}
+
+/// Each thread its own walk through the `SPREAD` keys (a stride coprime with it): the `n`th
+/// key of thread `t`.
+fn walk(t: usize) -> impl Fn(u64) -> usize {
+    let stride = [7, 11, 13, 17, 19, 23, 29, 31][t % 8];
+    let offset = t * 997;
+    move |n| (offset + n as usize * stride) % SPREAD
 }
 
 /// As `agentdir serve` would run over `dir`, with its defaults.
@@ -247,6 +318,7 @@ fn main() -> Result<(), Error> {
 
 fn run(o: &Options, dir: &Path) -> Result<(), Error> {
     let cache = filled_cache();
+    let candidates = Candidates::filled();
     let (app, router, handle) = served(dir)?;
     let key = DocumentKey::Card(handle.as_str().into());
     println!(
@@ -276,13 +348,20 @@ fn run(o: &Options, dir: &Path) -> Result<(), Error> {
                     "cache-spread" => measure(threads, o.seconds, |t| {
                         let cache = cache.clone();
                         let keys: Vec<DocumentKey> = (0..SPREAD).map(card_key).collect();
-                        // Each thread its own walk (a stride coprime with SPREAD).
-                        let stride = [7, 11, 13, 17, 19, 23, 29, 31][t % 8];
-                        let offset = t * 997;
-                        move |n| {
-                            let i = (offset + n as usize * stride) % SPREAD;
-                            assert!(cache.get::<Document>(&keys[i], 0).is_some());
-                        }
+                        let walk = walk(t);
+                        move |n| assert!(cache.get::<Document>(&keys[walk(n)], 0).is_some())
+                    }),
+                    candidate if candidate.ends_with("-hot") => measure(threads, o.seconds, |_| {
+                        let (candidates, key) = (candidates.clone(), card_key(0));
+                        let name = candidate.trim_end_matches("-hot");
+                        move |_| assert!(candidates.get(name, &key).is_some())
+                    }),
+                    candidate if candidate.ends_with("-spread") => measure(threads, o.seconds, |t| {
+                        let candidates = candidates.clone();
+                        let name = candidate.trim_end_matches("-spread");
+                        let keys: Vec<DocumentKey> = (0..SPREAD).map(card_key).collect();
+                        let walk = walk(t);
+                        move |n| assert!(candidates.get(name, &keys[walk(n)]).is_some())
                     }),
                     "core" => measure(threads, o.seconds, |_| {
                         let (app, key) = (app.clone(), key.clone());
@@ -290,7 +369,11 @@ fn run(o: &Options, dir: &Path) -> Result<(), Error> {
                     }),
                     "card" => {
                         let path = format!("/api/agents/{handle}");
-                        measure(threads, o.seconds, through_router(&router, move || request("GET", &path, None)))
+                        measure(
+                            threads,
+                            o.seconds,
+                            through_router(&router, move || request("GET", &path, None)),
+                        )
                     }
                     _ => {
                         let body = get_agent_body(&handle);
