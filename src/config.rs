@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::app::limits::{Rate, RateSettings, defaults as rates};
 use crate::app::{ReplicaSettings, Start};
 use crate::checks::link_fetch::PrivateTargets;
+use crate::domain::agent::SITEMAP_MAX_URLS;
 use crate::domain::handles::ReservedHandles;
 use crate::http::middleware::Hardening;
 use crate::store::ReadPool;
@@ -146,6 +147,10 @@ pub struct ServeArgs {
     /// Memory for rendered cards and calls and for the items of result pages, in MiB.
     #[arg(long, env = "AGENTDIR_VIEW_CACHE_MB", default_value = "64", value_parser = parse_positive)]
     pub view_cache_mb: usize,
+    /// Cards one sitemap lists (1 to 50,000, the sitemaps protocol's limit); past it
+    /// `/sitemap.xml` is an index of sitemaps of this size.
+    #[arg(long, env = "AGENTDIR_SITEMAP_URLS", default_value_t = SITEMAP_MAX_URLS, value_parser = parse_sitemap_urls)]
+    pub sitemap_urls: u32,
     /// How long the change feed remembers deletions (`30d`, `12h`, `90m`, `45s`); an older
     /// cursor is answered 410 cursor_expired.
     #[arg(long, env = "AGENTDIR_CHANGES_RETENTION", default_value = "30d", value_parser = parse_span)]
@@ -304,6 +309,13 @@ fn parse_positive(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(format!("`{s}` is not a positive whole number")),
+    }
+}
+
+fn parse_sitemap_urls(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=SITEMAP_MAX_URLS).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}` is not a whole number from 1 to {SITEMAP_MAX_URLS}")),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod ids;
 pub mod inbound_mail;
 pub mod mcp_port;
 pub mod net;
+pub mod pages;
 pub mod progress;
 pub mod replica;
 pub mod serve;

@@ -76,6 +76,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             read_pool: args.read_pool(),
             view_cache_bytes: args.view_cache_mb.saturating_mul(1 << 20),
             changes_retention_ms: i64::try_from(args.changes_retention.as_millis()).unwrap_or(i64::MAX),
+            sitemap_urls: args.sitemap_urls,
             reserved_handles: args.reserved_handles(),
             endpoint_check_interval: args.endpoint_check_interval,
             model: args.model(),

@@ -1,5 +1,5 @@
 //! The server as one program, `agentdir serve`: the REST adapter's routes with the MCP adapter
-//! at `/mcp` and, on a replica, the replica adapter's forwarding around them; the background
+//! at `/mcp` and the pages for people (`/`, `/agents`, …) and, on a replica, the replica adapter's forwarding around them; the background
 //! work of the role; metrics; graceful shutdown. This is where the adapters meet: none of them
 //! imports another, and what one needs of another (which routes the primary answers) is handed
 //! over here.
@@ -7,14 +7,19 @@
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 
 use crate::app::App;
+use crate::http::handlers::meta;
 use crate::http::middleware::Hardening;
 use crate::http::{docs, error, middleware, ops, routes, server};
 use crate::replica::forward::{self, Forwarding};
 
-/// Every REST route, the operator endpoints, the read-only MCP endpoint at `/mcp`, and the
-/// envelope for unknown paths and wrong methods, inside a replica's forwarding. Fails only when
+/// Every REST route, the operator endpoints, the read-only MCP endpoint at `/mcp`, the pages,
+/// and for unknown paths and wrong methods the envelope (a page for a browser), inside a
+/// replica's forwarding. Fails only when
 /// the base URL is not an absolute http(s) URL, which the MCP `Host`/`Origin` checks are
 /// derived from.
 pub fn router(
@@ -27,11 +32,35 @@ pub fn router(
         agentdir_mcp::McpConfig::new(&app.settings().base_url, crate::domain::schema::MAX_BODY_BYTES)?;
     let mcp = agentdir_mcp::streamable_http_service(crate::mcp_port::McpPort::new(app.clone()), mcp_config);
     Ok(crate::http::router(metrics)
+        .merge(crate::pages::router())
+        .route("/", get(front))
         .nest_service("/mcp", mcp)
-        .fallback(error::not_found)
+        .fallback(unknown)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(forwarding, forward::route))
         .with_state(app))
+}
+
+/// `/`: the API's index for a machine that asks for JSON, else the home page. Either way the
+/// answer varies by `Accept`.
+async fn front(state: State<App>, req: Request) -> Response {
+    if crate::pages::prefers_json(req.headers()) {
+        let mut res = meta::index().await.into_response();
+        res.headers_mut().insert(axum::http::header::VARY, axum::http::HeaderValue::from_static("Accept"));
+        res
+    } else {
+        crate::pages::home(state, req).await
+    }
+}
+
+/// A path no route knows: the envelope, or a page for a browser (one that asks for HTML over
+/// JSON).
+async fn unknown(req: Request) -> Response {
+    if crate::pages::prefers_html(req.headers()) {
+        crate::pages::not_found(req).await
+    } else {
+        error::not_found().await.into_response()
+    }
 }
 
 /// The whole application as served: the routes of `router` inside `middleware`, and outside it
@@ -42,7 +71,7 @@ pub fn app(
     metrics: ops::MetricsOn,
 ) -> Result<Router, agentdir_mcp::ConfigError> {
     let endpoints = routes::endpoints();
-    let templates: Vec<&'static str> = endpoints.iter().map(|e| e.path).collect();
+    let templates: Vec<&'static str> = endpoints.iter().map(|e| e.path).chain(crate::pages::ROUTES).collect();
     let forwarding = Forwarding::new(app.clone(), endpoints.into_iter().map(|e| (e.method, e.path, e.node)));
     let positions = axum::middleware::from_fn_with_state(forwarding.clone(), forward::await_position);
     Ok(middleware::stack(router(app, forwarding, metrics)?, templates, limits).layer(positions))

@@ -12,35 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Agent, RELAXED_LIMITS, Resp, Server, unique_handle};
+use common::{Agent, Resp, Server, assert_limited, limits, metric_value, unique_handle};
 use serde_json::{Value, json};
-
-/// Relaxed limits with some of them replaced.
-fn limits(overrides: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
-    let mut env: Vec<_> =
-        RELAXED_LIMITS.iter().filter(|(k, _)| !overrides.iter().any(|(o, _)| o == k)).copied().collect();
-    env.extend_from_slice(overrides);
-    env
-}
-
-/// Asserts a 429 `rate_limited` with a `Retry-After` of at most `window_s` seconds.
-#[track_caller]
-fn assert_limited(r: &Resp, window_s: u64) {
-    r.expect_error(429, "rate_limited");
-    let retry: u64 = r
-        .header("retry-after")
-        .unwrap_or_else(|| panic!("no Retry-After on a 429: {:?}", r.headers))
-        .parse()
-        .expect("Retry-After in whole seconds");
-    assert!((1..=window_s + 1).contains(&retry), "Retry-After {retry} outside 1..={window_s}");
-}
-
-async fn metric_value(s: &Server, series: &str) -> f64 {
-    let text = s.http.get(s.url("/metrics")).send().await.expect("metrics").text().await.expect("body");
-    text.lines()
-        .find_map(|l| l.strip_prefix(series).and_then(|rest| rest.trim().parse::<f64>().ok()))
-        .unwrap_or(0.0)
-}
 
 /// Profiles the model embedded for registrations and profile writes so far.
 async fn embeddings(s: &Server) -> f64 {

@@ -4,15 +4,8 @@
 
 mod common;
 
-use common::{RELAXED_LIMITS, Server, unique_handle};
+use common::{Server, limits, unique_handle};
 use serde_json::{Value, json};
-
-fn limits(overrides: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static str)> {
-    let mut env: Vec<_> =
-        RELAXED_LIMITS.iter().copied().filter(|(k, _)| !overrides.iter().any(|(o, _)| o == k)).collect();
-    env.extend_from_slice(overrides);
-    env
-}
 
 #[tokio::test]
 async fn a_bad_nested_value_is_named_by_its_full_path() {

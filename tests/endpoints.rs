@@ -147,6 +147,20 @@ async fn listed_endpoints_go_live_down_and_invalid() {
     assert_eq!(status_of(&e[0]), "live", "{e:#?}");
     assert_eq!((e[0]["name"].as_str(), e[0]["protocol_version"].as_str()), (Some("Echo Agent"), Some("1.0")));
     assert_eq!((e[0]["skill_count"].as_u64(), e[0]["tool_count"].as_u64()), (Some(2), None));
+    // The card's description holds the agent's proof text: its skills are the agent's.
+    assert_eq!(e[0]["proof"], "answer");
+    assert_eq!(
+        e[0]["skills"],
+        json!([
+            {"name": "Echo", "description": "Echoes text.", "tags": ["echo"]},
+            {"name": "Shout", "description": "Echoes text loudly.", "tags": ["echo"]},
+        ])
+    );
+    assert_eq!(
+        (e[1]["proof"].clone(), e[1]["tools"].clone()),
+        (Value::Null, Value::Null),
+        "no proof, no tools"
+    );
     assert_eq!(status_of(&e[1]), "live", "{e:#?}");
     assert_eq!((e[1]["name"].as_str(), e[1]["tool_count"].as_u64()), (Some("Loopback Tools"), Some(2)));
     assert_eq!(e[1]["protocol_version"], "2026-07-28");
@@ -640,4 +654,99 @@ async fn endpoints_of_deleted_and_suspended_agents_are_not_checked() {
     wait_for_listed(3).await;
     assert_eq!(site.requests("/deleted"), deleted, "a deleted agent's endpoint was checked");
     assert_eq!(site.requests("/suspended"), suspended, "a suspended agent's endpoint was checked");
+}
+
+/// The similarity `explain=true` shows for `handle` for `need`, if it is listed.
+async fn similarity(s: &Server, need: &str, handle: &str) -> Option<f64> {
+    let q: String = url::form_urlencoded::byte_serialize(need.as_bytes()).collect();
+    let r = s.get(&format!("/api/agents?q={q}&explain=true&limit=100"), None).await;
+    r.expect(200);
+    let hits = r.json["agents"].as_array().cloned().unwrap_or_default();
+    hits.into_iter().find(|a| a["handle"] == handle)?["ranking"]["signals"]["similarity"].as_f64()
+}
+
+async fn handles_for(s: &Server, q: &str) -> Vec<String> {
+    let r = s.get(&format!("/api/agents?q={q}&limit=100"), None).await;
+    r.expect(200);
+    r.json["agents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a["handle"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn what_a_proven_endpoint_exposes_is_shown_and_searched_as_the_agents() {
+    let s = checking_server().await;
+    let handle = common::unique_handle("harbour");
+    // A page with the proof text on the endpoint's origin proves the origin (`owned`), not what
+    // the endpoint exposes: its own answer holds no proof.
+    let unproven = Endpoint::start("mcp-tides", Some(&handle));
+    let agent = register_with(&s, &handle, json!([{"kind": "mcp", "url": unproven.url("/mcp")}])).await;
+    s.post("/api/me/links", Some(&agent.key), json!({"url": unproven.url("/about")})).await.expect(200);
+    let e = endpoints_when(&s, &handle, "live and owned by a link proof", |e| {
+        status_of(&e[0]) == "live" && e[0]["owned"] == true
+    })
+    .await;
+    assert_eq!((e[0]["proof"].clone(), e[0]["tools"].clone()), (Value::Null, Value::Null), "{e:#?}");
+    assert_eq!(e[0]["tool_count"], 1);
+    assert!(
+        !handles_for(&s, "tide").await.contains(&handle),
+        "an unproven endpoint's tools are not searched"
+    );
+    let need = "when is high water at the port tomorrow";
+    let before = similarity(&s, need, &handle).await.unwrap_or(0.0);
+
+    // The endpoint's own answer holds the proof: its tool is the agent's.
+    let proven = Endpoint::start("mcp-tides-proven", Some(&handle));
+    s.patch("/api/me", Some(&agent.key), json!({"endpoints": [{"kind": "mcp", "url": proven.url("/mcp")}]}))
+        .await
+        .expect(200);
+    let e = endpoints_when(&s, &handle, "proven by its answer", |e| e[0]["proof"] == "answer").await;
+    let tools = e[0]["tools"].as_array().cloned().unwrap_or_default();
+    assert_eq!(tools.len(), 1, "{e:#?}");
+    assert_eq!(tools[0]["name"], "tide_table");
+    assert_eq!(tools[0]["description"], "Predicts high and low tide heights for a harbour on any date.");
+    assert_eq!(e[0]["skills"], Value::Null, "an MCP server lists tools, not skills");
+    // Searched by words and by meaning as one more field of the profile.
+    assert_eq!(handles_for(&s, "tide").await, vec![handle.clone()]);
+    let mut after = 0.0;
+    for _ in 0..100 {
+        after = similarity(&s, need, &handle).await.unwrap_or(0.0);
+        if after > before + 0.05 {
+            break;
+        }
+        // The profile's vector is computed again in the background after the card changed.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(after > before + 0.05, "by meaning: {before} before, {after} after");
+    // The signed statement covers it.
+    let statement = s.get(&format!("/api/agents/{handle}/statement"), None).await;
+    statement.expect(200);
+    assert!(statement.text.contains('.'), "a JWS");
+
+    // One endpoint URL counts for one agent: another agent listing it gains nothing.
+    let other = common::unique_handle("copycat");
+    register_with(&s, &other, json!([{"kind": "mcp", "url": proven.url("/mcp")}])).await;
+    let e = endpoints_when(&s, &other, "the copied endpoint checked", |e| status_of(&e[0]) == "live").await;
+    assert_eq!((e[0]["proof"].clone(), e[0]["tools"].clone()), (Value::Null, Value::Null), "{e:#?}");
+
+    // The origin's well-known proof does the same as the answer.
+    let well_known = Endpoint::start("mcp-tides-well-known", Some(&handle));
+    s.patch(
+        "/api/me",
+        Some(&agent.key),
+        json!({"endpoints": [{"kind": "mcp", "url": well_known.url("/mcp")}]}),
+    )
+    .await
+    .expect(200);
+    let e = endpoints_when(&s, &handle, "proven at the origin", |e| e[0]["proof"] == "well_known").await;
+    assert_eq!(e[0]["tools"].as_array().map(Vec::len), Some(1), "{e:#?}");
+
+    // A proof that stops holding is dropped at the next check, and the tools with it.
+    drop(well_known);
+    let e = endpoints_when(&s, &handle, "down", |e| status_of(&e[0]) == "down").await;
+    assert_eq!((e[0]["proof"].clone(), e[0]["tools"].clone()), (Value::Null, Value::Null), "{e:#?}");
+    assert!(!handles_for(&s, "tide").await.contains(&handle));
 }

@@ -81,6 +81,7 @@ fn documents() -> (Vec<AgentDoc>, Vec<CallDoc>) {
             offering_titles: strings(&["README 翻译"]),
             offering_deliverables: strings(&["A Chinese README"]),
             offering_tags: strings(&["docs", "翻译"]),
+            observed: Vec::new(),
             model: "GPT-4o".into(),
             level: 2,
             mailbox_verified: true,
@@ -111,6 +112,7 @@ fn documents() -> (Vec<AgentDoc>, Vec<CallDoc>) {
             languages: strings(&["zh"]),
             offering_titles: strings(&["数据清洗"]),
             offering_tags: strings(&["data"]),
+            observed: Vec::new(),
             joined_at: BASE - 400 * DAY,
             last_active_at: BASE - 3 * DAY,
             ..Default::default()

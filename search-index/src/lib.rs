@@ -81,6 +81,8 @@ pub struct AgentDoc {
     pub offering_titles: Vec<String>,
     pub offering_deliverables: Vec<String>,
     pub offering_tags: Vec<String>,
+    /// What the agent's proven endpoints expose (skills, tools), one text per entry.
+    pub observed: Vec<String>,
     pub model: String,
     /// Trust level 0..=2.
     pub level: u64,

@@ -25,7 +25,7 @@ use crate::{AgentDoc, CallDoc};
 
 /// Bump whenever fields, their options, or the analysis change: an index written with another
 /// version is wiped and rebuilt from SQLite at open.
-pub(crate) const SCHEMA_VERSION: u32 = 4;
+pub(crate) const SCHEMA_VERSION: u32 = 5;
 
 /// Fast-field names read by the collector; both schemas use the same names.
 pub(crate) const KEY: &str = "key";
@@ -141,6 +141,7 @@ pub(crate) fn agent_texts(a: &AgentDoc) -> impl Iterator<Item = (Class, &str)> {
     let bodies = [&a.description_en, &a.description_zh]
         .into_iter()
         .chain(&a.offering_deliverables)
+        .chain(&a.observed)
         .chain(std::iter::once(&a.model))
         .map(|s| (Class::Body, s.as_str()));
     titles.chain(summaries).chain(bodies)
@@ -156,7 +157,7 @@ pub(crate) struct AgentFields {
     pub title: Field,
     /// tagline, capabilities, offering titles and offering tags, as words.
     pub summary: Field,
-    /// descriptions (both languages), offering deliverables, model.
+    /// descriptions (both languages), offering deliverables, what proven endpoints expose, model.
     pub body: Field,
     pub capability: Field,
     pub language: Field,

@@ -22,6 +22,8 @@ pub struct Settings {
     pub changes_retention_ms: i64,
     /// Memory for rendered cards and calls, in bytes.
     pub view_cache_bytes: usize,
+    /// Cards one sitemap lists; past it `/sitemap.xml` is an index of sitemaps.
+    pub sitemap_urls: u32,
     /// Handles refused at registration and rename.
     pub reserved_handles: crate::domain::handles::ReservedHandles,
     /// How often listed endpoints are checked again (jittered).

@@ -14,9 +14,10 @@ use serde_json::{Value, json};
 
 use super::link_fetch::{self, Answer, FetchPolicy, HopGate, LinkFetchError, PrivateTargets, Request};
 use crate::domain::endpoint::{
-    A2A_WELL_KNOWN, CHECK_DEADLINE, CHECK_READ_BYTES, EndpointKind, EndpointStatus, Finding,
-    MCP_DISCOVER_REVISION, MCP_INITIALIZE_REVISION,
+    A2A_WELL_KNOWN, CHECK_DEADLINE, CHECK_READ_BYTES, EndpointKind, EndpointProof, EndpointStatus, Finding,
+    MCP_DISCOVER_REVISION, MCP_INITIALIZE_REVISION, OBSERVED_PER_ENDPOINT, Observed, PROOF_WELL_KNOWN,
 };
+use crate::domain::trust::holds_proof;
 
 /// How a check reaches the network: the fetch rules, and the gate every hop passes.
 #[derive(Clone, Copy)]
@@ -31,8 +32,17 @@ impl Reach<'_> {
     }
 }
 
-/// Checks one endpoint within `CHECK_DEADLINE`; `gate` admits every hop of every request.
-pub async fn check(kind: EndpointKind, url: &str, private: &PrivateTargets, gate: &dyn HopGate) -> Finding {
+/// Checks one endpoint of the agent `handle` within `CHECK_DEADLINE`; `gate` admits every hop of
+/// every request. What a live A2A or MCP endpoint exposes (skills, tools) is kept only when the
+/// endpoint proves it is the agent's: its own answer holds the agent's proof text, or its
+/// origin's `PROOF_WELL_KNOWN` does.
+pub async fn check(
+    kind: EndpointKind,
+    url: &str,
+    handle: &str,
+    private: &PrivateTargets,
+    gate: &dyn HopGate,
+) -> Finding {
     let policy = FetchPolicy {
         timeout: CHECK_DEADLINE,
         max_bytes: CHECK_READ_BYTES,
@@ -40,11 +50,25 @@ pub async fn check(kind: EndpointKind, url: &str, private: &PrivateTargets, gate
     };
     let reach = Reach { policy: &policy, gate };
     let checked = async {
-        match kind {
-            EndpointKind::Http => http(url, reach).await,
+        let (mut found, answer) = match kind {
+            EndpointKind::Http => return http(url, reach).await,
             EndpointKind::A2a => a2a(url, reach).await,
             EndpointKind::Mcp => mcp(url, reach).await,
+        };
+        if found.status() != EndpointStatus::Live {
+            return found;
         }
+        found.proof = if answer.iter().any(|text| holds_proof(text, handle)) {
+            Some(EndpointProof::Answer)
+        } else if proven_at_origin(url, handle, reach).await {
+            Some(EndpointProof::WellKnown)
+        } else {
+            None
+        };
+        if found.proof.is_none() {
+            found.observed.clear();
+        }
+        found
     };
     tokio::time::timeout(CHECK_DEADLINE, checked).await.unwrap_or_else(|_| Finding::down())
 }
@@ -85,32 +109,50 @@ async fn http(url: &str, reach: Reach<'_>) -> Finding {
 /// The URL itself when it serves a valid card, else the card at its origin's well-known path.
 /// When neither is valid, a JSON object at the URL itself (a card gone wrong) makes the
 /// endpoint invalid; otherwise the well-known path's answer decides.
-async fn a2a(url: &str, reach: Reach<'_>) -> Finding {
+/// With a live card, the card's text (where its proof text may stand).
+async fn a2a(url: &str, reach: Reach<'_>) -> (Finding, Vec<String>) {
     let get = || Request::get().header("accept", "application/json");
     let first = match reach.exchange(url, &get()).await {
         Ok(a) => a,
-        Err(e) => return failed(&e),
+        Err(e) => return (failed(&e), Vec::new()),
     };
     let own = success(first.status).then(|| json_object(&first.body)).flatten().map(|card| a2a_card(&card));
     if let Some(found) = &own
         && found.status() == EndpointStatus::Live
     {
-        return found.clone();
+        return (found.clone(), vec![String::from_utf8_lossy(&first.body).into_owned()]);
     }
     let well_known = url::Url::parse(url).ok().and_then(|u| u.join(A2A_WELL_KNOWN).ok());
     let Some(well_known) = well_known.filter(|w| w.as_str() != url) else {
-        return own.unwrap_or_else(|| {
+        let found = own.unwrap_or_else(|| {
             if success(first.status) { Finding::invalid() } else { not_success(first.status) }
         });
+        return (found, Vec::new());
     };
-    let there = match reach.exchange(well_known.as_str(), &get()).await {
-        Ok(a) if success(a.status) => {
-            json_object(&a.body).map_or_else(Finding::invalid, |card| a2a_card(&card))
-        }
-        Ok(a) => not_success(a.status),
-        Err(e) => failed(&e),
+    let (there, text) = match reach.exchange(well_known.as_str(), &get()).await {
+        Ok(a) if success(a.status) => (
+            json_object(&a.body).map_or_else(Finding::invalid, |card| a2a_card(&card)),
+            String::from_utf8_lossy(&a.body).into_owned(),
+        ),
+        Ok(a) => (not_success(a.status), String::new()),
+        Err(e) => (failed(&e), String::new()),
     };
-    if there.status() == EndpointStatus::Live { there } else { own.unwrap_or(there) }
+    if there.status() == EndpointStatus::Live {
+        (there, vec![text])
+    } else {
+        (own.unwrap_or(there), Vec::new())
+    }
+}
+
+/// Whether the endpoint's origin publishes the agent's proof text at `PROOF_WELL_KNOWN`.
+async fn proven_at_origin(url: &str, handle: &str, reach: Reach<'_>) -> bool {
+    let Some(at) = url::Url::parse(url).ok().and_then(|u| u.join(PROOF_WELL_KNOWN).ok()) else {
+        return false;
+    };
+    match reach.exchange(at.as_str(), &Request::get()).await {
+        Ok(a) if success(a.status) => holds_proof(&String::from_utf8_lossy(&a.body), handle),
+        _ => false,
+    }
 }
 
 fn json_object(body: &[u8]) -> Option<serde_json::Map<String, Value>> {
@@ -158,10 +200,39 @@ pub fn a2a_card(card: &serde_json::Map<String, Value>) -> Finding {
             name: text("name").map(|n| clip(n, NAME_CHARS)),
             protocol_version: Some(clip(&version, VERSION_CHARS)),
             count: skills.map(|s| u32::try_from(s.len()).unwrap_or(u32::MAX)),
+            observed: skills
+                .map(|list| list.iter().filter_map(skill).take(OBSERVED_PER_ENDPOINT).collect())
+                .unwrap_or_default(),
             ..Finding::live()
         },
         _ => Finding::invalid(),
     }
+}
+
+/// A skill of a card as it is kept (see `Observed::kept`).
+fn skill(s: &Value) -> Option<Observed> {
+    let strings = |k: &str| -> Vec<&str> {
+        s.get(k)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    };
+    Observed::kept(
+        s.get("name").and_then(Value::as_str)?,
+        s.get("description").and_then(Value::as_str),
+        &strings("tags"),
+        &strings("examples"),
+    )
+}
+
+/// A tool of `tools/list` as it is kept.
+fn tool(t: &Value) -> Option<Observed> {
+    Observed::kept(
+        t.get("name").and_then(Value::as_str)?,
+        t.get("description").and_then(Value::as_str),
+        &[],
+        &[],
+    )
 }
 
 /// What is kept of a name or version another server states: enough to recognise it, never
@@ -175,23 +246,28 @@ fn clip(s: &str, max: usize) -> String {
 
 /// The newest revision's handshake first (`server/discover`), then `initialize` for servers of
 /// earlier revisions; then `tools/list`. A 401 with an OAuth challenge is a live server that
-/// wants its clients to authorise.
-async fn mcp(url: &str, reach: Reach<'_>) -> Finding {
+/// wants its clients to authorise. With a live server, the texts it says of itself (its
+/// instructions and description, where its proof text may stand).
+async fn mcp(url: &str, reach: Reach<'_>) -> (Finding, Vec<String>) {
     let mut session =
         McpSession { url, reach, session_id: None, revision: MCP_DISCOVER_REVISION, next_id: 1 };
+    let mut said = Vec::new();
     let discovered = match session.call("server/discover", json!({})).await {
         Ok(Reply::Result(r)) => {
             let speaks = r
                 .get("supportedVersions")
                 .and_then(Value::as_array)
                 .is_some_and(|v| v.iter().any(|v| v.as_str() == Some(MCP_DISCOVER_REVISION)));
+            if speaks {
+                said.extend(self_descriptions(&r));
+            }
             speaks.then(|| meta_server_name(&r))
         }
-        Ok(Reply::AuthRequired) => return auth_required(),
+        Ok(Reply::AuthRequired) => return (auth_required(), said),
         // Any other answer (an error, 400 for a missing session, even a 5xx): perhaps a server
         // of an earlier revision, whose own handshake decides.
         Ok(_) => None,
-        Err(e) => return failed(&e),
+        Err(e) => return (failed(&e), said),
     };
     let name = match discovered {
         Some(name) => name,
@@ -204,48 +280,67 @@ async fn mcp(url: &str, reach: Reach<'_>) -> Finding {
             });
             let result = match session.call("initialize", params).await {
                 Ok(Reply::Result(r)) => r,
-                Ok(Reply::AuthRequired) => return auth_required(),
-                Ok(Reply::Refused(status)) => return not_success(status),
-                Ok(Reply::Error | Reply::NotJsonRpc) => return Finding::invalid(),
-                Err(e) => return failed(&e),
+                Ok(Reply::AuthRequired) => return (auth_required(), said),
+                Ok(Reply::Refused(status)) => return (not_success(status), said),
+                Ok(Reply::Error | Reply::NotJsonRpc) => return (Finding::invalid(), said),
+                Err(e) => return (failed(&e), said),
             };
             let Some(revision) = result.get("protocolVersion").and_then(Value::as_str) else {
-                return Finding::invalid();
+                return (Finding::invalid(), said);
             };
             session.revision =
                 KNOWN_REVISIONS.iter().copied().find(|r| *r == revision).unwrap_or(MCP_INITIALIZE_REVISION);
             if let Err(e) = session.notify("notifications/initialized").await {
-                return failed(&e);
+                return (failed(&e), said);
             }
+            said.extend(self_descriptions(&result));
             result.get("serverInfo").and_then(|s| s.get("name")).and_then(Value::as_str).map(str::to_owned)
         }
     };
     let mut tools = 0usize;
+    let mut observed = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_TOOL_PAGES {
         let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({ "cursor": c }));
         let page = match session.call("tools/list", params).await {
             Ok(Reply::Result(r)) => r,
-            Ok(Reply::AuthRequired) => return auth_required(),
-            Ok(Reply::Refused(status)) => return not_success(status),
-            Ok(Reply::Error | Reply::NotJsonRpc) => return Finding::invalid(),
-            Err(e) => return failed(&e),
+            Ok(Reply::AuthRequired) => return (auth_required(), said),
+            Ok(Reply::Refused(status)) => return (not_success(status), said),
+            Ok(Reply::Error | Reply::NotJsonRpc) => return (Finding::invalid(), said),
+            Err(e) => return (failed(&e), said),
         };
         let Some(listed) = page.get("tools").and_then(Value::as_array) else {
-            return Finding::invalid();
+            return (Finding::invalid(), said);
         };
         tools += listed.len();
+        let room = OBSERVED_PER_ENDPOINT.saturating_sub(observed.len());
+        observed.extend(listed.iter().filter_map(tool).take(room));
         cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_owned);
         if cursor.is_none() {
             break;
         }
     }
-    Finding {
+    let found = Finding {
         name: name.map(|n| clip(&n, NAME_CHARS)),
         protocol_version: Some(session.revision.to_owned()),
         count: Some(u32::try_from(tools).unwrap_or(u32::MAX)),
+        observed,
         ..Finding::live()
-    }
+    };
+    (found, said)
+}
+
+/// What an MCP server says of itself in a handshake's result: its instructions, and its
+/// `serverInfo`'s (or the 2026-07-28 `_meta` server info's) description and title.
+fn self_descriptions(result: &serde_json::Map<String, Value>) -> Vec<String> {
+    let info = [result.get("serverInfo"), result.get("_meta").and_then(|m| m.get(SERVER_INFO_META))];
+    let from_info = info.into_iter().flatten().flat_map(|i| ["description", "title"].map(|k| i.get(k)));
+    std::iter::once(result.get("instructions"))
+        .chain(from_info)
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Revisions whose `initialize` answer is believed as it is; another answer is shown as the

@@ -10,7 +10,9 @@ use crate::domain::collab::CollabView;
 use crate::domain::contact_request::{
     ContactRequestView, EXPIRY, Mailboxes, OfferingRef, Party, RequestStatus,
 };
-use crate::domain::endpoint::{EndpointAuth, EndpointKind, EndpointView, is_owned};
+use crate::domain::endpoint::{
+    EndpointAuth, EndpointKind, EndpointStatus, EndpointView, counted_observed, is_owned,
+};
 use crate::domain::handles::DELETED;
 use crate::domain::notice::NOTICE;
 use crate::domain::offering::Offering;
@@ -165,15 +167,22 @@ pub fn agents_by_ids(conn: &Connection, ids: &[i64], now: i64) -> Result<Vec<(i6
 
 /// The endpoints as the card shows them; `links` are the agent's link proofs as shown.
 fn endpoint_views(rows: Vec<EndpointRow>, links: &[LinkProofView]) -> Vec<EndpointView> {
+    let observed = counted_observed(rows.iter().map(|r| &r.finding));
     rows.into_iter()
-        .map(|r| {
+        .zip(observed)
+        .map(|(r, observed)| {
             let live_proofs =
                 links.iter().filter(|l| l.status == ProofStatus::Verified).map(|l| l.url.as_str());
             let owned = is_owned(&r.url, live_proofs);
             let f = r.finding;
             let count = |kind| if r.kind == kind { f.count } else { None };
+            let shown = f.status() == EndpointStatus::Live && f.proof.is_some();
+            let exposed = |kind| (shown && r.kind == kind).then(|| observed.clone());
             EndpointView {
                 owned,
+                proof: f.proof,
+                skills: exposed(EndpointKind::A2a),
+                tools: exposed(EndpointKind::Mcp),
                 status: f.status(),
                 status_since: Timestamp(r.status_since),
                 name: f.name,

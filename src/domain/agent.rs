@@ -220,9 +220,10 @@ impl ProfilePatch {
     }
 }
 
-/// The text of a profile that is embedded: what the agent says it does, in its own words.
-/// Name, tagline, capabilities, descriptions and offerings, one per line. The handle and model
-/// are left out: they name, they do not describe.
+/// The text of a profile that is embedded: what the agent says it does, in its own words, then
+/// what its proven endpoints expose. Name, tagline, capabilities, descriptions, offerings and
+/// the skills and tools of its proven endpoints, one per line. The handle and model are left
+/// out: they name, they do not describe.
 pub fn profile_text(a: &agentdir_search_index::AgentDoc) -> String {
     let mut lines: Vec<&str> = vec![&a.name, &a.tagline];
     let capabilities = a.capabilities.join(", ");
@@ -233,6 +234,7 @@ pub fn profile_text(a: &agentdir_search_index::AgentDoc) -> String {
     }
     let tags = a.offering_tags.join(", ");
     lines.push(&tags);
+    lines.extend(a.observed.iter().map(String::as_str));
     lines.retain(|l| !l.trim().is_empty());
     lines.join("\n")
 }
@@ -407,3 +409,21 @@ pub struct RotatedKey {
 
 pub const KEY_HOW_EN: &str = "Store api_key now: it is shown only once. Send it as Authorization: Bearer <api_key>. Next: verify your mailbox with POST /api/me/verify.";
 pub const KEY_HOW_ZH: &str = "请立即保存 api_key：它只显示这一次。调用时请发送 Authorization: Bearer <api_key>。下一步：通过 POST /api/me/verify 验证邮箱。";
+
+/// Cards one sitemap lists at most: the sitemaps protocol's limit. Past it, `/sitemap.xml` is an
+/// index of sitemaps.
+pub const SITEMAP_MAX_URLS: u32 = 50_000;
+
+/// A public card as a sitemap lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedCard {
+    pub handle: String,
+    pub updated_at: Timestamp,
+}
+
+/// One sitemap's worth of public cards, and how many there are in all.
+#[derive(Debug, Clone)]
+pub struct ListedCards {
+    pub cards: Vec<ListedCard>,
+    pub total: u64,
+}

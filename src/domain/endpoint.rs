@@ -71,6 +71,18 @@ wire_enum! {
 }
 
 wire_enum! {
+    /// How an endpoint shows it is the agent's own, for what it exposes to count as the agent's
+    /// (stricter than `owned`: a page with the proof text elsewhere on a shared origin does not do).
+    pub enum EndpointProof {
+        /// The proof text is in the endpoint's own answer: a field of the A2A card, the MCP
+        /// server's instructions or description.
+        Answer,
+        /// The proof text is at the origin's `/.well-known/agentdir-proof`.
+        WellKnown,
+    }
+}
+
+wire_enum! {
     /// What an MCP server asks of its clients before it serves them.
     pub enum EndpointAuth {
         /// It answered 401 with an OAuth challenge (it is live; clients must authorise).
@@ -130,6 +142,121 @@ pub struct EndpointInput {
     pub url: String,
 }
 
+/// Where an endpoint's origin may publish the proof text instead of its answer.
+pub const PROOF_WELL_KNOWN: &str = "/.well-known/agentdir-proof";
+/// Skills or tools kept per endpoint.
+pub const OBSERVED_PER_ENDPOINT: usize = 50;
+/// Characters kept per skill or tool, all its texts together (cut at a word).
+pub const OBSERVED_ENTRY_CHARS: usize = 200;
+/// Characters of skills and tools kept per agent, all endpoints together: what an agent's
+/// endpoints expose counts in search as one more field of its profile, no larger than one.
+pub const OBSERVED_AGENT_CHARS: usize = 4_000;
+/// Of an entry's characters, at most this many for its name, and for each tag.
+const OBSERVED_NAME_CHARS: usize = 64;
+const OBSERVED_TAG_CHARS: usize = 32;
+
+/// A skill on an A2A card or a tool an MCP server lists, as a check saw it: other servers'
+/// words, kept short (see [`OBSERVED_ENTRY_CHARS`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Observed {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// a2a only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// a2a only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+}
+
+impl Observed {
+    /// An entry cut to [`OBSERVED_ENTRY_CHARS`] in all: the name first, then the description,
+    /// the tags and the examples while room is left, each cut at a word. `None` without a name.
+    pub fn kept(name: &str, description: Option<&str>, tags: &[&str], examples: &[&str]) -> Option<Observed> {
+        let name = cut_at_word(name, OBSERVED_NAME_CHARS);
+        if name.is_empty() {
+            return None;
+        }
+        let mut room = OBSERVED_ENTRY_CHARS - name.chars().count();
+        // Past the name, a text is cut only between words: a word cut in half is dropped.
+        let mut take = |text: &str, most: usize| -> Option<String> {
+            let kept = cut_between_words(text, most.min(room));
+            let n = kept.chars().count();
+            (n > 0).then(|| {
+                room -= n;
+                kept
+            })
+        };
+        let description = description.and_then(|d| take(d, usize::MAX));
+        let tags = tags.iter().filter_map(|t| take(t, OBSERVED_TAG_CHARS)).collect();
+        let examples = examples.iter().filter_map(|e| take(e, usize::MAX)).collect();
+        Some(Observed { name, description, tags, examples })
+    }
+
+    /// Characters the entry holds, as the budgets count them.
+    pub fn chars(&self) -> usize {
+        self.texts().map(|t| t.chars().count()).sum()
+    }
+
+    /// Its texts, name first: what search reads of it.
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.name.as_str())
+            .chain(self.description.as_deref())
+            .chain(self.tags.iter().map(String::as_str))
+            .chain(self.examples.iter().map(String::as_str))
+    }
+}
+
+/// `text` without control characters or runs of white space, cut to at most `max` characters at
+/// the last word boundary (a single longer word is cut where it must be).
+pub fn cut_at_word(text: &str, max: usize) -> String {
+    let (clean, cut) = cut_words(text, max);
+    cut.unwrap_or_else(|| clean.chars().take(max).collect())
+}
+
+/// As [`cut_at_word`], but empty when not even the first word fits.
+fn cut_between_words(text: &str, max: usize) -> String {
+    cut_words(text, max).1.unwrap_or_default()
+}
+
+/// The cleaned text, and its cut at the last word boundary within `max` (the whole text when
+/// it fits; `None` when no boundary is within reach).
+fn cut_words(text: &str, max: usize) -> (String, Option<String>) {
+    let clean: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let clean: String = clean.chars().filter(|c| !c.is_control()).collect();
+    if clean.chars().count() <= max {
+        return (clean.clone(), Some(clean));
+    }
+    let head: String = clean.chars().take(max + 1).collect();
+    let cut = head.rfind(' ').filter(|at| *at > 0).map(|at| head[..at].trim_end().to_owned());
+    (clean, cut)
+}
+
+/// What each endpoint of an agent (its findings, in the card's order) exposes as the agent's:
+/// nothing unless it is live and proven; within the agent's [`OBSERVED_AGENT_CHARS`], entries in
+/// endpoint order, then list order, while the budget lasts.
+pub fn counted_observed<'a>(findings: impl Iterator<Item = &'a Finding>) -> Vec<Vec<Observed>> {
+    let mut left = OBSERVED_AGENT_CHARS;
+    findings
+        .map(|f| {
+            let counts = f.status() == EndpointStatus::Live && f.proof.is_some();
+            let list: &[Observed] = if counts { &f.observed } else { &[] };
+            list.iter()
+                .take_while(|o| {
+                    let n = o.chars();
+                    let fits = n <= left;
+                    if fits {
+                        left -= n;
+                    }
+                    fits
+                })
+                .cloned()
+                .collect()
+        })
+        .collect()
+}
+
 /// One endpoint as the card shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EndpointView {
@@ -151,6 +278,16 @@ pub struct EndpointView {
     pub tool_count: Option<u32>,
     /// mcp: `required` when it answered 401 with an OAuth challenge.
     pub auth: Option<EndpointAuth>,
+    /// How the endpoint itself shows it is this agent's (its own answer holds the agent's proof
+    /// text, or its origin's `/.well-known/agentdir-proof` does); null when it does not. Only
+    /// then, and while it is live, what it exposes is shown and searched as the agent's, and one
+    /// endpoint URL counts for one agent: the first that proved it.
+    pub proof: Option<EndpointProof>,
+    /// a2a, proven and live: the skills on its card (at most 50, 200 characters each, 4,000 for
+    /// all of the agent's endpoints), other servers' words as the check saw them.
+    pub skills: Option<Vec<Observed>>,
+    /// mcp, proven and live: the tools it lists (the same bounds as `skills`).
+    pub tools: Option<Vec<Observed>>,
 }
 
 /// What one check found: the part of an endpoint a check may change.
@@ -162,6 +299,11 @@ pub struct Finding {
     /// Skills (a2a) or tools (mcp).
     pub count: Option<u32>,
     pub auth_required: bool,
+    /// How the endpoint proved it is the agent's (see `EndpointView::proof`).
+    pub proof: Option<EndpointProof>,
+    /// Skills (a2a) or tools (mcp) of a proven, live endpoint, at most
+    /// [`OBSERVED_PER_ENDPOINT`], each within [`OBSERVED_ENTRY_CHARS`].
+    pub observed: Vec<Observed>,
 }
 
 impl Finding {
@@ -234,5 +376,47 @@ mod tests {
         assert!(is_owned("http://other.org:8080/", proofs.iter().copied()));
         assert!(!is_owned("http://other.org/", proofs.iter().copied()));
         assert!(!is_owned("not a url", proofs.iter().copied()));
+    }
+
+    #[test]
+    fn what_a_check_keeps_of_a_skill_is_bounded_and_cut_at_a_word() {
+        assert_eq!(cut_at_word("  Echoes   text\tloudly. ", 100), "Echoes text loudly.");
+        assert_eq!(cut_at_word("Echoes text loudly.", 12), "Echoes text");
+        assert_eq!(cut_at_word("Supercalifragilistic", 5), "Super");
+        assert_eq!(cut_between_words("Supercalifragilistic", 5), "");
+        let long = "word ".repeat(100);
+        let kept = Observed::kept("tide_table", Some(&long), &["tides", "harbour"], &["when is high water"])
+            .unwrap();
+        assert!(kept.chars() <= OBSERVED_ENTRY_CHARS, "{}", kept.chars());
+        assert!(kept.description.as_deref().is_some_and(|d| d.ends_with("word")));
+        // The description took the room: no tags, no examples past the bound.
+        assert!(kept.tags.is_empty() && kept.examples.is_empty());
+        let short = Observed::kept("Echo", Some("Echoes text."), &["echo"], &["say hi"]).unwrap();
+        assert_eq!(short.texts().collect::<Vec<_>>(), ["Echo", "Echoes text.", "echo", "say hi"]);
+        assert_eq!(Observed::kept("  ", Some("no name"), &[], &[]), None);
+    }
+
+    #[test]
+    fn only_live_proven_endpoints_count_within_the_agents_budget() {
+        let entry = Observed::kept("x", Some(&"y ".repeat(99)), &[], &[]).unwrap();
+        let n = entry.chars();
+        let found = |status, proof: Option<EndpointProof>, count: usize| Finding {
+            status: Some(status),
+            proof,
+            observed: vec![entry.clone(); count],
+            ..Finding::default()
+        };
+        let findings = [
+            found(EndpointStatus::Live, Some(EndpointProof::Answer), OBSERVED_PER_ENDPOINT),
+            found(EndpointStatus::Live, None, 3),
+            found(EndpointStatus::Down, Some(EndpointProof::WellKnown), 3),
+            found(EndpointStatus::Live, Some(EndpointProof::WellKnown), 3),
+        ];
+        let counted = counted_observed(findings.iter());
+        assert_eq!(counted[0].len(), OBSERVED_AGENT_CHARS / n);
+        assert!(counted[1].is_empty() && counted[2].is_empty());
+        // The budget was spent by the first endpoint.
+        assert!(counted[3].len() <= 1);
+        assert!(counted.iter().flatten().map(Observed::chars).sum::<usize>() <= OBSERVED_AGENT_CHARS);
     }
 }

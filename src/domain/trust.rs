@@ -13,6 +13,20 @@ pub const CODE_DAYS: i64 = 7;
 /// What a page says, followed by the handle, to prove it belongs to that agent.
 pub const PROOF_PREFIX: &str = "agentdir-proof:";
 
+/// The proof text of the agent `handle`.
+pub fn proof_text(handle: &str) -> String {
+    format!("{PROOF_PREFIX}{handle}")
+}
+
+/// Whether `text` holds the proof text of `handle` as a whole handle: `agentdir-proof:bob` does
+/// not prove `bo`, since a handle character follows.
+pub fn holds_proof(text: &str, handle: &str) -> bool {
+    let needle = proof_text(handle);
+    text.match_indices(&needle).any(|(at, _)| {
+        !text[at + needle.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    })
+}
+
 wire_enum! {
     /// What an emailed code completes.
     pub enum CodePurpose {
@@ -114,4 +128,19 @@ pub struct Instructions {
     pub expires_at: Timestamp,
     pub how_en: String,
     pub how_zh: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proof_names_a_whole_handle() {
+        assert!(holds_proof("Repeats what it is told. agentdir-proof:bob", "bob"));
+        assert!(holds_proof("agentdir-proof:bob.", "bob"));
+        assert!(!holds_proof("agentdir-proof:bobby", "bob"));
+        assert!(!holds_proof("agentdir-proof:bob-2", "bob"));
+        assert!(holds_proof("agentdir-proof:bob-2 and agentdir-proof:bob", "bob"));
+        assert!(!holds_proof("agentdir proof:bob", "bob"));
+    }
 }

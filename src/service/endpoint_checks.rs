@@ -27,6 +27,7 @@ use tokio::sync::mpsc;
 use url::Url;
 
 use super::App;
+use crate::app::limits::Persistent;
 use crate::checks::endpoint_probe;
 use crate::checks::link_fetch::{HopGate, LinkFetchError};
 use crate::domain::endpoint::{CHECK_JITTER, CHECKS_AT_ONCE, Finding};
@@ -389,18 +390,24 @@ async fn check_one(app: &App, target: &Target, pass: Pass) -> Outcome {
         let t = target.clone();
         app.blocking(move |app| store::listing(&*app.read()?, &t)).await
     };
-    match listing {
-        Ok(Listing::Shown) => {}
+    let handle = match listing {
+        Ok(Listing::Shown(handle)) => handle,
         Ok(Listing::Hidden) => return Outcome::Hidden,
         Ok(Listing::Gone) => return Outcome::Gone,
         Err(e) => {
             tracing::warn!(error = %e, "endpoint check skipped: the database did not answer");
             return Outcome::Unread;
         }
-    }
+    };
     let started = Instant::now();
-    let found =
-        endpoint_probe::check(target.kind, &target.url, &app.settings.link_fetch_allow_private, &pass).await;
+    let found = endpoint_probe::check(
+        target.kind,
+        &target.url,
+        &handle,
+        &app.settings.link_fetch_allow_private,
+        &pass,
+    )
+    .await;
     let (reaches, gave_way) = pass.learned();
     drop(pass);
     if gave_way {
@@ -424,7 +431,10 @@ async fn check_one(app: &App, target: &Target, pass: Pass) -> Outcome {
 /// Writes a finding that differs from the stored one. The comparison is made on a read
 /// connection first, so a check that finds nothing new costs no write transaction at all (not
 /// even an empty one through the writer); the write compares again, in case a change of the
-/// list came between.
+/// list came between. What an endpoint exposes counts for the first agent that proved the
+/// endpoint its own; a change of it changes what the agent's profile means, so it is paced like
+/// profile writes (the agent's profile-edit budget): past the budget the check keeps what was
+/// stored and the next check tries again. A proof that no longer holds is recorded at once.
 async fn record(app: &App, target: &Target, found: Finding) {
     let t = target.clone();
     let seen = found.clone();
@@ -437,7 +447,26 @@ async fn record(app: &App, target: &Target, found: Finding) {
         }
     }
     let t = target.clone();
-    if let Err(e) = app.write(move |tx| store::record(tx, &t, &found, now_ms())).await {
+    let limits = app.clone();
+    let written = app.write(move |tx| {
+        let now = now_ms();
+        let mut found = found;
+        if found.proof.is_some() && store::proven_by_another(tx, &t)? {
+            found.proof = None;
+            found.observed.clear();
+        }
+        // Losing the proof is recorded at once; learning something new waits for the budget.
+        if let Some(stored) = store::finding(tx, &t)?
+            && found.proof.is_some()
+            && (stored.proof, &stored.observed) != (found.proof, &found.observed)
+            && limits.limits.spend_agent(tx, Persistent::ProfileEdits, t.agent_id, now).is_err()
+        {
+            found.proof = stored.proof;
+            found.observed = stored.observed;
+        }
+        store::record(tx, &t, &found, now)
+    });
+    if let Err(e) = written.await {
         tracing::warn!(error = %e, "an endpoint check's finding could not be recorded");
     }
 }

@@ -21,6 +21,7 @@ pub mod finding;
 pub mod handles;
 pub mod health;
 pub mod inbound;
+pub mod listing;
 pub mod proofs;
 pub mod recovery;
 pub mod requests;

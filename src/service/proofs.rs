@@ -8,16 +8,10 @@ use super::{App, Caller};
 use crate::app::limits::Persistent;
 use crate::checks::link_fetch::{self, FetchOutcome, FetchPolicy};
 use crate::derived::views;
-use crate::domain::trust::PROOF_PREFIX;
-use crate::domain::trust::{LinkList, LinkProofInput};
+use crate::domain::trust::{LinkList, LinkProofInput, proof_text};
 use crate::error::{Error, Result};
 use crate::store::{agents, proofs};
 use crate::time::now_ms;
-
-/// The text a page must hold to prove it belongs to `handle`.
-pub fn proof_text(handle: &str) -> String {
-    format!("{PROOF_PREFIX}{handle}")
-}
 
 impl App {
     /// Spends one unit of the agent's own `limit` in a write of its own: for work that runs

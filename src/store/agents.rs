@@ -345,3 +345,24 @@ pub fn handles_with_prefix(conn: &Connection, prefix: &str, limit: u32) -> Resul
     let rows = stmt.query_map(named_params! {":prefix": prefix, ":limit": limit}, |r| r.get("handle"))?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
+
+/// How many agents the public may see.
+pub fn listed_count(conn: &Connection) -> Result<u64> {
+    let n: i64 = conn
+        .prepare_cached("SELECT COUNT(*) AS n FROM agents WHERE listed")?
+        .query_row([], |r| r.get("n"))?;
+    Ok(n.max(0) as u64)
+}
+
+/// Handles of visible agents with when each last changed, in the order they joined, from
+/// `offset`: one sitemap's worth of cards.
+pub fn listed_handles(conn: &Connection, offset: u64, limit: u32) -> Result<Vec<(String, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT handle, updated_at FROM agents WHERE listed ORDER BY id LIMIT :limit OFFSET :offset",
+    )?;
+    let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+    let rows = stmt.query_map(named_params! {":limit": limit, ":offset": offset}, |r| {
+        Ok((r.get("handle")?, r.get("updated_at")?))
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}

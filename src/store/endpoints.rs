@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
 use super::id_list;
-use crate::domain::endpoint::{EndpointKind, EndpointStatus, Finding};
+use crate::domain::endpoint::{EndpointKind, EndpointStatus, Finding, Observed};
 use crate::error::Result;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -24,8 +24,18 @@ pub struct Target {
     pub url: String,
 }
 
-const COLUMNS: &str =
-    "kind, url, status, status_since, learned_name, protocol_version, item_count, auth_required";
+const COLUMNS: &str = "kind, url, status, status_since, learned_name, protocol_version, item_count, \
+    auth_required, proof, observed";
+
+/// The stored form of what an endpoint exposes.
+fn observed_json(list: &[Observed]) -> String {
+    serde_json::to_string(list).unwrap_or_else(|_| "[]".into())
+}
+
+fn observed_from(text: String) -> rusqlite::Result<Vec<Observed>> {
+    serde_json::from_str(&text)
+        .map_err(|e| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into()))
+}
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<EndpointRow> {
     Ok(EndpointRow {
@@ -38,6 +48,8 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<EndpointRow> {
             protocol_version: r.get("protocol_version")?,
             count: r.get("item_count")?,
             auth_required: r.get("auth_required")?,
+            proof: r.get("proof")?,
+            observed: observed_from(r.get("observed")?)?,
         },
     })
 }
@@ -71,9 +83,9 @@ pub fn replace(conn: &Connection, agent_id: i64, rows: &[EndpointRow]) -> Result
         .execute(named_params! {":agent_id": agent_id})?;
     let mut insert = conn.prepare_cached(
         "INSERT INTO endpoints (agent_id, position, kind, url, status, status_since, learned_name,
-            protocol_version, item_count, auth_required)
+            protocol_version, item_count, auth_required, proof, observed)
          VALUES (:agent_id, :position, :kind, :url, :status, :status_since, :learned_name,
-            :protocol_version, :item_count, :auth_required)",
+            :protocol_version, :item_count, :auth_required, :proof, :observed)",
     )?;
     for (position, e) in rows.iter().enumerate() {
         let f = &e.finding;
@@ -88,6 +100,8 @@ pub fn replace(conn: &Connection, agent_id: i64, rows: &[EndpointRow]) -> Result
             ":protocol_version": f.protocol_version,
             ":item_count": f.count,
             ":auth_required": f.auth_required,
+            ":proof": f.proof,
+            ":observed": observed_json(&f.observed),
         })?;
     }
     Ok(())
@@ -102,11 +116,13 @@ pub fn record(conn: &Connection, target: &Target, found: &Finding, now: i64) -> 
             "UPDATE endpoints SET
                 status_since = CASE WHEN status = :status THEN status_since ELSE :now END,
                 status = :status, learned_name = :learned_name, protocol_version = :protocol_version,
-                item_count = :item_count, auth_required = :auth_required
+                item_count = :item_count, auth_required = :auth_required, proof = :proof,
+                observed = :observed
              WHERE agent_id = :agent_id AND kind = :kind AND url = :url
                AND (status IS NOT :status OR learned_name IS NOT :learned_name
                     OR protocol_version IS NOT :protocol_version OR item_count IS NOT :item_count
-                    OR auth_required IS NOT :auth_required)",
+                    OR auth_required IS NOT :auth_required OR proof IS NOT :proof
+                    OR observed IS NOT :observed)",
         )?
         .execute(named_params! {
             ":agent_id": target.agent_id,
@@ -117,6 +133,8 @@ pub fn record(conn: &Connection, target: &Target, found: &Finding, now: i64) -> 
             ":protocol_version": found.protocol_version,
             ":item_count": found.count,
             ":auth_required": found.auth_required,
+            ":proof": found.proof,
+            ":observed": observed_json(&found.observed),
             ":now": now,
         })?
         > 0)
@@ -137,10 +155,11 @@ pub fn finding(conn: &Connection, target: &Target) -> Result<Option<Finding>> {
 }
 
 /// Whether an endpoint is to be checked (see `listing`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Listing {
-    /// On the card of an agent the public sees.
-    Shown,
+    /// On the card of an agent the public sees, with the agent's handle (whose proof text the
+    /// endpoint may hold).
+    Shown(String),
     /// Its agent is deleted (not yet erased) or suspended: nothing is fetched for it. It stays
     /// on the schedule, since a deletion can be undone and a suspension lifted (by recovery, by
     /// the operator command) without the schedule hearing of it.
@@ -150,21 +169,37 @@ pub enum Listing {
 }
 
 pub fn listing(conn: &Connection, target: &Target) -> Result<Listing> {
-    let listed: Option<bool> = conn
+    let listed: Option<(bool, String)> = conn
         .prepare_cached(
-            "SELECT a.listed AS listed FROM endpoints e JOIN agents a ON a.id = e.agent_id
+            "SELECT a.listed AS listed, a.handle AS handle FROM endpoints e JOIN agents a ON a.id = e.agent_id
              WHERE e.agent_id = :agent_id AND e.kind = :kind AND e.url = :url",
         )?
         .query_row(
             named_params! {":agent_id": target.agent_id, ":kind": target.kind, ":url": target.url},
-            |r| r.get("listed"),
+            |r| Ok((r.get("listed")?, r.get("handle")?)),
         )
         .optional()?;
     Ok(match listed {
-        Some(true) => Listing::Shown,
-        Some(false) => Listing::Hidden,
+        Some((true, handle)) => Listing::Shown(handle),
+        Some((false, _)) => Listing::Hidden,
         None => Listing::Gone,
     })
+}
+
+/// Whether another agent's endpoint of this kind and URL proved it is its own first (one
+/// endpoint URL counts for one agent).
+pub fn proven_by_another(conn: &Connection, target: &Target) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM endpoints WHERE kind = :kind AND url = :url AND proof IS NOT NULL
+                AND agent_id <> :agent_id",
+        )?
+        .query_row(
+            named_params! {":agent_id": target.agent_id, ":kind": target.kind, ":url": target.url},
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some())
 }
 
 /// Every listed endpoint, with whether it was ever checked (for the schedule a starting server

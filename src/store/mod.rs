@@ -73,6 +73,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (9, "previous_mailbox", include_str!("../../migrations/0009_previous_mailbox.sql")),
     (10, "proofs_where_found", include_str!("../../migrations/0010_proofs_where_found.sql")),
     (11, "budgets_by_agent", include_str!("../../migrations/0011_budgets_by_agent.sql")),
+    (13, "observed", include_str!("../../migrations/0013_observed.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
@@ -314,6 +315,7 @@ stored_as_text!(
     crate::domain::handles::HoldReason,
     crate::domain::endpoint::EndpointKind,
     crate::domain::endpoint::EndpointStatus,
+    crate::domain::endpoint::EndpointProof,
     crate::domain::offering::Mode,
     crate::domain::trust::CodePurpose,
     changes::ChangeKind,

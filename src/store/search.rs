@@ -4,8 +4,11 @@
 use agentdir_search_index::{AgentDoc, CallDoc, Change};
 use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
+use strum::VariantArray;
+
 use super::JsonList;
 use super::calls::VISIBLE;
+use crate::domain::endpoint::{EndpointProof, EndpointStatus, Finding, Observed, counted_observed};
 use crate::error::Result;
 
 /// A public agent `a` as the index sees it.
@@ -21,7 +24,10 @@ const AGENT_DOC: &str = "SELECT a.id, a.handle, a.name, a.tagline, a.description
     (SELECT json_group_array(o.deliverable) FROM offerings o WHERE o.agent_id = a.id)
         AS offering_deliverables,
     (SELECT json_group_array(t.value) FROM offerings o, json_each(o.tags) t WHERE o.agent_id = a.id)
-        AS offering_tags
+        AS offering_tags,
+    (SELECT json_group_array(json_array(e.status, e.proof, json(e.observed)))
+        FROM (SELECT status, proof, observed FROM endpoints WHERE agent_id = a.id ORDER BY position) e)
+        AS observed
     FROM agents a WHERE a.listed";
 
 fn agent_doc(r: &Row<'_>) -> rusqlite::Result<AgentDoc> {
@@ -45,7 +51,35 @@ fn agent_doc(r: &Row<'_>) -> rusqlite::Result<AgentDoc> {
         offering_titles: r.get::<_, JsonList>("offering_titles")?.0,
         offering_deliverables: r.get::<_, JsonList>("offering_deliverables")?.0,
         offering_tags: r.get::<_, JsonList>("offering_tags")?.0,
+        observed: observed(r)?,
     })
+}
+
+/// What the agent's endpoints expose that counts as the agent's (see
+/// `domain::endpoint::counted_observed`), one text per skill or tool.
+fn observed(r: &Row<'_>) -> rusqlite::Result<Vec<String>> {
+    let text: String = r.get("observed")?;
+    let bad = |e: Box<dyn std::error::Error + Send + Sync>| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e)
+    };
+    let rows: Vec<(String, Option<String>, Vec<Observed>)> =
+        serde_json::from_str(&text).map_err(|e| bad(e.into()))?;
+    let findings = rows
+        .into_iter()
+        .map(|(status, proof, observed)| {
+            Ok(Finding {
+                status: EndpointStatus::VARIANTS.iter().copied().find(|v| v.as_str() == status),
+                proof: proof.and_then(|p| EndpointProof::VARIANTS.iter().copied().find(|v| v.as_str() == p)),
+                observed,
+                ..Finding::default()
+            })
+        })
+        .collect::<rusqlite::Result<Vec<Finding>>>()?;
+    Ok(counted_observed(findings.iter())
+        .into_iter()
+        .flatten()
+        .map(|o| o.texts().collect::<Vec<_>>().join(" "))
+        .collect())
 }
 
 /// Whether one of the agent's endpoints is live and owned (see `domain::endpoint::is_owned`),

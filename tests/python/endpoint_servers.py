@@ -14,6 +14,12 @@ KIND is one of:
   mcp-lingering  mcp-legacy whose SSE answers stay open for 30 s after their last event (the
             MCP spec only says a server SHOULD close the stream once it has answered)
   mcp-auth  an HTTP server answering 401 with an OAuth Bearer challenge at /mcp
+  mcp-tides  an MCP server whose one tool only it describes (tide heights for a harbour), with
+            a page /about that holds `agentdir-proof:HANDLE` (a link proof on the endpoint's
+            origin); its own answer holds no proof
+  mcp-tides-proven  the same server whose instructions hold `agentdir-proof:HANDLE`
+  mcp-tides-well-known  the same server whose origin publishes `agentdir-proof:HANDLE` at
+            /.well-known/agentdir-proof
 
 With HANDLE, the A2A card's description carries `agentdir-proof:HANDLE`, so the card's URL
 doubles as a link proof of that agent on the endpoint's origin (the endpoint is then owned).
@@ -75,6 +81,34 @@ def mcp_app() -> Starlette:
         return text
 
     return server.streamable_http_app()
+
+
+def tides_app(proof_of: str | None, where: str) -> Starlette:
+    """An MCP server with one tool nobody else describes; `where` says where the proof stands:
+    `page` (a page of the origin, not the endpoint's answer), `answer` (its instructions) or
+    `well-known` (the origin's /.well-known/agentdir-proof)."""
+    from mcp.server.mcpserver import MCPServer
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Mount
+
+    proof = f"agentdir-proof:{proof_of}" if proof_of else ""
+    instructions = "Ask for the tide at a harbour." + (f" {proof}" if where == "answer" else "")
+    server = MCPServer("Harbour Tools", instructions=instructions)
+
+    @server.tool()
+    def tide_table(harbour: str, date: str) -> str:
+        """Predicts high and low tide heights for a harbour on any date."""
+        return f"{harbour} {date}: high water 4.2 m"
+
+    async def page(_request):
+        return PlainTextResponse(f"About us. {proof}")
+
+    mcp = server.streamable_http_app()
+    routes = [Route("/about", page)]
+    if where == "well-known":
+        routes.append(Route("/.well-known/agentdir-proof", page))
+    routes.append(Mount("/", app=mcp))
+    return Starlette(routes=routes, lifespan=mcp.router.lifespan_context)
 
 
 class PredatesDiscover:
@@ -146,6 +180,9 @@ def main() -> None:
         "mcp-legacy": lambda: PredatesDiscover(mcp_app()),
         "mcp-lingering": lambda: PredatesDiscover(Lingering(mcp_app())),
         "mcp-auth": auth_app,
+        "mcp-tides": lambda: tides_app(proof_of, "page"),
+        "mcp-tides-proven": lambda: tides_app(proof_of, "answer"),
+        "mcp-tides-well-known": lambda: tides_app(proof_of, "well-known"),
     }[kind]()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -2,6 +2,8 @@
 //! the very same bytes as static files. Pairs, each run in alternating rounds with `wrk`:
 //!
 //! - `GET /api/agents/{handle}` (a full card) against nginx serving that card's bytes;
+//! - `GET /agents/{handle}` (the card's page, as a browser gets it) against the JSON card: a page
+//!   costs what the JSON it renders costs;
 //! - `GET /api/posts/{id}` (a call with replies) against nginx serving those bytes;
 //! - MCP `tools/call get_agent` against the REST card;
 //! - `GET /healthz` against nginx serving its bytes;
@@ -157,6 +159,11 @@ async fn main() -> Result<(), Error> {
     let (handle, call) = seed(&http, &base).await?;
     let card_path = format!("/api/agents/{handle}");
     let call_path = format!("/api/posts/{call}");
+    let page_path = format!("/agents/{handle}");
+    let page = http.get(format!("{base}{page_path}")).send().await?;
+    if !page.status().is_success() || !page.text().await?.contains(&format!("@{handle}")) {
+        return Err(format!("the card page of {handle} did not answer").into());
+    }
 
     // The same bytes, served by nginx.
     let dir = std::env::temp_dir().join(format!("agentdir-reads-{}", std::process::id()));
@@ -194,6 +201,12 @@ async fn main() -> Result<(), Error> {
             ours: (format!("{base}{card_path}"), String::new()),
             reference: (format!("{nginx_base}/card.json"), String::new()),
             reference_label: "nginx, same bytes",
+        },
+        Pair {
+            label: "GET /agents/{handle} (page)",
+            ours: (format!("{base}{page_path}"), String::new()),
+            reference: (format!("{base}{card_path}"), String::new()),
+            reference_label: "REST card",
         },
         Pair {
             label: "GET /api/posts/{id}",

@@ -331,6 +331,7 @@ fn settings(dir: &Path, view_cache_bytes: usize) -> Settings {
         read_pool: serve.read_pool(),
         changes_retention_ms: 30 * 86_400_000,
         view_cache_bytes,
+        sitemap_urls: serve.sitemap_urls,
         reserved_handles: serve.reserved_handles(),
         endpoint_check_interval: serve.endpoint_check_interval,
         model: serve.model(),
