@@ -227,6 +227,7 @@ fn settings(dir: &Path) -> Result<Settings, Error> {
         reserved_handles: serve.reserved_handles(),
         endpoint_check_interval: serve.endpoint_check_interval,
         model: serve.model(),
+        sitemap_urls: serve.sitemap_urls,
     })
 }
 
