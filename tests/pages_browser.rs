@@ -176,7 +176,10 @@ async fn hostile_texts_never_run_in_a_real_browser_and_a_person_can_search_read_
         let endpoint = &card.json["agent"]["endpoints"][0];
         if endpoint["status"] == "live" && endpoint["skills"].is_array() {
             assert!(endpoint["name"].as_str().is_some_and(|n| n.contains("onerror")));
-            assert!(endpoint["skills"][0]["name"].as_str().is_some_and(|n| n.contains("<script")), "{endpoint}");
+            assert!(
+                endpoint["skills"][0]["name"].as_str().is_some_and(|n| n.contains("<script")),
+                "{endpoint}"
+            );
             break;
         }
         assert!(Instant::now() < deadline, "the hostile endpoint never went live: {}", card.text);
