@@ -249,12 +249,45 @@ end
 /// Runs `wrk` against `url` with `script` (Lua; may be empty for plain GETs) at `connections`
 /// connections over two threads for `seconds`.
 pub fn wrk(url: &str, script: &str, connections: usize, seconds: u64) -> Result<WrkRun, Error> {
+    wrk_with(url, script, connections, seconds, &WrkPlace::default())
+}
+
+/// Where `wrk` runs: its threads, and the CPUs it is pinned to (`taskset -c`), so a server on
+/// the other CPUs of a many-core machine does not share them with its client.
+#[derive(Debug, Clone)]
+pub struct WrkPlace {
+    pub threads: usize,
+    pub cpus: Option<String>,
+}
+
+impl Default for WrkPlace {
+    fn default() -> WrkPlace {
+        WrkPlace { threads: 2, cpus: None }
+    }
+}
+
+/// `wrk` as `place` says.
+pub fn wrk_with(
+    url: &str,
+    script: &str,
+    connections: usize,
+    seconds: u64,
+    place: &WrkPlace,
+) -> Result<WrkRun, Error> {
     let dir = std::env::temp_dir().join(format!("agentdir-wrk-{}-{}", std::process::id(), rand_tag()));
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("script.lua");
     std::fs::write(&path, format!("{script}\n{DONE_HOOK}"))?;
-    let threads = connections.clamp(1, 2);
-    let out = Command::new("wrk")
+    let threads = connections.clamp(1, place.threads.max(1));
+    let mut command = match &place.cpus {
+        Some(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", cpus, "wrk"]);
+            c
+        }
+        None => Command::new("wrk"),
+    };
+    let out = command
         .args(["-t", &threads.to_string(), "-c", &connections.to_string(), "-d", &format!("{seconds}s")])
         .args(["--timeout", "10s", "-s"])
         .arg(&path)

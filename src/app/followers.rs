@@ -32,21 +32,29 @@ impl App {
         self.catch_up_with(&self.seen.by_cache, || follow_cache(&*self.read()?, &self.cache))
     }
 
-    /// Runs `follow` when anyone committed since `seen` was last brought up to date: one
-    /// question to SQLite (its data version, answered from shared memory, no page read) when
-    /// nothing changed.
+    /// Runs `follow` when anyone committed since `seen` was last brought up to date. When the
+    /// WAL-index shows no commit since then, that is all: two reads of shared memory, no lock, so
+    /// reads on every core at once do not wait for one another. Otherwise one question to SQLite
+    /// (its data version) on the watcher's connection, and `follow` when it moved.
     fn catch_up_with(&self, seen: &Seen, follow: impl FnOnce() -> Result<()>) -> Result<()> {
         // A replica's copy changes under Litestream, not SQLite's data version: the replica's
         // loop follows it (`follow_copy`), and reads that need a position wait for it.
         if let Role::Replica(_) = self.role() {
             return Ok(());
         }
-        let version = crate::store::data_version(&self.watch())?;
-        if seen.is(version) {
+        // Read before SQLite is asked: what is followed below covers every commit it counts.
+        let stamp = self.commits_now();
+        if stamp.is_some_and(|stamp| seen.stamped(stamp)) {
             return Ok(());
         }
-        follow()?;
-        seen.set(version);
+        let version = crate::store::data_version(&self.watch())?;
+        if !seen.is(version) {
+            follow()?;
+            seen.set(version);
+        }
+        if let Some(stamp) = stamp {
+            seen.stamp(stamp);
+        }
         Ok(())
     }
 

@@ -33,6 +33,7 @@ use crate::derived::cache::Cache;
 use crate::derived::vectors::Vectors;
 use crate::error::Result;
 use crate::store::positions::{ChangeSeq, WritePosition};
+use crate::store::wal_index::{CommitStamp, CommitWatch};
 use crate::store::{self, Conn, Pool};
 use endpoint_queue::EndpointQueue;
 use limits::RateLimits;
@@ -50,7 +51,7 @@ pub struct App(Arc<Parts>);
 
 /// What the app is made of, each part named for what it holds.
 pub struct Parts {
-    /// The read side of SQLite: the pool, the follower's connection, the watcher's.
+    /// The read side of SQLite: the pool, the follower's connection, the watcher's, the WAL-index.
     reads: Reads,
     /// Primary (the writer, the signing keys, the write position) or replica (its copy and
     /// its way to the primary), chosen at start.
@@ -86,6 +87,9 @@ struct Reads {
     follower: Mutex<Connection>,
     /// A read connection that only asks SQLite whether anyone committed since it last looked.
     watch: Mutex<Connection>,
+    /// The WAL-index header, which tells without asking SQLite that nobody committed since a
+    /// look (`store::wal_index`); `None` where it cannot be mapped, and on a replica.
+    commits: Option<CommitWatch>,
     /// Reads a copy Litestream rewrites under SQLite (a replica): connections drop their
     /// cached pages before each use (see `store::replica`).
     copy: bool,
@@ -117,8 +121,20 @@ impl App {
                 let (write_conn, readers) = store::open_server(&settings.data_dir, settings.read_pool)?;
                 let follower = store::open_server_reader(&settings.data_dir)?;
                 let watch = store::open_server_reader(&settings.data_dir)?;
-                let reads =
-                    Reads { readers, follower: Mutex::new(follower), watch: Mutex::new(watch), copy: false };
+                // After the connections: while they hold the database open, the map stays backed.
+                let commits = CommitWatch::open(&settings.data_dir);
+                if commits.is_none() {
+                    tracing::warn!(
+                        "the WAL-index cannot be mapped: every cached read asks SQLite whether anything changed"
+                    );
+                }
+                let reads = Reads {
+                    readers,
+                    follower: Mutex::new(follower),
+                    watch: Mutex::new(watch),
+                    commits,
+                    copy: false,
+                };
                 let signer = crate::signing::Signer::open(&settings.data_dir)?;
                 Self::assemble(settings, reads, |me, written| {
                     let (primary, started) = Primary::start(write_conn, signer, written, me);
@@ -128,8 +144,14 @@ impl App {
             Start::Replica(replica) => {
                 let (readers, follower, watch) =
                     store::replica::open_copy(&settings.data_dir, settings.read_pool)?;
-                let reads =
-                    Reads { readers, follower: Mutex::new(follower), watch: Mutex::new(watch), copy: true };
+                // Litestream rewrites the copy's pages without SQLite's header (see `store::replica`).
+                let reads = Reads {
+                    readers,
+                    follower: Mutex::new(follower),
+                    watch: Mutex::new(watch),
+                    commits: None,
+                    copy: true,
+                };
                 let replica = Replica::new(replica, &settings.data_dir)?;
                 Self::assemble(settings, reads, |_, _| (Role::Replica(replica), Ok(())))
             }
@@ -245,6 +267,11 @@ impl App {
     /// The watcher's connection (see `derived::follow`).
     pub(crate) fn watch(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.reads.watch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where the log of commits stands, when the WAL-index tells (see `store::wal_index`).
+    pub(crate) fn commits_now(&self) -> Option<CommitStamp> {
+        self.reads.commits.as_ref().and_then(CommitWatch::now)
     }
 
     /// Runs `job` on the writer thread, in the next batch, and returns its value once the batch

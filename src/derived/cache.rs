@@ -11,14 +11,30 @@
 //! behind. A value that shows something time-bound (a link proof that expires) carries the time
 //! it stops being valid.
 //!
-//! Memory is bounded by the bytes held, documents and items together (`view_cache_bytes`); past
-//! the budget the least recently used go, whichever shelf they are on.
+//! Memory is bounded by the bytes held, documents and items together (`view_cache_bytes`): one
+//! budget, one store for the three kinds of value. Past the budget the coldest go, whichever
+//! kind they are: a value kept and never read again before one that is read.
+//!
+//! A read takes no process-wide lock: the store is `quick_cache`'s, split into shards by key,
+//! and a hit takes a read lock of its shard whose readers are spread over per-thread slots
+//! (its `sharded-lock` feature), then marks the value as used only while the mark is not yet
+//! set; so reads of one hot card on every core touch no shared cache line but the value's
+//! reference count. Keeps and evictions take turns on one mutex of their own (`turns`): a
+//! keep's check against the applied seq and its insert are one step against an eviction,
+//! which is what keeps an older render from overwriting a newer one. Reads never take it.
+//!
+//! Why `quick_cache` and not `moka`: moka's hit also records the read for its policy (an entry
+//! of a bounded channel every thread pushes to, drained by whichever thread gets the
+//! housekeeping lock) and stamps the entry's last access, two writes to shared lines per hit;
+//! `cargo run --release -p agentdir-bench --bin cache` measures both (README, "Reads from many
+//! threads").
 
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lru::LruCache;
+use quick_cache::sync::DefaultLifecycle;
+use quick_cache::{DefaultHashBuilder, Equivalent, OptionsBuilder, Weighter};
 
 use super::documents::{Document, DocumentKey};
 use crate::domain::agent::AgentView;
@@ -26,69 +42,93 @@ use crate::domain::call::CallSummary;
 use crate::store::changes::{Change, ChangeKind};
 use crate::store::positions::ChangeSeq;
 
-/// A kind of value kept here, and the shelf of the store that holds it.
+/// A kind of value kept here: how its key and its value are held in the one store.
 pub trait Shelved: Sized {
     type Key: Hash + Eq + Clone;
-    fn shelf(state: &mut State) -> &mut Shelf<Self>;
+    /// Its key as the store holds it.
+    fn key(key: Self::Key) -> Key;
+    /// Its key as a lookup sees it (borrowed: a read allocates nothing).
+    fn lookup(key: &Self::Key) -> Lookup<'_>;
+    fn held(value: Arc<Self>) -> Value;
+    fn unheld(value: Value) -> Option<Arc<Self>>;
     /// What it holds in memory, near enough (measured once, when kept).
     fn bytes(&self) -> usize;
     /// Unix ms at which what it shows changes by itself (a link proof expiring).
     fn valid_until(&self) -> Option<i64>;
 }
 
-/// The values of one kind, least recently used first.
-pub type Shelf<T> = LruCache<<T as Shelved>::Key, Entry<T>>;
+/// What a value is kept under: its kind and its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Key {
+    Document(DocumentKey),
+    Agent(i64),
+    Call(i64),
+}
 
-pub struct Entry<T> {
-    value: Arc<T>,
+impl Key {
+    fn lookup(&self) -> Lookup<'_> {
+        match self {
+            Key::Document(key) => Lookup::Document(key),
+            Key::Agent(key) => Lookup::Agent(*key),
+            Key::Call(key) => Lookup::Call(*key),
+        }
+    }
+}
+
+/// A key as looked up: hashes as the `Key` it stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lookup<'a> {
+    Document(&'a DocumentKey),
+    Agent(i64),
+    Call(i64),
+}
+
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.lookup().hash(state);
+    }
+}
+
+impl Equivalent<Key> for Lookup<'_> {
+    fn equivalent(&self, key: &Key) -> bool {
+        *self == key.lookup()
+    }
+}
+
+/// A value kept.
+#[derive(Clone)]
+pub enum Value {
+    Document(Arc<Document>),
+    Agent(Arc<AgentView>),
+    Call(Arc<CallSummary>),
+}
+
+impl Value {
+    fn same(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Document(a), Value::Document(b)) => Arc::ptr_eq(a, b),
+            (Value::Agent(a), Value::Agent(b)) => Arc::ptr_eq(a, b),
+            (Value::Call(a), Value::Call(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+/// A value with what the store needs to know of it.
+#[derive(Clone)]
+pub struct Entry {
+    value: Value,
     valid_until: Option<i64>,
-    bytes: usize,
-    /// When it was last kept or read, on the store's clock: the budget evicts the oldest first,
-    /// across shelves.
-    used: u64,
+    bytes: u64,
 }
 
-pub struct State {
-    pub(super) documents: Shelf<Document>,
-    pub(super) agents: Shelf<AgentView>,
-    pub(super) calls: Shelf<CallSummary>,
-    bytes: usize,
-    /// Ticks once per keep or hit.
-    clock: u64,
-    /// The newest change-log seq whose evictions are done.
-    applied: ChangeSeq,
-}
+/// The budget counts bytes.
+#[derive(Clone)]
+struct ByBytes;
 
-impl State {
-    fn tick(&mut self) -> u64 {
-        self.clock += 1;
-        self.clock
-    }
-
-    fn remove<T: Shelved>(&mut self, key: &T::Key) {
-        if let Some(gone) = T::shelf(self).pop(key) {
-            self.bytes -= gone.bytes;
-        }
-    }
-
-    /// Drops the least recently used value of any shelf; false when nothing is held.
-    fn drop_oldest(&mut self) -> bool {
-        fn oldest<T: Shelved>(shelf: &Shelf<T>) -> u64 {
-            shelf.peek_lru().map_or(u64::MAX, |(_, e)| e.used)
-        }
-        let ages = [oldest(&self.documents), oldest(&self.agents), oldest(&self.calls)];
-        let bytes = match ages.into_iter().enumerate().min_by_key(|(_, used)| *used) {
-            Some((_, u64::MAX)) | None => return false,
-            Some((0, _)) => self.documents.pop_lru().map(|(_, e)| e.bytes),
-            Some((1, _)) => self.agents.pop_lru().map(|(_, e)| e.bytes),
-            Some(_) => self.calls.pop_lru().map(|(_, e)| e.bytes),
-        };
-        self.bytes -= bytes.unwrap_or(0);
-        true
-    }
-
-    fn len(&self) -> usize {
-        self.documents.len() + self.agents.len() + self.calls.len()
+impl Weighter<Key, Entry> for ByBytes {
+    fn weight(&self, _: &Key, entry: &Entry) -> u64 {
+        entry.bytes
     }
 }
 
@@ -96,8 +136,23 @@ impl State {
 impl Shelved for Document {
     type Key = DocumentKey;
 
-    fn shelf(state: &mut State) -> &mut Shelf<Self> {
-        &mut state.documents
+    fn key(key: DocumentKey) -> Key {
+        Key::Document(key)
+    }
+
+    fn lookup(key: &DocumentKey) -> Lookup<'_> {
+        Lookup::Document(key)
+    }
+
+    fn held(value: Arc<Self>) -> Value {
+        Value::Document(value)
+    }
+
+    fn unheld(value: Value) -> Option<Arc<Self>> {
+        match value {
+            Value::Document(v) => Some(v),
+            _ => None,
+        }
     }
 
     fn bytes(&self) -> usize {
@@ -118,8 +173,23 @@ fn json_bytes<T: serde::Serialize>(value: &T) -> usize {
 impl Shelved for AgentView {
     type Key = i64;
 
-    fn shelf(state: &mut State) -> &mut Shelf<Self> {
-        &mut state.agents
+    fn key(key: i64) -> Key {
+        Key::Agent(key)
+    }
+
+    fn lookup(key: &i64) -> Lookup<'_> {
+        Lookup::Agent(*key)
+    }
+
+    fn held(value: Arc<Self>) -> Value {
+        Value::Agent(value)
+    }
+
+    fn unheld(value: Value) -> Option<Arc<Self>> {
+        match value {
+            Value::Agent(v) => Some(v),
+            _ => None,
+        }
     }
 
     fn bytes(&self) -> usize {
@@ -135,8 +205,23 @@ impl Shelved for AgentView {
 impl Shelved for CallSummary {
     type Key = i64;
 
-    fn shelf(state: &mut State) -> &mut Shelf<Self> {
-        &mut state.calls
+    fn key(key: i64) -> Key {
+        Key::Call(key)
+    }
+
+    fn lookup(key: &i64) -> Lookup<'_> {
+        Lookup::Call(*key)
+    }
+
+    fn held(value: Arc<Self>) -> Value {
+        Value::Call(value)
+    }
+
+    fn unheld(value: Value) -> Option<Arc<Self>> {
+        match value {
+            Value::Call(v) => Some(v),
+            _ => None,
+        }
     }
 
     fn bytes(&self) -> usize {
@@ -148,53 +233,81 @@ impl Shelved for CallSummary {
     }
 }
 
-/// The documents and items held, under one lock and one budget.
+/// The budget a shard gets at least: a shard refuses a value heavier than its share, and a call
+/// with many replies renders to far more than a card.
+pub const MIN_SHARD_BYTES: usize = 4 << 20;
+/// What a value takes, on average, for sizing the store's tables (a card is about 2 KB).
+const TYPICAL_VALUE_BYTES: usize = 2 << 10;
+
+/// Shards: four per core (as `quick_cache` chooses), fewer when the budget is small, a power of
+/// two.
+fn shards(max_bytes: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let by_budget = (max_bytes / MIN_SHARD_BYTES).max(1);
+    let most = (cores * 4).next_power_of_two().min(by_budget);
+    // The largest power of two not above `most`.
+    1 << most.ilog2()
+}
+
+type Store = quick_cache::sync::Cache<Key, Entry, ByBytes, DefaultHashBuilder, DefaultLifecycle<Key, Entry>>;
+
+/// The documents and items held, under one budget; see the module's documentation.
 pub struct Cache {
-    state: Mutex<State>,
+    held: Store,
     max_bytes: usize,
-    pub hits: AtomicU64,
-    pub misses: AtomicU64,
+    /// Keeps and evictions take turns here, reads never.
+    turns: Mutex<()>,
+    /// The newest change-log seq whose evictions are done.
+    applied: AtomicU64,
+    hits: Tally,
+    misses: Tally,
+    /// Tests: run once by the next keep, between its first check and its turn.
+    #[cfg(test)]
+    between: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 impl Cache {
     pub fn new(max_bytes: usize, applied: ChangeSeq) -> Cache {
+        let options = OptionsBuilder::new()
+            .shards(shards(max_bytes))
+            .weight_capacity(max_bytes as u64)
+            .estimated_items_capacity((max_bytes / TYPICAL_VALUE_BYTES).max(16))
+            .build()
+            .unwrap_or_else(|e| unreachable!("shards and capacities are set: {e}"));
         Cache {
-            state: Mutex::new(State {
-                documents: LruCache::unbounded(),
-                agents: LruCache::unbounded(),
-                calls: LruCache::unbounded(),
-                bytes: 0,
-                clock: 0,
-                applied,
-            }),
+            held: Store::with_options(
+                options,
+                ByBytes,
+                DefaultHashBuilder::default(),
+                DefaultLifecycle::default(),
+            ),
             max_bytes,
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
+            turns: Mutex::new(()),
+            applied: AtomicU64::new(applied.get()),
+            hits: Tally::default(),
+            misses: Tally::default(),
+            #[cfg(test)]
+            between: Mutex::new(None),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn turn(&self) -> MutexGuard<'_, ()> {
+        self.turns.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// What is held under `key`, if still valid at `now`.
     pub fn get<T: Shelved>(&self, key: &T::Key, now: i64) -> Option<Arc<T>> {
-        let mut state = self.lock();
-        let used = state.tick();
-        let found = match T::shelf(&mut state).get_mut(key) {
-            Some(e) if e.valid_until.is_none_or(|until| now < until) => {
-                e.used = used;
-                Some(e.value.clone())
-            }
-            Some(_) => {
-                state.remove::<T>(key);
+        let lookup = T::lookup(key);
+        let found = match self.held.get(&lookup) {
+            Some(entry) if entry.valid_until.is_none_or(|until| now < until) => T::unheld(entry.value),
+            Some(expired) => {
+                // Only that value: one kept meanwhile is current.
+                self.held.remove_if(&lookup, |entry| entry.value.same(&expired.value));
                 None
             }
             None => None,
         };
-        drop(state);
-        let counter = if found.is_some() { &self.hits } else { &self.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
+        if found.is_some() { &self.hits } else { &self.misses }.add();
         found
     }
 
@@ -208,17 +321,21 @@ impl Cache {
         if bytes > self.max_bytes {
             return;
         }
-        let valid_until = value.valid_until();
-        let mut state = self.lock();
-        if snapshot_seq < state.applied {
+        let entry = Entry { valid_until: value.valid_until(), value: T::held(value), bytes: bytes as u64 };
+        #[cfg(test)]
+        {
+            // Taken out first: the hook waits for a keep of the test's own, which looks here too.
+            let between = self.between.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(between) = between {
+                between();
+            }
+        }
+        let _turn = self.turn();
+        // Checked again in turn: an eviction that started since has applied a newer seq.
+        if snapshot_seq < self.applied() {
             return;
         }
-        let used = state.tick();
-        if let Some(old) = T::shelf(&mut state).put(key, Entry { value, valid_until, bytes, used }) {
-            state.bytes -= old.bytes;
-        }
-        state.bytes += bytes;
-        while state.bytes > self.max_bytes && state.drop_oldest() {}
+        self.held.insert(T::key(key), entry);
     }
 
     /// Forgets the documents and items that `changes` (read from the log up to `seq`) concern
@@ -226,43 +343,78 @@ impl Cache {
     /// evicted already, and every value kept since was read after it: the index's follower,
     /// which trails the writer, must not throw those current values away again.
     pub fn evict(&self, changes: &[Change], seq: ChangeSeq) {
-        let mut state = self.lock();
-        let done = state.applied;
+        let _turn = self.turn();
+        let done = self.applied();
         for change in changes.iter().filter(|c| c.seq > done) {
             match change.kind {
                 ChangeKind::Agent => {
-                    state.remove::<Document>(&DocumentKey::Card(change.id.as_str().into()));
-                    state.remove::<AgentView>(&change.key);
+                    let card = DocumentKey::Card(change.id.as_str().into());
+                    self.held.remove(&Lookup::Document(&card));
+                    self.held.remove(&Lookup::Agent(change.key));
                 }
                 ChangeKind::Call => {
-                    state.remove::<Document>(&DocumentKey::Call(change.id.as_str().into()));
-                    state.remove::<CallSummary>(&change.key);
+                    let call = DocumentKey::Call(change.id.as_str().into());
+                    self.held.remove(&Lookup::Document(&call));
+                    self.held.remove(&Lookup::Call(change.key));
                 }
                 ChangeKind::Collab => {}
             }
         }
-        state.applied = state.applied.max(seq);
+        self.applied.fetch_max(seq.get(), Ordering::AcqRel);
     }
 
     /// Forgets everything, as if every change up to `seq` had been evicted one by one.
     pub fn clear(&self, seq: ChangeSeq) {
-        let mut state = self.lock();
-        state.documents.clear();
-        state.agents.clear();
-        state.calls.clear();
-        state.bytes = 0;
-        state.applied = state.applied.max(seq);
+        let _turn = self.turn();
+        self.held.clear();
+        self.applied.fetch_max(seq.get(), Ordering::AcqRel);
     }
 
     /// The newest change-log seq whose evictions are done.
     pub fn applied(&self) -> ChangeSeq {
-        self.lock().applied
+        ChangeSeq::new(self.applied.load(Ordering::Acquire))
     }
 
     /// Documents and items held, and the bytes they take.
     pub fn size(&self) -> (usize, usize) {
-        let state = self.lock();
-        (state.len(), state.bytes)
+        (self.held.len(), self.held.weight() as usize)
+    }
+
+    /// Reads answered from memory.
+    pub fn hits(&self) -> u64 {
+        self.hits.sum()
+    }
+
+    /// Reads that found nothing current.
+    pub fn misses(&self) -> u64 {
+        self.misses.sum()
+    }
+}
+
+/// Cells of a `Tally`.
+const TALLY_CELLS: usize = 16;
+
+/// A count that every core adds to: one cell per thread slot, each on a cache line of its own,
+/// so counting does not pass one line from core to core on every read.
+#[derive(Default)]
+struct Tally([Cell; TALLY_CELLS]);
+
+#[derive(Default)]
+#[repr(align(128))]
+struct Cell(AtomicU64);
+
+impl Tally {
+    fn add(&self) {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        thread_local! {
+            static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed) as usize % TALLY_CELLS;
+        }
+        let slot = SLOT.with(|slot| *slot);
+        self.0[slot].0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn sum(&self) -> u64 {
+        self.0.iter().map(|cell| cell.0.load(Ordering::Relaxed)).sum()
     }
 }
 
@@ -343,13 +495,46 @@ mod tests {
 
         let per_document = document(&"x".repeat(1000), None).bytes() + card("card-000").bytes();
         let small = Cache::new(per_document * 3, ChangeSeq::new(0));
-        for i in 0..10 {
+        for i in 0..3 {
+            keep(&small, card(&format!("card-{i:03}")), document(&"x".repeat(1000), None), 0);
+        }
+        // Read once since it was kept: it outlives the values kept after it and never read.
+        assert!(small.get::<Document>(&card("card-002"), 0).is_some());
+        for i in 3..10 {
             keep(&small, card(&format!("card-{i:03}")), document(&"x".repeat(1000), None), 0);
             assert!(small.size().1 <= per_document * 3);
         }
         assert_eq!(small.size().0, 3);
-        // The most recently kept survive.
-        assert!(small.get::<Document>(&card("card-009"), 0).is_some());
-        assert!(small.get::<Document>(&card("card-000"), 0).is_none());
+        assert!(small.get::<Document>(&card("card-002"), 0).is_some());
+        assert!(small.get::<Document>(&card("card-009"), 0).is_some(), "the newest is held");
+        for gone in ["card-000", "card-005", "card-008"] {
+            assert!(small.get::<Document>(&card(gone), 0).is_none(), "{gone} was never read");
+        }
+    }
+
+    /// The race the turns exist for: an eviction lands after a keep checked the applied seq and
+    /// before it inserts, and keeps the newer render. The older one must not overwrite it.
+    #[test]
+    fn an_eviction_between_a_keeps_check_and_its_insert_leaves_the_newer_render() {
+        use std::sync::mpsc;
+
+        let cache = Arc::new(Cache::new(1 << 20, ChangeSeq::new(10)));
+        let (reached, at_the_point) = mpsc::channel();
+        let (go, wait) = mpsc::channel::<()>();
+        *cache.between.lock().expect("hook") = Some(Box::new(move || {
+            reached.send(()).expect("test waits");
+            wait.recv().expect("test answers");
+        }));
+        let older = {
+            let cache = cache.clone();
+            std::thread::spawn(move || keep(&cache, card("alice"), document("rendered at 10", None), 10))
+        };
+        at_the_point.recv().expect("the keep reached its insert");
+        cache.evict(&[change(11, ChangeKind::Agent, "alice", 1)], ChangeSeq::new(11));
+        let newer = document("rendered at 11", None);
+        keep(&cache, card("alice"), newer.clone(), 11);
+        go.send(()).expect("the keep waits");
+        older.join().expect("the older keep");
+        assert_eq!(json_of(cache.get(&card("alice"), 0)), Some(newer.rendered.json.clone()));
     }
 }

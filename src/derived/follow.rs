@@ -10,7 +10,7 @@
 //! at once. The background pass flushes it to disk, off the writer's path; after a crash the
 //! index opens at its last flushed seq and `repair_index` replays the log from there.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use agentdir_search_index::{Change as IndexChange, SearchIndex};
 use rusqlite::Connection;
@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::progress::Progress;
 use crate::store::changes::{self, ChangeKind};
 use crate::store::positions::{ChangeSeq, DataVersion};
+use crate::store::wal_index::CommitStamp;
 use crate::store::{Pool, meta, search};
 
 /// Log rows applied per index commit.
@@ -121,22 +122,36 @@ pub fn request_rebuild(pool: &Pool) -> Result<()> {
     })
 }
 
-/// The data version at which a follower last caught up.
-pub(crate) struct Seen(AtomicI64);
+/// The data version at which a follower last caught up, and the WAL-index stamp read before it
+/// (no commit since that stamp: nothing to follow).
+pub(crate) struct Seen {
+    version: AtomicI64,
+    stamp: AtomicU64,
+}
 
 impl Seen {
     pub(crate) fn is(&self, version: DataVersion) -> bool {
-        self.0.load(Ordering::Acquire) == version.get()
+        self.version.load(Ordering::Acquire) == version.get()
     }
 
     pub(crate) fn set(&self, version: DataVersion) {
-        self.0.store(version.get(), Ordering::Release);
+        self.version.store(version.get(), Ordering::Release);
+    }
+
+    /// Whether the follower had caught up with every commit up to `stamp`. (Racing callers may
+    /// leave an older stamp: that costs a question to SQLite, never a change missed.)
+    pub(crate) fn stamped(&self, stamp: CommitStamp) -> bool {
+        self.stamp.load(Ordering::Acquire) == stamp.get()
+    }
+
+    pub(crate) fn stamp(&self, stamp: CommitStamp) {
+        self.stamp.store(stamp.get(), Ordering::Release);
     }
 }
 
 impl Default for Seen {
     fn default() -> Seen {
-        Seen(AtomicI64::new(DataVersion::UNSEEN.get()))
+        Seen { version: AtomicI64::new(DataVersion::UNSEEN.get()), stamp: AtomicU64::new(CommitStamp::NONE) }
     }
 }
 

@@ -18,12 +18,19 @@
 //!    cannot reach the logs.
 //!
 //! Header size and header read time are bounded earlier, in the connection (`server`).
+//!
+//! Nothing here makes requests on different cores wait for one another beyond the in-flight
+//! gate's own count: the metric handles are looked up in a table of the thread's own, and new
+//! request ids are taken from a block the thread holds (a shared lock or counter touched by
+//! every request passes its cache line from core to core, which is what stops a read path
+//! from scaling).
 
 use std::any::Any;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -35,7 +42,8 @@ use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use metrics::{Counter, Histogram};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore, SemaphorePermit};
+use tokio::time::error::Elapsed;
 use tracing::Instrument;
 
 use crate::domain::schema::MAX_BODY_BYTES;
@@ -97,9 +105,12 @@ struct GateInner {
     routes: HashMap<&'static str, (&'static str, bool)>,
     /// Random per process, so ids of two runs do not collide.
     id_prefix: u32,
-    next_id: AtomicU64,
-    meters: Meters,
+    /// The first id of the next block a thread takes (`ID_BLOCK` at a time).
+    next_id_block: AtomicU64,
 }
+
+/// Request ids a thread takes at once: the shared counter moves once per this many requests.
+const ID_BLOCK: u64 = 1 << 10;
 
 /// Wraps `router` (every route, `/mcp` and the operator endpoints) in `guard`. `routes` are the
 /// templates it serves, for the metric labels, each with whether its requests may wait (and so
@@ -120,8 +131,7 @@ pub fn stack(
             .map(|(r, waits)| (r, (r, waits)))
             .collect(),
         id_prefix: rand::random(),
-        next_id: AtomicU64::new(0),
-        meters: Meters::default(),
+        next_id_block: AtomicU64::new(0),
     }));
     router.layer(from_fn_with_state(gate, guard))
 }
@@ -141,22 +151,23 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
             Ok(req) => req,
             Err(res) => return res,
         };
-        let slot = if queued {
-            match wait_for_turn(g).await {
-                Some(slot) => Some(slot),
+        // Held here until the answer; a request that may wait holds its own slot, which it gives
+        // back while it waits.
+        let _slots = match (queued, waits) {
+            (false, false) => (None, None),
+            (false, true) => (None, Some(InFlightSlot::holding(None))),
+            (true, false) => match wait_for_turn(g).await {
+                Some(slot) => (Some(slot), None),
                 None => return Error::Overloaded.into_response(),
-            }
-        } else {
-            None
+            },
+            (true, true) => match wait_for_own_turn(g).await {
+                Some(slot) => (None, Some(InFlightSlot::holding(Some(slot)))),
+                None => return Error::Overloaded.into_response(),
+            },
         };
-        // Held here until the answer, unless the request gives it back while it waits.
-        let _slot = if waits {
-            let shared = InFlightSlot::holding(slot);
+        if let Some(shared) = &_slots.1 {
             req.extensions_mut().insert(shared.clone());
-            (None, Some(shared))
-        } else {
-            (slot, None)
-        };
+        }
         AssertUnwindSafe(next.run(req)).catch_unwind().await.unwrap_or_else(panic_response)
     };
     let mut res = match tokio::time::timeout(g.request_timeout, work.instrument(span.clone())).await {
@@ -177,7 +188,7 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
     headers.insert(X_REQUEST_ID, id.clone());
     let status = res.status();
     let elapsed = started.elapsed();
-    g.meters.record(route, method, status, elapsed);
+    record(route, method, status, elapsed);
     let latency_ms = elapsed.as_secs_f64() * 1000.0;
     span.in_scope(|| {
         if status.is_server_error() {
@@ -197,11 +208,34 @@ fn request_id(req: &Request, g: &GateInner) -> HeaderValue {
     {
         return v.clone();
     }
-    let n = g.next_id.fetch_add(1, Ordering::Relaxed);
+    let n = next_id(&g.next_id_block);
     let mut buf = [0u8; 20];
     hex_into(&mut buf[..8], u64::from(g.id_prefix));
     hex_into(&mut buf[8..], n);
     HeaderValue::from_bytes(&buf).unwrap_or(HeaderValue::from_static("0"))
+}
+
+/// A number no other request of this process gets: the next of the thread's block, a new block
+/// from `blocks` when it is used up. (Threads serve requests of every router of the process:
+/// the block is the thread's, and drawn from the gate the request came through, so ids of one
+/// gate stay distinct.)
+fn next_id(blocks: &AtomicU64) -> u64 {
+    thread_local! {
+        /// The block's gate (its counter's address), next id and end.
+        static BLOCK: Cell<(usize, u64, u64)> = const { Cell::new((0, 0, 0)) };
+    }
+    let gate = std::ptr::from_ref(blocks) as usize;
+    BLOCK.with(|block| {
+        let (of, next, end) = block.get();
+        let (next, end) = if of == gate && next < end {
+            (next, end)
+        } else {
+            let start = blocks.fetch_add(ID_BLOCK, Ordering::Relaxed);
+            (start, start + ID_BLOCK)
+        };
+        block.set((gate, next + 1, end));
+        next
+    })
 }
 
 /// Writes the low `out.len() * 4` bits of `n` as lower-case hex.
@@ -284,12 +318,26 @@ fn closing(error: Error) -> Response {
 }
 
 /// One of the in-flight slots, waited for in arrival order (tokio's semaphore is fair), or
-/// `None` after the queue wait.
-async fn wait_for_turn(g: &GateInner) -> Option<OwnedSemaphorePermit> {
+/// `None` after the queue wait. Borrowed from the gate: taking one moves the semaphore's count
+/// and nothing else shared.
+async fn wait_for_turn(g: &GateInner) -> Option<SemaphorePermit<'_>> {
+    if let Ok(slot) = g.slots.try_acquire() {
+        return Some(slot);
+    }
+    shed_unless(tokio::time::timeout(g.queue_wait, g.slots.acquire()).await)
+}
+
+/// The same for a request that may wait (a long poll): its slot is its own, so it can give it
+/// back while it waits.
+async fn wait_for_own_turn(g: &GateInner) -> Option<OwnedSemaphorePermit> {
     if let Ok(slot) = g.slots.clone().try_acquire_owned() {
         return Some(slot);
     }
-    match tokio::time::timeout(g.queue_wait, g.slots.clone().acquire_owned()).await {
+    shed_unless(tokio::time::timeout(g.queue_wait, g.slots.clone().acquire_owned()).await)
+}
+
+fn shed_unless<P>(turn: Result<Result<P, AcquireError>, Elapsed>) -> Option<P> {
+    match turn {
         Ok(Ok(slot)) => Some(slot),
         _ => {
             metrics::counter!(telemetry::HTTP_SHED).increment(1);
@@ -310,32 +358,30 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
 
 type MeterKey = (&'static str, &'static str, StatusCode);
 
-/// The metric handles of each label set, registered once.
-#[derive(Default)]
-struct Meters {
-    cells: RwLock<HashMap<MeterKey, (Counter, Histogram)>>,
-}
-
-impl Meters {
-    fn record(&self, route: &'static str, method: &'static str, status: StatusCode, elapsed: Duration) {
-        let key = (route, method, status);
-        let seconds = elapsed.as_secs_f64();
-        if let Some((count, time)) = self.cells.read().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            count.increment(1);
-            time.record(seconds);
-            return;
-        }
-        let labels = [
-            ("route", route.to_owned()),
-            ("method", method.to_owned()),
-            ("status", status.as_str().to_owned()),
-        ];
-        let count = metrics::counter!(telemetry::HTTP_REQUESTS, &labels);
-        let time = metrics::histogram!(telemetry::HTTP_DURATION, &labels);
+/// Counts the request and its latency under its labels. The handles of each label set are
+/// registered once per thread and kept in the thread's own table: the labels are allocated
+/// once, and no lock is shared between requests on different cores. (Handles are the
+/// process-wide recorder's, whichever router the request came through.)
+fn record(route: &'static str, method: &'static str, status: StatusCode, elapsed: Duration) {
+    thread_local! {
+        static METERS: RefCell<HashMap<MeterKey, (Counter, Histogram)>> = RefCell::new(HashMap::new());
+    }
+    let seconds = elapsed.as_secs_f64();
+    METERS.with_borrow_mut(|meters| {
+        let (count, time) = meters.entry((route, method, status)).or_insert_with(|| {
+            let labels = [
+                ("route", route.to_owned()),
+                ("method", method.to_owned()),
+                ("status", status.as_str().to_owned()),
+            ];
+            (
+                metrics::counter!(telemetry::HTTP_REQUESTS, &labels),
+                metrics::histogram!(telemetry::HTTP_DURATION, &labels),
+            )
+        });
         count.increment(1);
         time.record(seconds);
-        self.cells.write().unwrap_or_else(|e| e.into_inner()).insert(key, (count, time));
-    }
+    });
 }
 
 #[cfg(test)]
@@ -350,6 +396,27 @@ mod tests {
             let v = HeaderValue::from_str(bad).expect("header value");
             assert_eq!(sane_request_id(&v), None, "{bad:?} should be replaced");
         }
+    }
+
+    #[test]
+    fn request_ids_taken_on_many_threads_are_all_distinct() {
+        let blocks = Arc::new(AtomicU64::new(0));
+        let per_thread = 3 * ID_BLOCK as usize + 5;
+        let taken: Vec<u64> = (0..4)
+            .map(|_| {
+                let blocks = blocks.clone();
+                std::thread::spawn(move || (0..per_thread).map(|_| next_id(&blocks)).collect::<Vec<_>>())
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .flat_map(|t| t.join().expect("thread"))
+            .collect();
+        let distinct: std::collections::HashSet<u64> = taken.iter().copied().collect();
+        assert_eq!(distinct.len(), 4 * per_thread);
+        // A second gate on a thread that holds a block of the first starts from its own counter.
+        let other = AtomicU64::new(1 << 40);
+        assert_eq!(next_id(&blocks) >> 40, 0);
+        assert_eq!(next_id(&other) >> 40, 1);
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! What the operator endpoints report: readiness (the database and the search index answer)
 //! and the gauges published in `/metrics`.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use agentdir_search_index::CallQuery;
@@ -102,8 +101,8 @@ impl App {
         let (views, bytes) = self.cache.size();
         metrics::gauge!(telemetry::VIEW_CACHE_VIEWS).set(views as f64);
         metrics::gauge!(telemetry::VIEW_CACHE_BYTES).set(bytes as f64);
-        metrics::counter!(telemetry::VIEW_CACHE_HITS).absolute(self.cache.hits.load(Ordering::Relaxed));
-        metrics::counter!(telemetry::VIEW_CACHE_MISSES).absolute(self.cache.misses.load(Ordering::Relaxed));
+        metrics::counter!(telemetry::VIEW_CACHE_HITS).absolute(self.cache.hits());
+        metrics::counter!(telemetry::VIEW_CACHE_MISSES).absolute(self.cache.misses());
         match self.index_position() {
             Ok(p) => {
                 metrics::gauge!(telemetry::INDEX_LAG).set(p.lag() as f64);

@@ -26,6 +26,7 @@ pub mod requests;
 pub mod search;
 pub mod stats;
 pub mod vectors;
+pub mod wal_index;
 pub mod writer;
 
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};

@@ -6,33 +6,42 @@
 //!   costs what the JSON it renders costs;
 //! - `GET /api/posts/{id}` (a call with replies) against nginx serving those bytes;
 //! - MCP `tools/call get_agent` against the REST card;
-//! - `GET /healthz` against nginx serving its bytes.
+//! - `GET /healthz` against nginx serving its bytes;
+//! - the card, and a search by words (`GET /api/agents?q=translation`), against the server's own
+//!   `GET /api` (what the HTTP stack answers with next to no work).
 //!
 //! ```text
 //! cargo run --release -p agentdir-bench --bin reads [-- OPTIONS]
-//!   --connections N   connections (default 32; wrk uses 2 threads)
+//!   --connections N   connections (default 32)
 //!   --seconds S       seconds per run (default 5)
 //!   --rounds R        alternating rounds per pair (default 3)
+//!   --wrk-threads T   wrk's threads (default 2)
+//!   --client-cpus L   pin wrk to these CPUs (`taskset -c L`); the server and nginx run where
+//!                     this binary runs, so on a many-core machine start it under `taskset` too:
+//!                     `taskset -c 0-7 target/release/reads --client-cpus 8-15 --wrk-threads 8`
 //! ```
 //!
 //! Needs `wrk` and `nginx` on PATH (Debian: `apt-get install wrk nginx-light`). Every ratio is
-//! the median over the rounds of (agentdir / reference) measured back to back.
+//! the median over the rounds of (agentdir / reference) measured back to back. The server runs
+//! in words mode with the per-address connection cap lifted (wrk's connections all come from
+//! one address); nginx runs one worker per CPU this binary may use.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use agentdir_bench::{Error, WrkRun, load_average, lua_string, median, send_json, wrk};
+use agentdir_bench::{Error, WrkPlace, WrkRun, load_average, lua_string, median, send_json, wrk_with};
 use serde_json::{Value, json};
 
 struct Options {
     connections: usize,
     seconds: u64,
     rounds: usize,
+    wrk: WrkPlace,
 }
 
 fn options() -> Result<Options, Error> {
-    let mut o = Options { connections: 32, seconds: 5, rounds: 3 };
+    let mut o = Options { connections: 32, seconds: 5, rounds: 3, wrk: WrkPlace::default() };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -40,6 +49,8 @@ fn options() -> Result<Options, Error> {
             "--connections" => o.connections = value()?.parse()?,
             "--seconds" => o.seconds = value()?.parse()?,
             "--rounds" => o.rounds = value()?.parse()?,
+            "--wrk-threads" => o.wrk.threads = value()?.parse()?,
+            "--client-cpus" => o.wrk.cpus = Some(value()?),
             "-h" | "--help" => {
                 println!("see the header of bench/src/bin/reads.rs for the options");
                 std::process::exit(0);
@@ -71,8 +82,9 @@ fn free_port() -> Result<u16, Error> {
 fn start_nginx(dir: &Path) -> Result<Nginx, Error> {
     let port = free_port()?;
     let d = dir.display();
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     let conf = format!(
-        "worker_processes 2;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\ndaemon off;\n\
+        "worker_processes {workers};\npid {d}/nginx.pid;\nerror_log {d}/error.log;\ndaemon off;\n\
          events {{ worker_connections 4096; }}\n\
          http {{\n  access_log off;\n  sendfile on;\n  tcp_nodelay on;\n  keepalive_requests 1000000;\n\
            client_body_temp_path {d}/tmp;\n  proxy_temp_path {d}/tmp;\n  fastcgi_temp_path {d}/tmp;\n\
@@ -138,7 +150,11 @@ struct Pair {
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let o = options()?;
-    let (server, http) = agentdir_bench::serve()?;
+    let server = agentdir_bench::start_server(
+        None,
+        &[("AGENTDIR_SEARCH_MODE", "words"), ("AGENTDIR_MAX_CONNECTIONS_PER_IP", "1000000")],
+    )?;
+    let http = agentdir_bench::http_client()?;
     let base = server.base.clone();
     let (handle, call) = seed(&http, &base).await?;
     let card_path = format!("/api/agents/{handle}");
@@ -210,13 +226,28 @@ async fn main() -> Result<(), Error> {
             reference: (format!("{nginx_base}/healthz"), String::new()),
             reference_label: "nginx, same bytes",
         },
+        Pair {
+            label: "GET /api/agents/{handle}",
+            ours: (format!("{base}{card_path}"), String::new()),
+            reference: (format!("{base}/api"), String::new()),
+            reference_label: "GET /api",
+        },
+        Pair {
+            label: "GET /api/agents?q=translation (words)",
+            ours: (format!("{base}/api/agents?q=translation"), String::new()),
+            reference: (format!("{base}/api"), String::new()),
+            reference_label: "GET /api",
+        },
     ];
     println!(
-        "agentdir reads: {base}; wrk -t2 -c{} -d{}s, {} alternating rounds per pair; card {} bytes; load average {}",
+        "agentdir reads: {base}; wrk -t{} -c{} -d{}s{}, {} alternating rounds per pair; card {} bytes; {} CPUs for the server; load average {}",
+        o.wrk.threads,
         o.connections,
         o.seconds,
+        o.wrk.cpus.as_ref().map(|c| format!(" on CPUs {c}")).unwrap_or_default(),
         o.rounds,
         card_bytes.len(),
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
         load_average()
     );
     println!();
@@ -225,15 +256,16 @@ async fn main() -> Result<(), Error> {
     for pair in &pairs {
         // Warm-up of both sides, not counted.
         for (url, script) in [&pair.ours, &pair.reference] {
-            let (url, script) = (url.clone(), script.clone());
+            let (url, script, place) = (url.clone(), script.clone(), o.wrk.clone());
             let c = o.connections;
-            tokio::task::spawn_blocking(move || wrk(&url, &script, c, 1)).await??;
+            tokio::task::spawn_blocking(move || wrk_with(&url, &script, c, 1, &place)).await??;
         }
         let (mut ours, mut theirs, mut ratios) = (Vec::<WrkRun>::new(), Vec::<WrkRun>::new(), Vec::new());
         for _ in 0..o.rounds {
             let run = |(url, script): &(String, String)| {
                 let (url, script, c, s) = (url.clone(), script.clone(), o.connections, o.seconds);
-                std::thread::spawn(move || wrk(&url, &script, c, s))
+                let place = o.wrk.clone();
+                std::thread::spawn(move || wrk_with(&url, &script, c, s, &place))
                     .join()
                     .map_err(|_| "wrk thread panicked")?
             };
