@@ -362,3 +362,27 @@ pub fn load_average() -> String {
         .and_then(|s| s.split_whitespace().next().map(str::to_owned))
         .unwrap_or_else(|| "?".into())
 }
+
+/// What `agentdir serve` would run with over `dir`, on its defaults (its flags and environment
+/// as `ServeArgs` reads them), for a benchmark that opens the application in its own process.
+pub fn serve_settings(dir: &Path, base_url: &str) -> Result<agentdir::Settings, Error> {
+    let serve = agentdir::config::ServeArgs::from_environment().map_err(|e| e.to_string())?;
+    Ok(agentdir::Settings {
+        data_dir: dir.to_path_buf(),
+        base_url: base_url.into(),
+        mail_domain: "example.org".into(),
+        mail_authserv_id: "example.org".into(),
+        rates: serve.rates(),
+        link_fetch_allow_private: agentdir::checks::link_fetch::PrivateTargets::None,
+        trusted_proxies: Vec::new(),
+        read_pool: serve.read_pool(),
+        changes_retention_ms: i64::try_from(serve.changes_retention.as_millis()).unwrap_or(i64::MAX),
+        view_cache_bytes: serve.view_cache_mb.saturating_mul(1 << 20),
+        reserved_handles: serve.reserved_handles(),
+        endpoint_check_interval: serve.endpoint_check_interval,
+        model: serve.model(),
+        sitemap_urls: serve.sitemap_urls,
+        max_waiting: serve.max_waiting,
+        longest_wait: serve.longest_wait(),
+    })
+}

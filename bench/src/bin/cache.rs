@@ -35,7 +35,6 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use agentdir::app::Start;
-use agentdir::checks::link_fetch::PrivateTargets;
 use agentdir::config::ServeArgs;
 use agentdir::derived::cache::{Cache, Shelved};
 use agentdir::derived::documents::{Document, DocumentKey};
@@ -212,23 +211,7 @@ fn walk(t: usize) -> impl Fn(u64) -> usize {
 
 /// As `agentdir serve` would run over `dir`, with its defaults.
 fn settings(dir: &Path) -> Result<Settings, Error> {
-    let serve = ServeArgs::from_environment().map_err(|e| e.to_string())?;
-    Ok(Settings {
-        data_dir: dir.to_path_buf(),
-        base_url: BASE_URL.into(),
-        mail_domain: "example.org".into(),
-        mail_authserv_id: "example.org".into(),
-        rates: serve.rates(),
-        link_fetch_allow_private: PrivateTargets::None,
-        trusted_proxies: Vec::new(),
-        read_pool: serve.read_pool(),
-        changes_retention_ms: 30 * 86_400_000,
-        view_cache_bytes: serve.view_cache_mb << 20,
-        reserved_handles: serve.reserved_handles(),
-        endpoint_check_interval: serve.endpoint_check_interval,
-        model: serve.model(),
-        sitemap_urls: serve.sitemap_urls,
-    })
+    agentdir_bench::serve_settings(dir, BASE_URL)
 }
 
 fn request(method: &str, uri: &str, body: Option<String>) -> Request<Body> {

@@ -262,7 +262,7 @@ async fn run_mode(
     }
     let dir = load::data_dir_with(pass.table)?;
     let mut server = start_server(Some(&dir), &env)?;
-    let result = search_judged(http, bin, set, site, mode, &server.base, &server.data_dir, pass).await;
+    let result = search_judged(http, bin, set, site, mode, &server, pass).await;
     server.kill();
     let _ = std::fs::remove_dir_all(&dir);
     result
@@ -274,10 +274,10 @@ async fn search_judged(
     set: &JudgedSet,
     site: &str,
     mode: Mode,
-    base: &str,
-    data_dir: &std::path::Path,
+    server: &agentdir_bench::OwnServer,
     pass: Pass<'_>,
 ) -> Result<ModeRun, Error> {
+    let (base, data_dir) = (server.base.as_str(), server.data_dir.as_path());
     let seeded = seed::seed(http, base, bin, data_dir, set, site).await?;
     let readyz: Value = http.get(format!("{base}/readyz")).send().await?.json().await.unwrap_or(Value::Null);
     let flood = (pass.load > 0).then(|| load::start(http, base, pass.load));

@@ -50,8 +50,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentdir::app::Start;
-use agentdir::checks::link_fetch::PrivateTargets;
-use agentdir::config::ServeArgs;
 use agentdir::{App, Settings};
 use agentdir_search_index::{AgentQuery, CallQuery, DEFAULT_CACHE_ENTRIES, IndexError, Page};
 
@@ -332,23 +330,9 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
 
 /// As `agentdir serve` would run over `dir`, with the given view cache.
 fn settings(dir: &Path, view_cache_bytes: usize) -> Settings {
-    let serve = ServeArgs::from_environment().expect("serve's defaults parse");
-    Settings {
-        data_dir: dir.to_path_buf(),
-        base_url: "http://127.0.0.1:8080".into(),
-        mail_domain: "example.org".into(),
-        mail_authserv_id: "example.org".into(),
-        rates: serve.rates(),
-        link_fetch_allow_private: PrivateTargets::None,
-        trusted_proxies: Vec::new(),
-        read_pool: serve.read_pool(),
-        changes_retention_ms: 30 * 86_400_000,
-        view_cache_bytes,
-        sitemap_urls: serve.sitemap_urls,
-        reserved_handles: serve.reserved_handles(),
-        endpoint_check_interval: serve.endpoint_check_interval,
-        model: serve.model(),
-    }
+    let settings =
+        agentdir_bench::serve_settings(dir, "http://127.0.0.1:8080").expect("serve's defaults parse");
+    Settings { view_cache_bytes, ..settings }
 }
 
 /// One target at one concurrency: the three engines' runs.

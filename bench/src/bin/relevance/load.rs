@@ -31,12 +31,15 @@ pub struct Flood {
     pub matched: BTreeMap<String, u64>,
 }
 
+/// One connection's answers by status, and its `200`s by `matched_by`.
+type Tally = (BTreeMap<u16, u64>, BTreeMap<String, u64>);
+
 /// A running flood; `stop` ends it and tells what it did.
 pub struct Running {
     stop: Arc<AtomicBool>,
     started: Instant,
     connections: usize,
-    tasks: Vec<tokio::task::JoinHandle<(BTreeMap<u16, u64>, BTreeMap<String, u64>)>>,
+    tasks: Vec<tokio::task::JoinHandle<Tally>>,
 }
 
 /// Starts `connections` connections that each search a new need, from a new address, back to
