@@ -194,6 +194,83 @@ async fn a_need_far_from_every_profile_still_meets_the_nearest_agents() {
 }
 
 #[tokio::test]
+async fn made_up_words_find_nobody_while_real_words_still_meet_agents() {
+    let s = Server::start().await;
+    let t = trades(&s).await;
+    // Profiles that made-up needs land nearest to on the judged set: a vector of noise is near
+    // short Chinese profiles and a translation hub at up to ~0.21, past the meaning threshold.
+    let hubs = [
+        json!({"name": "Mandarin Buddy", "tagline": "Conversational Mandarin practice for English speakers",
+            "description_en": "Daily speaking practice in Mandarin Chinese for beginners and intermediate learners: role plays, tone correction, HSK vocabulary. I teach the language; I don't translate documents.",
+            "description_zh": "为初中级学习者提供每天的普通话口语练习：情景对话、声调纠正、HSK 词汇。我教语言，不翻译文件。",
+            "capabilities": ["language tutoring", "Mandarin", "HSK"]}),
+        json!({"name": "Translate All Languages", "tagline": "Chinese translation English translation all languages translation cheap",
+            "description_en": "Translation translation translation. Chinese translation, English to Chinese, Chinese to English, document translation, README translation, app localization, subtitle translation. 翻译 中英翻译. Cheap translation.",
+            "capabilities": ["translation", "Chinese translation", "localization", "翻译"]}),
+        json!({"name": "小学作业辅导", "tagline": "小学语数英作业辅导", "description_en": "-",
+            "description_zh": "每天晚上线上陪孩子完成小学语文、数学、英语作业，讲清错题，家长不用再吼。",
+            "capabilities": ["作业辅导", "小学"]}),
+        json!({"name": "有声书工作室", "tagline": "中文有声书录制与配音", "description_en": "-",
+            "description_zh": "专业中文有声书录制：小说、儿童故事、知识课程。真人配音加后期制作，可按角色分配多人声音，交付可上架喜马拉雅的音频。",
+            "capabilities": ["有声书", "配音", "音频后期"]}),
+        json!({"name": "运维助手", "tagline": "阿里云、腾讯云服务器运维与监控告警", "description_en": "-",
+            "description_zh": "负责云服务器日常运维：阿里云、腾讯云 ECS 部署、Nginx 配置、监控告警（短信、钉钉通知）、日志排查、故障处理。7x24 小时值守。",
+            "capabilities": ["运维", "监控告警", "故障排查", "阿里云"]}),
+    ];
+    for profile in hubs {
+        agent_with(&s, "hub", profile).await;
+    }
+    let growth = agent_with(
+        &s,
+        "growth",
+        json!({
+            "name": "Red Growth",
+            "tagline": "Brand accounts on Chinese social media",
+            "description_en": "We run brand accounts on Chinese social media for foreign brands: content plans, posting, more followers, influencer campaigns.",
+            "capabilities": ["social media marketing"],
+        }),
+    )
+    .await;
+    let rare = agent_with(
+        &s,
+        "xbrl",
+        json!({
+            "name": "Filing Desk",
+            "tagline": "Financial reports for listed companies",
+            "description_en": "We tag annual reports in XBRL for stock exchange filings.",
+            "capabilities": ["financial-reporting"],
+        }),
+    )
+    .await;
+    // Made-up words, keyboard mashes, made-up product codes: nobody, not the nearest strangers.
+    for need in [
+        "zq86207b2b",
+        "asdfghjkl qwerty",
+        "flurbix quantomatic",
+        "glarbnok frimble zindle",
+        "xkcd8821 vortanex",
+        "qwertyuiop",
+    ] {
+        let r = search(&s, need).await;
+        assert_eq!(r.json["agents"], json!([]), "{need}: {}", r.json);
+        assert_eq!(r.json["total"], 0, "{need}");
+    }
+    // A rare real term a profile holds, a platform's name, the other language, misspellings:
+    // each still meets the agent that fits, first.
+    for (need, agent) in [
+        ("XBRL", &rare),
+        ("grow our followers on Xiaohongshu", &growth),
+        ("报税", &t.tax),
+        ("subtitel translaton for my podcst", &t.subtitles),
+        ("scaned invoises to exel", &t.invoices),
+    ] {
+        let r = search(&s, need).await;
+        assert_eq!(handles(&r).first(), Some(&agent.handle), "{need}: {}", r.json);
+        assert_eq!(r.json["total"].as_u64(), Some(handles(&r).len() as u64), "{need}");
+    }
+}
+
+#[tokio::test]
 async fn a_profile_is_found_by_meaning_as_soon_as_its_write_returns() {
     let s = Server::start().await;
     let a = s.register("ryw").await;

@@ -148,6 +148,22 @@ impl Model {
             .ok()
     }
 
+    /// The longest piece the tokenizer reads `word` in, as a share of its characters (the
+    /// word-start mark left out): 1.0 for a word the model's vocabulary holds whole, well under
+    /// for letters it can only spell out. `None` without a model or when the tokenizer fails.
+    pub fn whole_share(&self, word: &str) -> Option<f32> {
+        let model = self.model.as_ref()?;
+        let chars = word.chars().count();
+        let ids = model.tokens(word, agentdir_meaning::Prefix::None).ok()?;
+        let vocabulary = model.vocabulary();
+        let longest = ids
+            .iter()
+            .filter_map(|&id| vocabulary.piece(id))
+            .map(|(bytes, _)| String::from_utf8_lossy(bytes).trim_start_matches('\u{2581}').chars().count())
+            .max()?;
+        (chars > 0).then(|| longest as f32 / chars as f32)
+    }
+
     /// The vector of a need from the full model, or `None` without a model or when it fails.
     pub fn embed_need(&self, need: &NeedTokens) -> Option<Quantized> {
         let vector = self

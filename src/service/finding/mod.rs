@@ -7,7 +7,9 @@
 //!   Of the meaning matches, the [`MEANING_CANDIDATES`] nearest count. When fewer than
 //!   [`NEAREST_FILL`] agents match, the nearest others with similarity at least
 //!   [`NEAREST_FLOOR`] match too, up to [`NEAREST_FILL`] in all, unless the agents that match
-//!   all hold the words (a precise need: a rare term, a name).
+//!   all hold the words (a precise need: a rare term, a name). A made-up need (no word of it a
+//!   known word, [`KNOWN_WORD_SHARE`]: gibberish, keyboard mashes) gets no fill and matches by
+//!   meaning alone only at [`MADE_UP_THRESHOLD`].
 //!   `total` counts the agents matching either way, each once.
 //! - The first [`WORD_WINDOW`] word matches and every meaning-only match are ordered by
 //!   `score::score`; the remaining word matches follow in word order.
@@ -58,6 +60,24 @@ pub const MEANING_CANDIDATES: usize = 1_000;
 /// it, where the strict rule found none (on the judged set, cross-language nDCG@10 0.76 → 0.82).
 pub const NEAREST_FILL: usize = 10;
 pub const NEAREST_FLOOR: f32 = 0.12;
+/// A need is made up when none of its first [`KNOWN_WORDS_READ`] words is a known word: a word
+/// in Chinese, one the model's vocabulary holds (nearly) whole, its longest piece at least this
+/// share of its characters (`captions` is `▁caption` + `s`, 7 of 8), or one some agent's
+/// profile holds (the index's word rule: `invoice`, `kubernetes` are spelled in pieces too).
+/// Made-up words and keyboard mashes are spelled out in short pieces (`flurbix` is `▁flu` `rbi`
+/// `x`, 3 of 7; `qwerty` 4 of 6; `zq86207b2b` 2 of 10) and held by nobody. A made-up need gets
+/// no fill, and matches by meaning alone only at [`MADE_UP_THRESHOLD`]: its vector is noise,
+/// near a few profiles at up to ~0.25 on the judged sets (mostly those written in Chinese),
+/// while a misspelling of a real need stays near the agents that meet it (`subtitel translaton`
+/// 0.45, docs/search.md).
+pub const KNOWN_WORD_SHARE: f32 = 0.75;
+/// Words of a need read for a known one: each may cost a word search, so a long need of
+/// gibberish costs no more than a short one.
+pub const KNOWN_WORDS_READ: usize = 16;
+/// The similarity at which a made-up need matches an agent by meaning alone.
+pub const MADE_UP_THRESHOLD: f32 = 0.30;
+/// The same for a need the quick encoder read, at its scale (about 0.6 of the full model's).
+pub const QUICK_MADE_UP_THRESHOLD: f32 = 0.18;
 /// [`MEANING_THRESHOLD`] and [`NEAREST_FLOOR`] for a need the quick encoder read: its
 /// similarities run lower than the full model's (meaning/STATIC.md: at 0.10 it lets as many
 /// agents that do not fit through as the full model does at 0.18), chosen on the relevance
@@ -276,7 +296,8 @@ impl App {
                     handle,
                     use_words,
                 };
-                meaning_matches(&state, query, v, rule, &words, words_total)
+                let made_up = !self.has_known_word(text);
+                meaning_matches(&state, query, v, rule, &words, words_total, made_up)
             }
             None => Vec::new(),
         };
@@ -297,6 +318,36 @@ impl App {
             page.extend(self.word_tail(query, &scoring, vector.as_ref(), fused_len, wanted)?);
         }
         Ok((total, page))
+    }
+
+    /// Whether one of the need's first [`KNOWN_WORDS_READ`] words is a known word
+    /// ([`KNOWN_WORD_SHARE`]), word by word until the first known one (the first, for most
+    /// needs): the tokenizer first, a word search only for a word it spells in pieces.
+    fn has_known_word(&self, text: &str) -> bool {
+        let held = |word: &str| {
+            let query = AgentQuery {
+                text: Some(word),
+                handle: None,
+                capability: None,
+                language: None,
+                mailbox_verified: None,
+                live: None,
+                min_level: None,
+                joined_since: None,
+                limit: 1,
+                offset: 0,
+            };
+            self.index.search_agents(&query).is_ok_and(|found| found.total > 0)
+        };
+        agentdir_meaning::need_part(text)
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .take(KNOWN_WORDS_READ)
+            .any(|word| {
+                agentdir_meaning::chinese_share(word) > 0.0
+                    || self.model.whole_share(word).is_some_and(|share| share >= KNOWN_WORD_SHARE)
+                    || held(word)
+            })
     }
 
     /// The word window: the first [`WORD_WINDOW`] word matches in BM25 order, with how many agents
@@ -360,18 +411,24 @@ pub struct Similarities {
     pub threshold: f32,
     /// The nearest agents this similar or more fill a thin result.
     pub nearest_floor: f32,
+    /// A made-up need matches an agent by meaning alone this similar or more.
+    pub made_up: f32,
 }
 
 pub const FULL_MODEL: Similarities =
-    Similarities { threshold: MEANING_THRESHOLD, nearest_floor: NEAREST_FLOOR };
-pub const QUICK_ENCODER: Similarities =
-    Similarities { threshold: QUICK_MEANING_THRESHOLD, nearest_floor: QUICK_NEAREST_FLOOR };
+    Similarities { threshold: MEANING_THRESHOLD, nearest_floor: NEAREST_FLOOR, made_up: MADE_UP_THRESHOLD };
+pub const QUICK_ENCODER: Similarities = Similarities {
+    threshold: QUICK_MEANING_THRESHOLD,
+    nearest_floor: QUICK_NEAREST_FLOOR,
+    made_up: QUICK_MADE_UP_THRESHOLD,
+};
 
 /// The meaning matches that are not word matches, from one nearest-first stream over the
 /// vectors (`Matrix::nearest`: exact, reading each row's high nibbles and only the rows that
 /// can count in full; meaning/SCAN.md): the nearest [`MEANING_CANDIDATES`] at or above the
-/// threshold, then, when fewer than [`NEAREST_FILL`] agents match and the need is not precise,
-/// the nearest others down to the nearest floor.
+/// threshold (the made-up threshold for a `made_up` need), then, when fewer than
+/// [`NEAREST_FILL`] agents match and the need is neither precise nor made up, the nearest others
+/// down to the nearest floor.
 fn meaning_matches(
     state: &State,
     query: &AgentQuery,
@@ -379,18 +436,20 @@ fn meaning_matches(
     rule: &Similarities,
     words: &WordMatches<'_>,
     words_total: u64,
+    made_up: bool,
 ) -> Vec<Hit> {
     let accept = |key: &u64| meaning_only_match(state, query, words, key);
     let rows = RowFilter::of(query);
-    let fill_possible = (words_total as usize) < NEAREST_FILL;
-    let floor = if fill_possible { rule.nearest_floor } else { rule.threshold };
+    let threshold = if made_up { rule.made_up } else { rule.threshold };
+    let fill_possible = (words_total as usize) < NEAREST_FILL && !made_up;
+    let floor = if fill_possible { rule.nearest_floor } else { threshold };
     let mut nearest = state.matrix.nearest(vector, floor, MEANING_CANDIDATES, |row| rows.admits(row));
     let mut matches = Vec::new();
     let mut first_near = None;
     while matches.len() < MEANING_CANDIDATES {
         match nearest.next() {
             None => break,
-            Some(hit) if hit.similarity < rule.threshold => {
+            Some(hit) if hit.similarity < threshold => {
                 first_near = Some(hit);
                 break;
             }
@@ -398,11 +457,11 @@ fn meaning_matches(
             Some(_) => {}
         }
     }
-    // The fill, unless the need is precise: agents meet it only by holding its words (a rare
-    // term, a name), none by meaning alone.
+    // The fill, unless the need is precise (agents meet it only by holding its words: a rare
+    // term, a name, none by meaning alone) or made up (no known word).
     let precise = words_total > 0 && matches.is_empty();
     let found = words_total as usize + matches.len();
-    if !precise && found < NEAREST_FILL {
+    if !precise && found < NEAREST_FILL && !made_up {
         let near = first_near.into_iter().chain(nearest).filter(|h| accept(&h.key));
         matches.extend(near.take(NEAREST_FILL - found));
     }
