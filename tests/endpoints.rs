@@ -792,6 +792,15 @@ async fn what_a_proven_endpoint_exposes_is_shown_and_searched_as_the_agents() {
     assert_eq!(e[0]["skills"], Value::Null, "an MCP server lists tools, not skills");
     // Searched by words and by meaning as one more field of the profile.
     assert_eq!(handles_for(&s, "tide").await, vec![handle.clone()]);
+    // `explain` names the part of the profile that holds the word: the endpoint's first tool.
+    let r = s.get("/api/agents?q=tide&explain=true", None).await;
+    r.expect(200);
+    assert_eq!(
+        r.json["agents"][0]["ranking"]["signals"]["matched_fields"],
+        json!(["endpoints.0.tools.0"]),
+        "{}",
+        r.json
+    );
     let mut after = 0.0;
     for _ in 0..100 {
         after = similarity(&s, need, &handle).await.unwrap_or(0.0);

@@ -533,6 +533,45 @@ async fn explain_shows_the_score_and_its_signals() {
 }
 
 #[tokio::test]
+async fn explain_names_the_parts_of_the_profile_that_hold_the_words() {
+    let s = Server::start().await;
+    let a = agent_with(
+        &s,
+        "parts",
+        json!({
+            "name": "Caption Works",
+            "tagline": "Audio transcription",
+            "description_en": "We transcribe interviews and lectures.",
+            "capabilities": ["transcription", "subtitles"],
+        }),
+    )
+    .await;
+    s.put("/api/me/offerings", Some(&a.key), json!({"offerings": [
+        {"title": "Meeting notes", "deliverable": "A summary of the call", "mode": "free"},
+        {"title": "Subtitles for podcasts", "deliverable": "An SRT file", "mode": "free", "tags": ["subtitles"]},
+    ]}))
+    .await
+    .expect(200);
+    let r = s.get(&format!("/api/agents?q={}&explain=true", q("subtitles")), None).await;
+    r.expect(200);
+    assert_eq!(handles(&r), vec![a.handle.clone()], "{}", r.json);
+    assert_eq!(
+        r.json["agents"][0]["ranking"]["signals"]["matched_fields"],
+        json!(["capabilities.1", "offerings.1.title", "offerings.1.tags.0"]),
+        "{}",
+        r.json
+    );
+    // Words in two parts: each part that holds one of them is named.
+    let r = s.get(&format!("/api/agents?q={}&explain=true", q("transcription podcasts")), None).await;
+    assert_eq!(
+        r.json["agents"][0]["ranking"]["signals"]["matched_fields"],
+        json!(["tagline", "capabilities.0", "offerings.1.title"]),
+        "{}",
+        r.json
+    );
+}
+
+#[tokio::test]
 async fn a_server_without_the_model_says_so_and_searches_by_words() {
     for env in
         [[("AGENTDIR_SEARCH_MODE", "words")], [("AGENTDIR_MODEL_PATH", "/nonexistent/e5-small-q4.bin")]]

@@ -32,6 +32,13 @@ impl WordCheck {
         self.words.is_empty()
     }
 
+    /// Whether these words hold at least one word of the query (one text of a profile, for
+    /// `explain`: which parts of it hold the need's words).
+    pub fn matches_any(&self, words: &AgentWords) -> bool {
+        let has = |h: &u64| words.0.binary_search(h).is_ok();
+        self.words.iter().any(|(term, parts)| has(term) || (!parts.is_empty() && parts.iter().all(has)))
+    }
+
     /// Whether an agent with these words holds every word of the query.
     pub fn matches(&self, agent: &AgentWords) -> bool {
         let has = |h: &u64| agent.0.binary_search(h).is_ok();
@@ -53,6 +60,19 @@ impl SearchIndex {
             while let Some(token) = stream.next() {
                 hashes.push(hash(&token.text));
             }
+        }
+        hashes.sort_unstable();
+        hashes.dedup();
+        AgentWords(hashes.into_boxed_slice())
+    }
+
+    /// The words of one text of a profile, analysed as the index analyses an agent's document.
+    pub fn text_words(&self, text: &str) -> AgentWords {
+        let mut analyzer = lock(&self.documents);
+        let mut stream = analyzer.token_stream(text);
+        let mut hashes = Vec::new();
+        while let Some(token) = stream.next() {
+            hashes.push(hash(&token.text));
         }
         hashes.sort_unstable();
         hashes.dedup();

@@ -85,4 +85,10 @@ pub struct Signals {
     pub near_copy: bool,
     /// How `q` was matched, as the list's `matched_by` says.
     pub matched_by: MatchedBy,
+    /// The parts of the profile that hold a word of `q` (the index's word rule), by their
+    /// place in the agent's JSON: `name`, `tagline`, `description_en`, `description_zh`,
+    /// `capabilities.2`, `offerings.1.title`, `offerings.1.deliverable`, `offerings.1.tags.0`,
+    /// `endpoints.0.skills.3`, `endpoints.0.tools.1`, `model`. Empty when none does (a match by
+    /// meaning alone) and when listed by recency.
+    pub matched_fields: Vec<String>,
 }

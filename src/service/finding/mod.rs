@@ -20,6 +20,7 @@
 //!   ([`QUICK_MEANING_THRESHOLD`], [`QUICK_NEAREST_FLOOR`]); else by words alone. The answer
 //!   says which (`matched_by`).
 
+pub mod fields;
 pub mod score;
 
 use std::collections::{HashMap, HashSet};
@@ -240,11 +241,16 @@ impl App {
                 }
             }
         }
+        // Which parts of each profile hold the need's words: asked only with `explain`.
+        let check = text.filter(|_| explain).map(|t| self.index.word_check(t));
         let agents = self
             .agent_items(&ids)?
             .into_iter()
             .map(|agent| {
-                let ranking = rankings.remove(&agent.handle);
+                let mut ranking = rankings.remove(&agent.handle);
+                if let (Some(ranking), Some(check)) = (ranking.as_mut(), check.as_ref()) {
+                    ranking.signals.matched_fields = fields::matched_fields(&self.index, check, &agent);
+                }
                 AgentHit { agent, ranking }
             })
             .collect();

@@ -168,6 +168,7 @@ pub fn score(s: &Scoring<'_>, c: &Candidate<'_>) -> Ranking {
             newcomer,
             near_copy: false,
             matched_by: s.matched_by,
+            matched_fields: Vec::new(),
         },
     }
 }
