@@ -297,3 +297,36 @@ async fn list_and_search_items_are_never_stale() {
     s.admin_ok(&["suspend", "--category", "abuse", &a.handle]);
     assert_eq!(s.get(&calls, None).await.json["total"], 0);
 }
+
+/// The cached reads look at SQLite's WAL-index (`store/wal_index.rs`) through a descriptor of the
+/// `-shm` file of their own. POSIX drops every lock a process holds on a file when it closes any
+/// descriptor of it: had the server closed one, it would hold no lock on the `-shm`, and the next
+/// process to open the database (an `agentdir admin` command) would take itself for the first,
+/// truncate the file under the server's map and kill the server with SIGBUS.
+#[tokio::test]
+async fn the_server_keeps_its_locks_on_the_wal_index_while_admin_commands_come_and_go() {
+    use std::os::unix::fs::MetadataExt;
+    let s = Server::start().await;
+    let a = s.verified("locks").await;
+    card(&s, &a).await;
+    let shm = s.data_dir.join(format!("{}-shm", agentdir::store::DB_FILE));
+    let inode = std::fs::metadata(&shm).expect("the -shm exists").ino();
+    let pid = s.pid().to_string();
+    let held = || {
+        let locks = std::fs::read_to_string("/proc/locks").expect("/proc/locks");
+        locks.lines().any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.iter().position(|x| *x == pid.as_str()).is_some_and(|i| {
+                f.get(i + 1).and_then(|dev| dev.rsplit(':').next()) == Some(inode.to_string().as_str())
+            })
+        })
+    };
+    assert!(held(), "the server holds no lock on its -shm file");
+    for i in 0..5 {
+        let b = s.verified(&format!("come{i}")).await;
+        s.admin_ok(&["unverify-mailbox", &b.handle]);
+        card(&s, &a).await;
+        assert!(held(), "the server lost its lock on the -shm after admin command {i}");
+    }
+    assert_eq!(s.process_state(), "the server process still runs");
+}

@@ -43,6 +43,13 @@ impl CommitStamp {
 /// A read-only map of the database's WAL-index header.
 pub struct CommitWatch {
     map: memmap2::Mmap,
+    /// Never closed while the watch lives: POSIX drops every `fcntl` lock a process holds on a
+    /// file when the process closes any descriptor of it, so closing this one would take away
+    /// the locks SQLite's connections of this process hold on the `-shm` (its "someone has it
+    /// open" lock among them). Another process opening the database then takes itself for the
+    /// first, truncates the file under this map (SIGBUS on the next look) and rebuilds the
+    /// index under this process's connections.
+    _file: std::fs::File,
 }
 
 impl CommitWatch {
@@ -54,16 +61,28 @@ impl CommitWatch {
     pub fn open(data_dir: &Path) -> Option<CommitWatch> {
         let path = data_dir.join(format!("{DB_FILE}-shm"));
         let file = std::fs::File::open(&path).ok()?;
+        // Closing a descriptor of the file would drop this process's locks on it (see `_file`):
+        // the one opened here stays open for the life of the process, watch or no watch.
+        let Some(map) = Self::map(&file) else {
+            std::mem::forget(file);
+            return None;
+        };
+        let watch = CommitWatch { map, _file: file };
+        if watch.now().is_none() {
+            std::mem::forget(watch);
+            return None;
+        }
+        Some(watch)
+    }
+
+    fn map(file: &std::fs::File) -> Option<memmap2::Mmap> {
         if file.metadata().ok()?.len() < MAPPED_BYTES as u64 {
             return None;
         }
         // SAFETY: the map is read only through atomic loads (other processes write the file
         // while it is mapped, which is its purpose), and the file keeps its length while this
         // process has the database open (see above).
-        let map = unsafe { memmap2::MmapOptions::new().len(MAPPED_BYTES).map(&file) }.ok()?;
-        let watch = CommitWatch { map };
-        watch.now()?;
-        Some(watch)
+        unsafe { memmap2::MmapOptions::new().len(MAPPED_BYTES).map(file) }.ok()
     }
 
     fn word(&self, i: usize) -> u32 {

@@ -192,12 +192,29 @@ impl Server {
             .expect("write the clock offset");
     }
 
+    /// Whether the server's process still runs: what a failed request means depends on it.
+    pub fn process_state(&self) -> &'static str {
+        let Some(pid) = self.child.as_ref().map(Child::id) else {
+            return "no process of its own";
+        };
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) => {
+                "the server process has exited"
+            }
+            Ok(_) => "the server process still runs",
+            Err(_) => "the server process is gone",
+        }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
-        let res = req.send().await.expect("request failed");
+        let res = match req.send().await {
+            Ok(res) => res,
+            Err(e) => panic!("request failed ({}): {e:?}", self.process_state()),
+        };
         let status = res.status().as_u16();
         let headers = res.headers().clone();
         let text = res.text().await.expect("body");
