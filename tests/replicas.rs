@@ -137,6 +137,17 @@ async fn start(dir: &Path, env: &[(&'static str, String)]) -> Server {
     Server::start_in(dir, &env).await
 }
 
+/// The primary, with `litestream replicate` shipping its database to `shipped`.
+async fn primary_shipping_to(bin: &Path, root: &Path, shipped: &Path) -> (Server, Proc) {
+    let mut env: Vec<(&'static str, String)> =
+        RELAXED_LIMITS.iter().map(|(k, v)| (*k, v.to_string())).collect();
+    // The replicas forward writes with the client's address; the primary believes them.
+    env.push(("AGENTDIR_TRUSTED_PROXIES", "127.0.0.1".into()));
+    let primary = start(&root.join("primary"), &env).await;
+    let replicate = replicate(bin, root, &primary.data_dir, shipped);
+    (primary, replicate)
+}
+
 /// Every answer of this test: never a 5xx.
 #[track_caller]
 fn no_5xx(r: Resp) -> Resp {
@@ -230,12 +241,7 @@ async fn replicas_serve_reads_forward_writes_and_recover() {
     let root = tempfile::tempdir().expect("temp dir");
     let root = root.path();
     let shipped = root.join("replica");
-    let mut primary_env: Vec<(&'static str, String)> =
-        RELAXED_LIMITS.iter().map(|(k, v)| (*k, v.to_string())).collect();
-    // The replicas forward writes with the client's address; the primary believes them.
-    primary_env.push(("AGENTDIR_TRUSTED_PROXIES", "127.0.0.1".into()));
-    let primary = start(&root.join("primary"), &primary_env).await;
-    let _replicate = replicate(&bin, root, &primary.data_dir, &shipped);
+    let (primary, _replicate) = primary_shipping_to(&bin, root, &shipped).await;
     let (dir_a, dir_b) = (root.join("a"), root.join("b"));
     let _follow_a = follow(&bin, &shipped, &dir_a);
     let mut follow_b = follow(&bin, &shipped, &dir_b);
@@ -370,11 +376,7 @@ async fn a_replica_forwards_a_waiting_poll_and_waits_as_long_as_the_primary() {
     let root = tempfile::tempdir().expect("temp dir");
     let root = root.path();
     let shipped = root.join("replica");
-    let mut primary_env: Vec<(&'static str, String)> =
-        RELAXED_LIMITS.iter().map(|(k, v)| (*k, v.to_string())).collect();
-    primary_env.push(("AGENTDIR_TRUSTED_PROXIES", "127.0.0.1".into()));
-    let primary = start(&root.join("primary"), &primary_env).await;
-    let _replicate = replicate(&bin, root, &primary.data_dir, &shipped);
+    let (primary, _replicate) = primary_shipping_to(&bin, root, &shipped).await;
     let dir = root.join("a");
     let _follow = follow(&bin, &shipped, &dir);
     let mut env = replica_env(&primary);
