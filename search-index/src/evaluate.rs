@@ -53,14 +53,7 @@ pub(crate) fn search(
     numeric: &NumericFilters,
     k: usize,
 ) -> tantivy::Result<Hits> {
-    let words: Vec<WordCondition> = plan
-        .words
-        .iter()
-        .map(|w| WordCondition {
-            term: Term::from_field_text(plan.all, &w.term),
-            parts: w.parts.iter().map(|p| Term::from_field_text(plan.all, p)).collect(),
-        })
-        .collect();
+    let words = word_conditions(plan);
     let specs = clause_specs(leaves, plan)?;
     let slots: Vec<usize> = plan.words.iter().map(|w| 1 + w.parts.len()).collect();
     let query = Query { plan, words, specs, slots, numeric, segments };
@@ -70,6 +63,17 @@ pub(crate) fn search(
         total += query.segment(leaf, ordinal, &mut top)?;
     }
     Ok(Hits::new(total, top.into_values()))
+}
+
+/// What a document must hold of each word of `plan`, in the `all` field.
+pub(crate) fn word_conditions(plan: &TextPlan) -> Vec<WordCondition> {
+    plan.words
+        .iter()
+        .map(|w| WordCondition {
+            term: Term::from_field_text(plan.all, &w.term),
+            parts: w.parts.iter().map(|p| Term::from_field_text(plan.all, p)).collect(),
+        })
+        .collect()
 }
 
 /// One scored list per (word or sub-word, field) that exists anywhere in the index, weighted

@@ -26,6 +26,7 @@ mod collect;
 mod dense;
 mod disk;
 mod evaluate;
+mod holding;
 mod matches;
 mod overlay;
 mod part;
@@ -36,6 +37,7 @@ mod schema;
 mod warm;
 mod words;
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -55,7 +57,7 @@ use crate::query::{EXACT_HANDLE_SCORE, exact_term};
 use crate::schema::{AgentFields, CallFields, exact_term_value};
 
 pub use crate::overlay::MAX_OVERLAY_DOCS;
-pub use crate::relaxed::{RELAXED_FROM_WORDS, required_words};
+pub use crate::relaxed::{ALL_OR_TWO_WORDS, RELAXED_FROM_WORDS, required_words};
 pub use crate::words::{AgentWords, WordCheck};
 
 /// Largest page the index hands out; larger limits are clamped.
@@ -524,7 +526,8 @@ impl SearchIndex {
 
     /// Calls matching `q`, ordered by relevance (with text) or creation time (without). With
     /// [`RELAXED_FROM_WORDS`] words or more, a call matches when it holds
-    /// [`required_words`] of them.
+    /// [`required_words`] of them; with [`ALL_OR_TWO_WORDS`], all of them, or two when no call
+    /// holds all.
     pub fn search_calls(&self, q: &CallQuery) -> Result<Page, IndexError> {
         let f = &self.call_fields;
         let Some((exact, filters)) =
@@ -546,15 +549,44 @@ impl SearchIndex {
             let Some(text) = text else {
                 return Some(Plan::Recency(filters));
             };
-            let words = self.analyzer.words(text);
-            if words.is_empty() {
-                return None;
-            }
-            let relaxed = words.len() >= RELAXED_FROM_WORDS;
-            let fields = f.text_fields().to_vec();
-            let plan = TextPlan { words, fields, all: f.all, exact: None, filters };
-            Some(if relaxed { Plan::Relaxed(plan) } else { Plan::Text(plan) })
+            self.call_text_plan(text, filters)
         })
+    }
+
+    /// The plan of a call search with text: how many of its words a call must hold.
+    fn call_text_plan(&self, text: &str, filters: Vec<Term>) -> Option<Plan> {
+        let words = self.analyzer.words(text);
+        let n = words.len();
+        if n == 0 {
+            return None;
+        }
+        let fields = self.call_fields.text_fields().to_vec();
+        let plan = TextPlan { words, fields, all: self.call_fields.all, exact: None, filters };
+        Some(match n {
+            n if n >= RELAXED_FROM_WORDS => Plan::Relaxed(plan, required_words(n)),
+            ALL_OR_TWO_WORDS => Plan::AllOrTwo(plan),
+            _ => Plan::Text(plan),
+        })
+    }
+
+    /// Which of `keys` match the words of `q` (and its filters) by [`Self::search_calls`]'s
+    /// rule: a call search by meaning tells its word matches from the rest this way, in one
+    /// pass over the word matches (a hash lookup each), with no text of the calls at hand.
+    pub fn calls_holding(&self, q: &CallQuery, keys: &HashSet<u64>) -> Result<HashSet<u64>, IndexError> {
+        let f = &self.call_fields;
+        let text = present(q.text);
+        let Some(((_, filters), text)) =
+            exact_filters(&[(f.kind, q.kind), (f.tag, q.tag), (f.author, q.author_handle)]).zip(text)
+        else {
+            return Ok(HashSet::new());
+        };
+        if keys.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let Some(plan) = self.call_text_plan(text, filters) else {
+            return Ok(HashSet::new());
+        };
+        Ok(self.calls.holding(plan, keys)?)
     }
 
     /// Sets how many distinct searches each index remembers between commits (0 disables the

@@ -22,8 +22,11 @@ pub(crate) enum Plan {
     Recency(Vec<Term>),
     /// Free text, ranked by score.
     Text(TextPlan),
-    /// Free text of several words, most of which must be held (see `relaxed.rs`).
-    Relaxed(TextPlan),
+    /// Free text of several words, this many of which must be held (see `relaxed.rs`).
+    Relaxed(TextPlan, usize),
+    /// Free text of three words: all held, or when no document holds them all, two of them
+    /// (`relaxed::fallback`).
+    AllOrTwo(TextPlan),
 }
 
 pub(crate) struct Part {
@@ -82,8 +85,33 @@ impl Part {
                 crate::collect::filtered(&view.leaves, filters_only(filters).as_ref(), &collector)?
             }
             Plan::Text(text) => evaluate::search(&view.leaves, &self.segments, &text, &numeric, k)?,
-            Plan::Relaxed(text) => {
-                crate::relaxed::search(&view.leaves, &self.segments, &self.reader.searcher(), &text, k)?
+            Plan::Relaxed(text, required) => crate::relaxed::search(
+                &view.leaves,
+                &self.segments,
+                &self.reader.searcher(),
+                &text,
+                required,
+                k,
+            )?,
+            Plan::AllOrTwo(text) => {
+                let all = evaluate::search(&view.leaves, &self.segments, &text, &numeric, k)?;
+                match all.total {
+                    0 => match crate::relaxed::fallback(&view.leaves, text)? {
+                        Some(Plan::Text(two)) => {
+                            evaluate::search(&view.leaves, &self.segments, &two, &numeric, k)?
+                        }
+                        Some(Plan::Relaxed(text, required)) => crate::relaxed::search(
+                            &view.leaves,
+                            &self.segments,
+                            &self.reader.searcher(),
+                            &text,
+                            required,
+                            k,
+                        )?,
+                        _ => all,
+                    },
+                    _ => all,
+                }
             }
         };
         let (total, keys) = hits.into_keys();

@@ -487,6 +487,44 @@ fn calls_text_filters_and_order() {
 }
 
 #[test]
+fn three_words_need_all_unless_no_call_holds_them_all() {
+    let (_d, idx) = fresh();
+    let titles = [
+        (1, "logo designer wanted"),
+        (2, "logo designer for a bakery"),
+        (3, "designer of posters"),
+        (4, "vector logo redraw"),
+        (5, "bakery website"),
+    ];
+    idx.apply(titles.iter().map(|(k, t)| Change::UpsertCall(call(*k, t))).collect(), 1).expect("apply");
+    let found = |q: &str| sorted(call_keys(&idx, &cq(q)));
+    // Some call holds all three: only those match, as before.
+    assert_eq!(found("logo designer bakery"), vec![2]);
+    // None holds all three: the calls holding two of them.
+    assert_eq!(found("logo designer poster"), vec![1, 2, 3]);
+    // One word no call holds: the calls holding both others.
+    assert_eq!(found("logo designer zqxv"), vec![1, 2]);
+    assert_eq!(idx.search_calls(&cq("logo designer zqxv")).expect("search").total, 2);
+    // Two words nobody holds: nothing.
+    assert_eq!(found("logo zqxv wvkq"), Vec::<u64>::new());
+    // Two words still need both.
+    assert_eq!(found("logo zqxv"), Vec::<u64>::new());
+
+    // The same rule tells given calls that hold the words from the others.
+    let given: HashSet<u64> = (1..=5).collect();
+    let holding = |q: &str| sorted(idx.calls_holding(&cq(q), &given).expect("holding").into_iter().collect());
+    assert_eq!(holding("logo designer bakery"), vec![2]);
+    assert_eq!(holding("logo designer poster"), vec![1, 2, 3]);
+    assert_eq!(holding("logo designer zqxv"), vec![1, 2]);
+    assert_eq!(holding("bakery"), vec![2, 5]);
+    assert_eq!(holding("a logo and a vector redraw of it"), vec![4]);
+    let some: HashSet<u64> = [1, 5].into();
+    assert_eq!(idx.calls_holding(&cq("logo"), &some).expect("holding"), [1].into());
+    let tagged = CallQuery { tag: Some("nope"), ..cq("logo") };
+    assert!(idx.calls_holding(&tagged, &given).expect("holding").is_empty());
+}
+
+#[test]
 fn call_title_ranks_above_body() {
     let mut in_body = call(2, "Something else");
     in_body.body = "we need a logo designer".into();
@@ -893,8 +931,24 @@ fn reference(
 
     let words = idx.analyzer.words(text);
     let mut text_q: Vec<Box<dyn Query>> = Vec::new();
-    // Calls of several words need only most of them (relaxed.rs).
-    if handle.is_none() && words.len() >= crate::RELAXED_FROM_WORDS {
+    // Calls of several words need only most of them (relaxed.rs); of three, two only when no
+    // call holds all three.
+    let all_or_two = handle.is_none() && words.len() == crate::ALL_OR_TWO_WORDS;
+    let none_holds_all = || {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(
+            Occur::Must,
+            Box::new(BooleanQuery::intersection(words.iter().map(|w| word_query(w, fields)).collect())),
+        )];
+        for t in &filters {
+            clauses.push((Occur::Must, Box::new(TermQuery::new(t.clone(), IndexRecordOption::Basic))));
+        }
+        let searcher = part.reader.searcher();
+        searcher.search(&BooleanQuery::new(clauses), &tantivy::collector::Count).expect("all words") == 0
+    };
+    if all_or_two && none_holds_all() {
+        let each = words.iter().map(|w| (Occur::Should, word_query(w, fields))).collect();
+        text_q.push(Box::new(BooleanQuery::with_minimum_required_clauses(each, words.len() - 1)));
+    } else if handle.is_none() && words.len() >= crate::RELAXED_FROM_WORDS {
         let each = words.iter().map(|w| (Occur::Should, word_query(w, fields))).collect();
         text_q.push(Box::new(BooleanQuery::with_minimum_required_clauses(
             each,
