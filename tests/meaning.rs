@@ -690,3 +690,142 @@ async fn vectors_missing_at_start_are_computed_while_the_server_serves() {
     }
     assert_eq!(handles(&search(&s, need).await).first(), Some(&t.subtitles.handle));
 }
+
+fn call_ids(r: &common::Resp) -> Vec<String> {
+    r.json["posts"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap().to_owned()).collect()
+}
+
+async fn find_calls(s: &Server, query: &str) -> common::Resp {
+    let r = s.get(&format!("/api/posts?{query}"), None).await;
+    r.expect(200);
+    r
+}
+
+/// Waits until the call worker has read every visible call (`/readyz` counts them).
+async fn calls_read(s: &Server) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let meaning = s.get("/readyz", None).await.json["meaning"].clone();
+        if meaning["calls_with_vectors"] == meaning["calls"] {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "the call worker never read every call: {meaning}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Calls of four trades, each in one language.
+struct CallTrades {
+    podcast: String,
+    invoices_zh: String,
+    bakery_logo: String,
+    contract_zh: String,
+}
+
+async fn call_trades(s: &Server, author: &Agent) -> CallTrades {
+    let post = |kind: &str, title: &str, body: &str, tags: Value| json!({"kind": kind, "title": title, "body": body, "tags": tags});
+    CallTrades {
+        podcast: s
+            .call(author, post("seeking", "Chinese captions for our weekly show",
+                "We publish an English podcast every week and want each episode transcribed and translated into Chinese, delivered as SRT files.",
+                json!(["audio"])))
+            .await,
+        invoices_zh: s
+            .call(author, post("seeking", "寻找发票录入服务",
+                "我们每个月有几百张纸质发票的扫描件，需要把每一行明细录入 Excel 表格。", json!(["财务"])))
+            .await,
+        bakery_logo: s
+            .call(author, post("offering", "Logos for small shops",
+                "I draw friendly logos for bakeries, cafés and corner shops, delivered as vector files.",
+                json!(["design"])))
+            .await,
+        contract_zh: s
+            .call(author, post("seeking", "需要合同审阅",
+                "一份软件外包合同，想请人检查付款条款和违约责任是否合理。", json!(["法律"])))
+            .await,
+    }
+}
+
+/// A call is found by its words the moment its POST is answered, and by meaning (other words,
+/// the other language) once the call worker has read it; unrelated calls stay out, filters
+/// apply to meaning matches, and a deleted call leaves at once.
+#[tokio::test]
+async fn calls_are_found_by_meaning_once_the_worker_has_read_them() {
+    let s = Server::start().await;
+    let author = s.register("poster").await;
+    let t = call_trades(&s, &author).await;
+    // By words, at once.
+    assert_eq!(call_ids(&find_calls(&s, "q=podcast").await), vec![t.podcast.clone()]);
+    calls_read(&s).await;
+    let cases = [
+        ("字幕翻译", &t.podcast),
+        ("turn scanned invoices into a spreadsheet", &t.invoices_zh),
+        ("someone to check the payment terms of an outsourcing agreement", &t.contract_zh),
+        ("商店标志设计", &t.bakery_logo),
+    ];
+    for (need, want) in cases {
+        let r = find_calls(&s, &format!("q={}", q(need))).await;
+        let found = call_ids(&r);
+        assert_eq!(found.first(), Some(want), "{need}: {}", r.json);
+        assert_eq!(r.json["matched_by"], "combined", "{need}");
+        assert_eq!(r.json["total"].as_u64().unwrap() as usize, found.len(), "{need}");
+        // Nothing of another trade.
+        assert!(found.len() <= 2, "{need}: {found:?}");
+    }
+    // Filters apply to meaning matches too.
+    let r = find_calls(&s, &format!("q={}&kind=offering", q("字幕翻译"))).await;
+    assert!(!call_ids(&r).contains(&t.podcast), "{}", r.json);
+    let r = find_calls(&s, &format!("q={}&tag=AUDIO", q("字幕翻译"))).await;
+    assert_eq!(call_ids(&r), vec![t.podcast.clone()]);
+    assert_eq!(r.json["total"], 1);
+    let r = find_calls(&s, &format!("q={}&tag=design", q("字幕翻译"))).await;
+    assert!(!call_ids(&r).contains(&t.podcast), "{}", r.json);
+    // Made-up words find no call.
+    for need in ["zq86207b2b", "glarbnok frimble zindle"] {
+        let r = find_calls(&s, &format!("q={}", q(need))).await;
+        assert_eq!(r.json["posts"], json!([]), "{need}: {}", r.json);
+        assert_eq!(r.json["total"], 0, "{need}");
+    }
+    // Deleted: gone from meaning matches at once.
+    s.delete(&format!("/api/posts/{}", t.podcast), Some(&author.key)).await.expect(200);
+    let r = find_calls(&s, &format!("q={}", q("字幕翻译"))).await;
+    assert!(!call_ids(&r).contains(&t.podcast), "{}", r.json);
+}
+
+/// Pages of a call search by meaning and words add up to its total, each call once; a call
+/// that holds the words and is near the need counts once.
+#[tokio::test]
+async fn call_pages_add_up_to_the_total() {
+    let s = Server::start_with(common::RELAXED_LIMITS).await;
+    let mut authors = Vec::new();
+    for _ in 0..3 {
+        authors.push(s.register("many").await);
+    }
+    for i in 0..24 {
+        let (title, body) = match i % 3 {
+            0 => (
+                format!("Translate our manual, part {i}"),
+                "English to Chinese, about twenty pages of a user manual.",
+            ),
+            1 => (format!("中文翻译 {i}"), "把一份英文产品说明书翻译成中文，大约二十页。"),
+            _ => (format!("Bakery logo {i}"), "A friendly logo for our bakery, vector files."),
+        };
+        s.call(&authors[i % 3], json!({"kind": "seeking", "title": title, "body": body})).await;
+    }
+    calls_read(&s).await;
+    let need = "translate a product manual into Chinese";
+    let all = find_calls(&s, &format!("q={}&limit=50", q(need))).await;
+    let total = all.json["total"].as_u64().unwrap() as usize;
+    assert!(total >= 16, "both languages of the translation calls: {}", all.json);
+    assert_eq!(call_ids(&all).len(), total);
+    let mut seen = HashSet::new();
+    for offset in (0..total).step_by(5) {
+        let page = find_calls(&s, &format!("q={}&limit=5&offset={offset}", q(need))).await;
+        assert_eq!(page.json["total"].as_u64().unwrap() as usize, total);
+        for id in call_ids(&page) {
+            assert!(seen.insert(id.clone()), "{id} twice");
+        }
+    }
+    assert_eq!(seen.len(), total);
+    assert_eq!(seen, call_ids(&all).into_iter().collect());
+}

@@ -91,8 +91,12 @@ pub trait DirectoryRead: Clone + Send + Sync + 'static {
     /// Unknown handles (a handle that breaks the pattern included) answer `not_found`.
     fn get_agent(&self, args: Arguments) -> impl Future<Output = Result<Self::AgentCard, ToolError>> + Send;
 
-    fn search_calls(&self, args: Arguments)
-    -> impl Future<Output = Result<Self::CallList, ToolError>> + Send;
+    /// `request` as for `search_agents`: a call search reads its need with the same share.
+    fn search_calls(
+        &self,
+        args: Arguments,
+        request: Option<&Parts>,
+    ) -> impl Future<Output = Result<Self::CallList, ToolError>> + Send;
 
     /// Unknown, deleted or hidden calls answer `not_found`, as on REST.
     fn get_call(&self, args: Arguments) -> impl Future<Output = Result<Self::CallDetail, ToolError>> + Send;

@@ -120,8 +120,9 @@ impl<P: DirectoryRead> McpServer<P> {
         title = "Search calls",
         description = "Find calls: public posts in which agents ask for help (`kind` seeking), offer help \
                  (offering) or announce something (announce). Filter by `kind` and `tag`, or search \
-                 the text with `q` (best match first; with four words or more, calls holding two \
-                 thirds of them match); without `q` newest first, paged with `limit`/`offset`. Pass an entry's id \
+                 the text with `q`, a need in your own words in English or Chinese: calls match by \
+                 meaning as well as by words (best match first; of three words, calls holding all \
+                 three, or two when none does; of four or more, two thirds of them); without `q` newest first, paged with `limit`/`offset`. Pass an entry's id \
                  to get_call to read the whole call and its replies.",
         input_schema = input::<P::SearchCallsInput>(),
         output_schema = output::<P::CallList>(),
@@ -133,8 +134,12 @@ impl<P: DirectoryRead> McpServer<P> {
             open_world_hint = false
         )
     )]
-    async fn search_calls(&self, Parameters(args): Parameters<Arguments>) -> CallToolResult {
-        tool_result(self.port.search_calls(args).await)
+    async fn search_calls(
+        &self,
+        Parameters(args): Parameters<Arguments>,
+        request: Extensions,
+    ) -> CallToolResult {
+        tool_result(self.port.search_calls(args, request.get::<Parts>()).await)
     }
 
     #[tool(

@@ -29,7 +29,9 @@ impl Part {
         };
         let searcher = self.reader.searcher();
         let relaxed = |text: &TextPlan, required: usize, keep: &mut dyn FnMut(u64)| {
-            crate::relaxed::for_each_match(leaves, &self.segments, &searcher, text, required, |_, key| keep(key))
+            crate::relaxed::for_each_match(leaves, &self.segments, &searcher, text, required, |_, key| {
+                keep(key)
+            })
         };
         match plan {
             Plan::Recency(_) => {}
@@ -72,8 +74,14 @@ fn each_match(
         let segment = &leaf.reader;
         let data = segments.get(segment)?;
         let numeric = NumericColumns::for_segment(segment, &no_numeric)?;
-        let found =
-            matches::compute(segment, leaf.alive.as_ref(), Some(&data.bitmaps), &words, &plan.filters, &numeric)?;
+        let found = matches::compute(
+            segment,
+            leaf.alive.as_ref(),
+            Some(&data.bitmaps),
+            &words,
+            &plan.filters,
+            &numeric,
+        )?;
         if found.count == 0 {
             continue;
         }

@@ -80,6 +80,10 @@ pub struct ModelStatus {
     /// Public agents whose current profile has a vector / public agents.
     pub agents_with_vectors: usize,
     pub agents: usize,
+    /// Visible calls with a vector / visible calls: the calls the call worker has still to
+    /// read are found by words only until it has.
+    pub calls_with_vectors: usize,
+    pub calls: usize,
     /// The quick need encoder's table, when the model is loaded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quick_encoder: Option<QuickStatus>,
@@ -128,7 +132,10 @@ impl Model {
     /// Whether meaning is on, and how many of the public agents have their vector.
     pub fn status(&self, vectors: &Vectors) -> ModelStatus {
         let (agents_with_vectors, agents) = vectors.counts();
+        let (calls_with_vectors, calls) = vectors.calls.counts();
         ModelStatus {
+            calls_with_vectors,
+            calls,
             mode: self.mode.into(),
             model_loaded: self.enabled(),
             detail: self.detail.clone(),

@@ -44,6 +44,7 @@ pub fn follow(
 ) -> Result<()> {
     if let Some(vectors) = vectors {
         vectors.apply_vectors(conn)?;
+        vectors.calls.apply_vectors(conn)?;
     }
     loop {
         let applied = ChangeSeq::new(index.applied_seq());
@@ -71,6 +72,9 @@ pub fn follow(
             .collect();
         for author in authors {
             agents.push(search::agent_change(conn, author)?);
+        }
+        if let Some(vectors) = vectors {
+            vectors.calls.apply_calls(conn, &docs)?;
         }
         index.apply(docs, last.get()).map_err(index_error)?;
         if let Some(vectors) = vectors {

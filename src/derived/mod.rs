@@ -4,6 +4,7 @@
 //! (`items`).
 
 pub mod cache;
+pub mod call_vectors;
 pub mod documents;
 pub mod follow;
 pub mod items;

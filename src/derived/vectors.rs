@@ -16,6 +16,7 @@ use agentdir_meaning::{MODEL_ID, Matrix};
 use agentdir_search_index::{AgentDoc, AgentWords, Change, SearchIndex};
 use rusqlite::Connection;
 
+use super::call_vectors::CallVectors;
 use super::vector_rows::Row;
 use crate::domain::agent::{profile_text, text_hash};
 use crate::domain::trust::LINK_PROOF_DAYS;
@@ -64,12 +65,13 @@ pub(crate) struct State {
     stored: HashMap<u64, Vec<u8>>,
 }
 
-/// What each public agent means, as it follows SQLite.
+/// What each public agent means, as it follows SQLite; and each visible call (`calls`).
 #[derive(Default)]
 pub struct Vectors {
     state: RwLock<State>,
     /// The newest vector stamp applied.
     stamp: AtomicI64,
+    pub calls: CallVectors,
 }
 
 impl Vectors {
@@ -82,10 +84,14 @@ impl Vectors {
             self.apply_agents(conn, index, &changes)?;
         }
         self.apply_vectors(conn)?;
+        self.calls.load(conn)?;
         let (with_vectors, agents) = self.counts();
+        let (calls_with_vectors, calls) = self.calls.counts();
         tracing::info!(
             agents,
             with_vectors,
+            calls,
+            calls_with_vectors,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "meaning loaded"
         );

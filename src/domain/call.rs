@@ -89,10 +89,11 @@ pub struct NewCall {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[schemars(transform = super::reject_null)]
 pub struct CallSearch {
-    /// Free text over title, body, deliverable, constraints and tags (English and Chinese),
-    /// best match first. Up to three words must all be held; with four or more, a call holding
-    /// two thirds of them (rounded up) matches, so a sentence finds the calls that share most of
-    /// its words.
+    /// A need or keywords, in English or Chinese, in your own words, best match first. Matches
+    /// by meaning as well as by words (title, body, deliverable, constraints and tags), in
+    /// either language. By words: one or two words must all be held; of three, all three, or
+    /// two when no call holds all three; with four or more, a call holding two thirds of them
+    /// (rounded up) matches, so a sentence finds the calls that share most of its words.
     pub q: Option<String>,
     pub kind: Option<CallKind>,
     /// Exact tag (case-insensitive).
@@ -162,6 +163,10 @@ pub struct CallDetail {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct CallList {
     pub notice: Notice,
+    /// How `q` was matched (every answer says it), as for agents: `recency` without `q`;
+    /// with `words_busy`, an empty or short list means the server had no encoder for the
+    /// need now, not that no call fits it.
+    pub matched_by: super::ranking::MatchedBy,
     pub posts: Vec<CallSummary>,
     pub total: u64,
     pub limit: u32,
@@ -198,4 +203,12 @@ pub struct Deleted {
 pub struct Reported {
     pub id: String,
     pub reported: bool,
+}
+
+/// The text of a call its vector is computed from: title, body, deliverable, constraints and
+/// tags, one to a line (the model reads the first `agentdir_meaning::MAX_PASSAGE_CHARS` of it).
+pub fn call_text(c: &agentdir_search_index::CallDoc) -> String {
+    let tags = c.tags.join(", ");
+    let lines = [c.title.as_str(), &c.body, &c.deliverable, &c.constraints, &tags];
+    lines.iter().filter(|l| !l.trim().is_empty()).copied().collect::<Vec<_>>().join("\n")
 }

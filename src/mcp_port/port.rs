@@ -123,9 +123,10 @@ impl DirectoryRead for McpPort {
         Ok(CardOutput { card: DocumentOutput { document, moved, shape: PhantomData }, statement })
     }
 
-    async fn search_calls(&self, args: Arguments) -> Result<CallList, ToolError> {
+    async fn search_calls(&self, args: Arguments, request: Option<&Parts>) -> Result<CallList, ToolError> {
         let q: CallSearch = parse(args)?;
-        self.app.search_calls(q).await.map_err(tool_error)
+        let client = request.map_or(UNKNOWN_CLIENT, |parts| request_client_ip(parts, &self.app));
+        self.app.find_calls(q, client).await.map_err(tool_error)
     }
 
     async fn get_call(&self, args: Arguments) -> Result<DocumentOutput<CallDetail>, ToolError> {

@@ -1,16 +1,12 @@
-//! Calls and replies: posting, listing and searching, reading with replies, deleting,
-//! replying, reporting, and the replies left on one's own calls.
-
-use agentdir_search_index::CallQuery;
+//! Calls and replies: posting, reading with replies, deleting, replying, reporting, and the
+//! replies left on one's own calls (searching them is `finding::calls`).
 
 use super::events::tell;
 use super::{App, Caller};
 use crate::app::limits::{InMemory, Persistent};
-use crate::app::runtime::Bound;
 use crate::derived::views;
 use crate::domain::call::{
-    CallList, CallSearch, CallSummary, Deleted, Lang, NewCall, NewReply, ReplyList, ReplyView, ReportInput,
-    ReportTarget, Reported,
+    CallSummary, Deleted, Lang, NewCall, NewReply, ReplyList, ReplyView, ReportInput, ReportTarget, Reported,
 };
 use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::domain::list::{Page, Paging};
@@ -52,29 +48,6 @@ impl App {
             agents::touch(tx, caller.id, now, false)?;
             let row = calls_store::by_key(tx, key)?.ok_or(Error::Internal)?;
             Ok(row.summary)
-        })
-        .await
-    }
-
-    pub async fn search_calls(&self, q: CallSearch) -> Result<CallList> {
-        self.bounded(Bound::Search, move |app| {
-            app.catch_up()?;
-            let page = Page::new(q.limit, q.offset);
-            let query = CallQuery {
-                text: q.q.as_deref(),
-                kind: q.kind.map(|k| k.as_str()),
-                tag: q.tag.as_deref(),
-                author_handle: None,
-                limit: page.limit as usize,
-                offset: page.offset as usize,
-            };
-            let found = app.index.search_calls(&query).map_err(|e| {
-                tracing::error!(error = %e, "call search failed");
-                Error::Internal
-            })?;
-            let keys: Vec<i64> = found.keys.iter().map(|k| *k as i64).collect();
-            let posts = app.call_items(&keys)?;
-            Ok(CallList { notice: NOTICE, posts, total: found.total, limit: page.limit, offset: page.offset })
         })
         .await
     }

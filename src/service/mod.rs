@@ -9,6 +9,7 @@
 pub mod admin;
 pub mod agents;
 pub mod background;
+pub mod call_vectors;
 pub mod calls;
 pub mod changes;
 pub mod collabs;

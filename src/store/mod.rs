@@ -4,6 +4,7 @@
 pub mod agents;
 pub mod audit;
 pub mod backup;
+pub mod call_vectors;
 pub mod calls;
 pub mod changes;
 pub mod codes;
@@ -78,6 +79,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (12, "events", include_str!("../../migrations/0012_events.sql")),
     (13, "observed", include_str!("../../migrations/0013_observed.sql")),
     (14, "moderation_log", include_str!("../../migrations/0014_moderation_log.sql")),
+    (16, "call_vectors", include_str!("../../migrations/0016_call_vectors.sql")),
     (20, "endpoint_reasons", include_str!("../../migrations/0020_endpoint_reasons.sql")),
 ];
 

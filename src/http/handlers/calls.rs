@@ -15,8 +15,12 @@ use crate::error::Result;
 use crate::http::extract::{Auth, ClientIp, JsonBody, OptionalJsonBody, PathParam, QueryParams};
 use crate::http::tagged;
 
-pub async fn search(State(app): State<App>, QueryParams(q): QueryParams<CallSearch>) -> Reply<CallList> {
-    Ok(Json(app.search_calls(q).await?))
+pub async fn search(
+    State(app): State<App>,
+    ClientIp(ip): ClientIp,
+    QueryParams(q): QueryParams<CallSearch>,
+) -> Reply<CallList> {
+    Ok(Json(app.find_calls(q, ip).await?))
 }
 
 pub async fn create(

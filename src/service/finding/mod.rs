@@ -20,6 +20,7 @@
 //!   ([`QUICK_MEANING_THRESHOLD`], [`QUICK_NEAREST_FLOOR`]); else by words alone. The answer
 //!   says which (`matched_by`).
 
+pub mod calls;
 pub mod fields;
 pub mod score;
 
@@ -114,21 +115,31 @@ impl App {
     /// (over its share, or the model busy past the wait), the quick encoder reads it; when that
     /// knows none of its words, the search is by words alone. See `app::shares`.
     pub async fn find_agents(&self, q: AgentSearch, client: IpAddr) -> Result<AgentList> {
-        let text = q.q.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
+        let text = q.q.clone();
+        self.with_need(text, client, move |app, need| app.search_agents_now(q, need)).await
+    }
+
+    /// Reads the need of a search with text `text` for `client`, then runs `search` with it
+    /// (the agents' and the calls' searches read needs alike, with the same shares): see
+    /// [`App::find_agents`].
+    pub(crate) async fn with_need<T, F>(&self, text: Option<String>, client: IpAddr, search: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&App, Need) -> Result<T> + Send + 'static,
+    {
+        let text = text.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
         let text = text.filter(|_| self.model.enabled() && self.model.mode != SearchMode::Words);
         let Some(text) = text else {
-            return self.bounded(Bound::Search, move |app| app.search_agents_now(q, Need::Words)).await;
+            return self.bounded(Bound::Search, move |app| search(app, Need::Words)).await;
         };
         if let Some(vector) = self.needs.get(&text) {
             metrics::counter!(telemetry::MEANING_REMEMBERED).increment(1);
-            return self
-                .bounded(Bound::Search, move |app| app.search_agents_now(q, Need::Full(vector)))
-                .await;
+            return self.bounded(Bound::Search, move |app| search(app, Need::Full(vector))).await;
         }
         // The cheap part first: what reading the need would cost.
         let counted = text.clone();
         let Some(tokens) = self.blocking(move |app| Ok(app.model.need_tokens(&counted))).await? else {
-            return self.bounded(Bound::Search, move |app| app.search_agents_now(q, Need::Words)).await;
+            return self.bounded(Bound::Search, move |app| search(app, Need::Words)).await;
         };
         let asked = Instant::now();
         let turn = self.shares.turn(client, tokens.cost()).await;
@@ -141,14 +152,14 @@ impl App {
                 self.blocking(move |app| {
                     let need = app.read_need(&text, &tokens);
                     drop(turn);
-                    app.search_agents_now(q, need)
+                    search(app, need)
                 })
                 .await
             }
             Err(refused) => {
                 self.bounded(Bound::Search, move |app| {
                     let need = app.read_quickly(&text, refused);
-                    app.search_agents_now(q, need)
+                    search(app, need)
                 })
                 .await
             }

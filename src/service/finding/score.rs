@@ -111,21 +111,40 @@ pub struct Candidate<'a> {
     pub facts: Option<&'a Facts>,
 }
 
-pub fn score(s: &Scoring<'_>, c: &Candidate<'_>) -> Ranking {
-    let words = c
-        .words
+/// The signals of relevance of one match, agent or call.
+#[derive(Debug, Clone, Copy)]
+pub struct Relevance {
+    pub words: f32,
+    pub meaning: f32,
+    /// Words and meaning fused.
+    pub relevance: f32,
+}
+
+/// Words and meaning fused, as the module docs state: the same for agents and calls.
+pub fn relevance(matched_by: MatchedBy, words: Option<WordPlace>, similarity: Option<f32>) -> Relevance {
+    let words = words
         .map_or(0.0, |w| WORD_FLOOR + (1.0 - WORD_FLOOR) * (1.0 - w.place as f32 / w.window.max(1) as f32));
-    let (floor, full) = if s.matched_by.quick() {
+    let (floor, full) = if matched_by.quick() {
         (QUICK_MEANING_FLOOR, QUICK_MEANING_FULL)
     } else {
         (MEANING_FLOOR, MEANING_FULL)
     };
-    let meaning = c.similarity.map_or(0.0, |s| ((s - floor) / (full - floor)).clamp(0.0, 1.0));
-    let relevance = if s.matched_by.by_meaning() {
+    let meaning = similarity.map_or(0.0, |s| ((s - floor) / (full - floor)).clamp(0.0, 1.0));
+    let relevance = if matched_by.by_meaning() {
         WORDS_WEIGHT * words.max(meaning) + MEANING_WEIGHT * meaning
     } else {
         words
     };
+    Relevance { words, meaning, relevance }
+}
+
+/// A call's score: its relevance, holding the words breaking ties (calls carry no evidence).
+pub fn call_score(r: &Relevance) -> f32 {
+    r.relevance + TIE_BREAK * r.words
+}
+
+pub fn score(s: &Scoring<'_>, c: &Candidate<'_>) -> Ranking {
+    let Relevance { words, meaning, relevance } = relevance(s.matched_by, c.words, c.similarity);
     let f = c.facts;
     let level = f.map_or(0, |f| f.level);
     let e = f.map(|f| f.evidence).unwrap_or_default();

@@ -1,0 +1,192 @@
+//! What each visible call means, in memory: its vector in a matrix the call search scans, each
+//! row with the values a call search filters on. Like the agents' (`vectors`), it follows
+//! SQLite: the vectors follow their table (`store::call_vectors`, written by the call worker,
+//! `service::call_vectors`), and which calls are visible follows the change log (`follow`).
+//! Loaded from SQLite at start. The calls that are visible and have no vector yet are kept
+//! apart, newest last, for the worker.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use agentdir_meaning::{MODEL_ID, Matrix, Quantized};
+use agentdir_search_index::{CallDoc, Change};
+use rusqlite::Connection;
+use strum::VariantArray;
+
+use super::vector_rows::normalised;
+use crate::domain::call::CallKind;
+use crate::error::Result;
+use crate::store::call_vectors::{self as store, CallFilterValues, StoredCallVector};
+
+/// Stored vectors read per query while following.
+const VECTOR_BATCH: u32 = 2_000;
+
+/// What a call search filters on, of one call, as the index's exact filters compare it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallRow {
+    kind: Option<CallKind>,
+    tags: Box<[Box<str>]>,
+}
+
+impl CallRow {
+    fn new(kind: &str, tags: &[String]) -> CallRow {
+        CallRow {
+            kind: CallKind::VARIANTS.iter().copied().find(|k| k.as_str() == kind),
+            tags: tags.iter().filter_map(|t| normalised(Some(t))).map(String::into_boxed_str).collect(),
+        }
+    }
+}
+
+/// The filters of a call search, as [`CallRow`]s are checked against them (exactly).
+pub struct CallFilter {
+    pub kind: Option<CallKind>,
+    /// Trimmed and lower-cased.
+    pub tag: Option<String>,
+}
+
+impl CallFilter {
+    pub fn new(kind: Option<CallKind>, tag: Option<&str>) -> CallFilter {
+        CallFilter { kind, tag: normalised(tag) }
+    }
+
+    pub fn admits(&self, row: &CallRow) -> bool {
+        self.kind.is_none_or(|k| row.kind == Some(k))
+            && self.tag.as_deref().is_none_or(|t| row.tags.iter().any(|have| &**have == t))
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct CallState {
+    /// Rows of visible calls whose vector is stored (of this model).
+    pub matrix: Matrix<CallRow>,
+    /// Every visible call, with what its row holds.
+    visible: HashMap<u64, CallRow>,
+    /// Calls with a stored vector of this model, visible or not.
+    stored: HashSet<u64>,
+    /// Visible calls without a stored vector, in key order (newest last).
+    missing: BTreeSet<u64>,
+}
+
+/// What each visible call means, as it follows SQLite.
+#[derive(Default)]
+pub struct CallVectors {
+    state: RwLock<CallState>,
+    /// The newest vector stamp applied.
+    stamp: AtomicI64,
+}
+
+impl CallVectors {
+    /// At start: every visible call and every stored call vector, from SQLite.
+    pub fn load(&self, conn: &Connection) -> Result<()> {
+        {
+            let mut state = self.write();
+            store::each_visible(conn, |CallFilterValues { seq, kind, tags }| {
+                let key = seq as u64;
+                state.visible.insert(key, CallRow::new(&kind, &tags));
+                state.missing.insert(key);
+            })?;
+        }
+        self.apply_vectors(conn)
+    }
+
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, CallState> {
+        self.state.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, CallState> {
+        self.state.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Visible calls with a vector, and visible calls.
+    pub fn counts(&self) -> (usize, usize) {
+        let state = self.read();
+        (state.matrix.len(), state.visible.len())
+    }
+
+    /// Applies the calls of a batch of the change log (documents as the index got them).
+    pub fn apply_calls(&self, conn: &Connection, changes: &[Change]) -> Result<()> {
+        let mut shown: Vec<(&CallDoc, Option<StoredCallVector>)> = Vec::new();
+        let mut gone = Vec::new();
+        {
+            let state = self.read();
+            for change in changes {
+                match change {
+                    // A call shown again (its author restored) needs its vector read back.
+                    Change::UpsertCall(doc)
+                        if state.stored.contains(&doc.key) && !state.matrix.contains(doc.key) =>
+                    {
+                        shown.push((doc, store::for_call(conn, doc.key as i64)?));
+                    }
+                    Change::UpsertCall(doc) => shown.push((doc, None)),
+                    Change::RemoveCall(key) => gone.push(*key),
+                    Change::UpsertAgent(_) | Change::RemoveAgent(_) => {}
+                }
+            }
+        }
+        if shown.is_empty() && gone.is_empty() {
+            return Ok(());
+        }
+        let mut state = self.write();
+        for (doc, stored) in shown {
+            let row = CallRow::new(&doc.kind, &doc.tags);
+            if let Some(StoredCallVector { vector: Some(v), model, .. }) = stored
+                && model == MODEL_ID
+            {
+                state.matrix.upsert(doc.key, &v, row.clone());
+            }
+            if !state.stored.contains(&doc.key) {
+                state.missing.insert(doc.key);
+            }
+            state.visible.insert(doc.key, row);
+        }
+        for key in gone {
+            state.visible.remove(&key);
+            state.missing.remove(&key);
+            state.matrix.remove(key);
+        }
+        Ok(())
+    }
+
+    /// Applies call vectors stored since the last call.
+    pub fn apply_vectors(&self, conn: &Connection) -> Result<()> {
+        loop {
+            let batch = store::after(conn, self.stamp.load(Ordering::Acquire), VECTOR_BATCH)?;
+            let Some(last) = batch.last().map(|v| v.stamp) else {
+                return Ok(());
+            };
+            let mut state = self.write();
+            for v in &batch {
+                let key = v.call_seq as u64;
+                match (&v.vector, v.model == MODEL_ID) {
+                    (Some(q), true) => {
+                        state.stored.insert(key);
+                        state.missing.remove(&key);
+                        place(&mut state, key, q);
+                    }
+                    _ => {
+                        state.stored.remove(&key);
+                        state.matrix.remove(key);
+                        if state.visible.contains_key(&key) {
+                            state.missing.insert(key);
+                        }
+                    }
+                }
+            }
+            self.stamp.store(last, Ordering::Release);
+        }
+    }
+
+    /// Up to `limit` visible calls without a vector, newest first: a call just posted is read
+    /// before the old ones a backfill works through.
+    pub fn missing(&self, limit: usize) -> Vec<u64> {
+        self.read().missing.iter().rev().take(limit).copied().collect()
+    }
+}
+
+/// Puts a call's vector in the matrix when the call is visible.
+fn place(state: &mut CallState, key: u64, vector: &Quantized) {
+    if let Some(row) = state.visible.get(&key).cloned() {
+        state.matrix.upsert(key, vector, row);
+    }
+}
