@@ -22,11 +22,13 @@
 //!                    in its view cache, 64 MiB by default): every page is read from SQLite
 //!   --fts-plans      print SQLite's query plan of every FTS5 statement used
 //!   --queries        print the query set and exit
-//!   --meaning        compute every agent's vector first (timed), then measure the agent
-//!                    queries with search by meaning on beside words only (search/meaning.rs)
+//!   --meaning        compute every agent's and call's vector first (timed), then measure the
+//!                    agent and call queries with search by meaning on beside words only
+//!                    (search/meaning.rs)
 //!   --synthetic-vectors K
-//!                    with --meaning: K profiles read by the model, every agent a noisy copy
-//!                    of one of them (search/synthetic.rs), instead of reading every profile
+//!                    with --meaning: K profiles (and K calls) read by the model, every agent
+//!                    (call) a noisy copy of one of them (search/synthetic.rs), instead of
+//!                    reading every profile and call
 //! ```
 
 // A binary's root looks for modules beside it; these live in a folder named after the binary.
@@ -205,7 +207,12 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
     println!("peak RSS after loading: {:.0} MB", status_mb("VmHWM:"));
 
     if let (true, Some(bases)) = (o.meaning, o.synthetic) {
-        synthetic::write(dir, bases)?;
+        if o.only != Some(Target::Calls) {
+            synthetic::write(dir, bases)?;
+        }
+        if o.only != Some(Target::Agents) {
+            synthetic::write_calls(dir, bases)?;
+        }
     }
 
     // 2. The index, built the way the server builds it at start.
@@ -275,8 +282,8 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
         }
         let qs = Arc::new(queries::fixed(target));
         reports.extend(runtime.block_on(measure_target(&app, baseline.as_ref(), &qs, target, o)));
-        if o.meaning && target == Target::Agents {
-            runtime.block_on(meaning::measure(&app, &qs, o.rounds16));
+        if o.meaning {
+            runtime.block_on(meaning::measure(&app, &qs, o.rounds16, target));
         }
     }
 

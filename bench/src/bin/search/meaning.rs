@@ -19,7 +19,7 @@ use agentdir_meaning::{DIM, Matrix, Quantized};
 
 use crate::corpus::Rng;
 use crate::measure::{self, Run, pct};
-use crate::queries::{self, Query};
+use crate::queries::{self, Query, Target};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -52,6 +52,7 @@ pub fn fill(app: &App, runtime: &tokio::runtime::Runtime) -> Result<(), Error> {
         done += n;
     }
     let secs = started.elapsed().as_secs_f64();
+    fill_calls(app, runtime)?;
     let status = app.model_status();
     if done == 0 {
         println!("\nmeaning: every one of the {} agents already has its vector", status.agents);
@@ -64,6 +65,34 @@ pub fn fill(app: &App, runtime: &tokio::runtime::Runtime) -> Result<(), Error> {
         status.agents_with_vectors,
         status.agents,
         secs / done.max(1) as f64 * 100_000.0 / 60.0
+    );
+    Ok(())
+}
+
+/// Computes every missing call vector the way the call worker does (a round of a few calls on
+/// one thread at a time, without its rest); prints what it took.
+fn fill_calls(app: &App, runtime: &tokio::runtime::Runtime) -> Result<(), Error> {
+    let started = Instant::now();
+    let mut done = 0;
+    loop {
+        let n = runtime.block_on(app.fill_call_vectors())?;
+        if n == 0 {
+            break;
+        }
+        done += n;
+    }
+    let status = app.model_status();
+    if done == 0 {
+        println!("\nmeaning: every one of the {} visible calls already has its vector", status.calls);
+        return Ok(());
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let each = secs / done as f64;
+    println!(
+        "\nmeaning: computed {done} call vectors in {secs:.1} s ({:.1} ms each, one thread, as the call \
+         worker reads them); at this rate, and the worker's half of one core, 1,000,000 calls take {:.1} h",
+        each * 1e3,
+        each * 2.0 * 1_000_000.0 / 3600.0
     );
     Ok(())
 }
@@ -93,7 +122,12 @@ async fn words(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order) ->
     let app = app.clone();
     run(qs, clients, order, move |q| {
         let app = app.clone();
-        async move { app.search_agents(q.agent_search()).await.map(|l| l.total) }
+        async move {
+            match q.target {
+                Some(Target::Calls) => app.search_calls(q.call_search()).await.map(|l| l.total),
+                _ => app.search_agents(q.agent_search()).await.map(|l| l.total),
+            }
+        }
     })
     .await
 }
@@ -127,15 +161,24 @@ async fn meaning(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order) 
             let network = (next.fetch_add(1, Ordering::Relaxed) % clients) as u8;
             let client = std::net::IpAddr::from([10, 0, network, 1]);
             let started = Instant::now();
-            let list = app.find_agents(q.agent_search(), client).await?;
+            let (matched_by, total) = match q.target {
+                Some(Target::Calls) => {
+                    let list = app.find_calls(q.call_search(), client).await?;
+                    (list.matched_by, list.total)
+                }
+                _ => {
+                    let list = app.find_agents(q.agent_search(), client).await?;
+                    (list.matched_by, list.total)
+                }
+            };
             let took = started.elapsed();
             let mut reads = reads.lock().unwrap_or_else(|e| e.into_inner());
-            match list.matched_by {
+            match matched_by {
                 MatchedBy::Combined | MatchedBy::Meaning => reads.full.push(took),
                 MatchedBy::CombinedQuick | MatchedBy::MeaningQuick => reads.quick.push(took),
                 _ => reads.busy += 1,
             }
-            Ok(list.total)
+            Ok(total)
         }
     })
     .await;
@@ -152,9 +195,10 @@ const NEEDS_PER_CLIENT_16: usize = 100;
 /// with people and agents stating needs, below what two cores can embed.
 const PACED_RATES: [f64; 2] = [100.0, 200.0];
 
-pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize) {
+pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize, target: Target) {
     let per_row = 16 * NEEDS_PER_CLIENT_16;
-    let needs = queries::distinct_needs(NEEDS_ONE_CLIENT + per_row * (1 + PACED_RATES.len()));
+    let needs = queries::distinct_needs(NEEDS_ONE_CLIENT + per_row * (1 + PACED_RATES.len()), target);
+    let name = if target == Target::Calls { "calls" } else { "agents" };
     let (one, rest) = needs.split_at(NEEDS_ONE_CLIENT);
     let rows: Vec<Arc<Vec<Query>>> = rest.chunks(per_row).map(|c| Arc::new(c.to_vec())).collect();
     let one = Arc::new(one.to_vec());
@@ -164,7 +208,7 @@ pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize) {
     words(app, fixed, 1, Order::Repeat(1)).await;
     meaning(app, fixed, 1, Order::Repeat(1)).await;
     println!(
-        "\n-- agents: words only vs with meaning, {} distinct needs searched once each \
+        "\n-- {name}: words only vs with meaning, {} distinct needs searched once each \
          (English, Chinese, mixed; keywords and sentences; half with filters), result cache \
          and remembered needs off, each client in a /24 of its own: back to back, then at a \
          fixed rate (@N/s, timed from when each search was due); last, the fixed set repeated \
@@ -185,22 +229,29 @@ pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize) {
         "quick p50/p99",
         "load average"
     );
-    side_by_side(app, &one, 1, Order::OnceEach, "1").await;
-    side_by_side(app, &rows[0], 16, Order::OnceEach, "16").await;
+    side_by_side(app, &one, 1, Order::OnceEach, "1", name).await;
+    side_by_side(app, &rows[0], 16, Order::OnceEach, "16", name).await;
     for (rate, needs) in PACED_RATES.iter().zip(&rows[1..]) {
-        side_by_side(app, needs, 16, Order::Paced(*rate), &format!("16 @{rate}/s")).await;
+        side_by_side(app, needs, 16, Order::Paced(*rate), &format!("16 @{rate}/s"), name).await;
     }
     app.index().set_result_cache_capacity(agentdir_search_index::DEFAULT_CACHE_ENTRIES);
     app.needs().set_capacity(agentdir::app::needs::NEEDS_REMEMBERED);
-    side_by_side(app, fixed, 16, Order::Repeat(rounds16.max(3)), "16 cache").await;
+    side_by_side(app, fixed, 16, Order::Repeat(rounds16.max(3)), "16 cache", name).await;
     scan_cost(100_000);
 }
 
 /// One row: words only, then with meaning, at `clients` clients.
-async fn side_by_side(app: &App, qs: &Arc<Vec<Query>>, clients: usize, order: Order, label: &str) {
+async fn side_by_side(
+    app: &App,
+    qs: &Arc<Vec<Query>>,
+    clients: usize,
+    order: Order,
+    label: &str,
+    name: &str,
+) {
     let w = words(app, qs, clients, order).await;
     let (m, reads) = meaning(app, qs, clients, order).await;
-    let (wa, ma) = (w.all("agents"), m.all("agents"));
+    let (wa, ma) = (w.all(name), m.all(name));
     let n = reads.total().max(1) as f64;
     let by_meaning = 100.0 * (reads.full.len() + reads.quick.len()) as f64 / n;
     let full = 100.0 * reads.full.len() as f64 / n;

@@ -231,7 +231,7 @@ const NEED_WORDS: usize = 40;
 /// `count` different needs for the meaning measurement, none repeated, so that no cache of
 /// results or of needs could answer one: English, Chinese and mixed in turn, from the
 /// templates above; every other need carries the filters of the fixed set.
-pub fn distinct_needs(count: usize) -> Vec<Query> {
+pub fn distinct_needs(count: usize, target: Target) -> Vec<Query> {
     use crate::corpus::{EN_HEAD, Rng, ZH_HEAD};
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::with_capacity(count);
@@ -253,15 +253,19 @@ pub fn distinct_needs(count: usize) -> Vec<Query> {
             continue;
         }
         let filtered = out.len() % 2 == 1;
+        let base = if target == Target::Calls { 6 } else { 0 };
         let mut q = Query {
-            target: Some(Target::Agents),
-            class: lang + 3 * filtered as usize,
+            target: Some(target),
+            class: base + lang + 3 * filtered as usize,
             // The set lives as long as the benchmark.
             text: Box::leak(text.into_boxed_str()),
             ..Default::default()
         };
         if filtered {
-            agent_filters(out.len() / 2, &mut q, lang == 1);
+            match target {
+                Target::Agents => agent_filters(out.len() / 2, &mut q, lang == 1),
+                Target::Calls => call_filters(out.len() / 2, &mut q),
+            }
         }
         out.push(q);
     }
