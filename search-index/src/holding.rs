@@ -14,6 +14,7 @@ use crate::evaluate::{TextPlan, word_conditions};
 use crate::matches::{self, Members};
 use crate::overlay::Leaf;
 use crate::part::{Part, Plan};
+use crate::relaxed::Fallback;
 use crate::warm::Segments;
 
 impl Part {
@@ -47,9 +48,9 @@ impl Part {
                 })?;
                 if all == 0 {
                     match crate::relaxed::fallback(leaves, text)? {
-                        Some(Plan::Text(two)) => each_match(leaves, &self.segments, &two, &mut keep)?,
-                        Some(Plan::Relaxed(text, required)) => relaxed(&text, required, &mut keep)?,
-                        _ => {}
+                        Fallback::AllHeld(two) => each_match(leaves, &self.segments, &two, &mut keep)?,
+                        Fallback::AllButOne(text) => relaxed(&text, text.words.len() - 1, &mut keep)?,
+                        Fallback::Nothing => {}
                     }
                 }
             }

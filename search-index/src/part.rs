@@ -10,6 +10,7 @@ use crate::collect::{NumericFilters, PageCollector};
 use crate::evaluate::{self, TextPlan};
 use crate::overlay::Overlay;
 use crate::query::filters_only;
+use crate::relaxed::Fallback;
 use crate::warm::Segments;
 use crate::{DEFAULT_CACHE_ENTRIES, IndexError, MAX_LIMIT, Page};
 
@@ -97,18 +98,22 @@ impl Part {
                 let all = evaluate::search(&view.leaves, &self.segments, &text, &numeric, k)?;
                 match all.total {
                     0 => match crate::relaxed::fallback(&view.leaves, text)? {
-                        Some(Plan::Text(two)) => {
+                        Fallback::AllHeld(two) => {
                             evaluate::search(&view.leaves, &self.segments, &two, &numeric, k)?
                         }
-                        Some(Plan::Relaxed(text, required)) => crate::relaxed::search(
-                            &view.leaves,
-                            &self.segments,
-                            &self.reader.searcher(),
-                            &text,
-                            required,
-                            k,
-                        )?,
-                        _ => all,
+                        Fallback::AllButOne(text) => {
+                            let required = text.words.len() - 1;
+                            let searcher = self.reader.searcher();
+                            crate::relaxed::search(
+                                &view.leaves,
+                                &self.segments,
+                                &searcher,
+                                &text,
+                                required,
+                                k,
+                            )?
+                        }
+                        Fallback::Nothing => all,
                     },
                     _ => all,
                 }

@@ -24,7 +24,6 @@ use tantivy::{Searcher, Term};
 use crate::collect::Hits;
 use crate::evaluate::TextPlan;
 use crate::overlay::Leaf;
-use crate::part::Plan;
 use crate::query::word_query;
 use crate::rank::Top;
 use crate::warm::Segments;
@@ -49,9 +48,8 @@ pub fn required_words(n: usize) -> usize {
 /// A three-word search that no call matches with all three: what runs instead. A word no call
 /// holds anywhere is dropped first, since holding two of three then means holding both others,
 /// which the all-words evaluation answers from its bitmaps; only when every word is held
-/// somewhere do two of three need the scored union. `None`: nothing can match (two words or
-/// more are held by no call).
-pub(crate) fn fallback(leaves: &[Arc<Leaf>], plan: TextPlan) -> tantivy::Result<Option<Plan>> {
+/// somewhere do two of three need the scored union.
+pub(crate) fn fallback(leaves: &[Arc<Leaf>], plan: TextPlan) -> tantivy::Result<Fallback> {
     let held = |text: &str| -> tantivy::Result<bool> {
         let term = Term::from_field_text(plan.all, text);
         for leaf in leaves {
@@ -72,14 +70,24 @@ pub(crate) fn fallback(leaves: &[Arc<Leaf>], plan: TextPlan) -> tantivy::Result<
     let n = plan.words.len();
     let kept = present.iter().filter(|p| **p).count();
     Ok(match kept {
-        k if k == n => Some(Plan::Relaxed(plan, n - 1)),
+        k if k == n => Fallback::AllButOne(plan),
         k if k + 1 == n && k >= 2 => {
             let mut flags = present.into_iter();
             let words = plan.words.into_iter().filter(|_| flags.next().unwrap_or(false)).collect();
-            Some(Plan::Text(TextPlan { words, ..plan }))
+            Fallback::AllHeld(TextPlan { words, ..plan })
         }
-        _ => None,
+        _ => Fallback::Nothing,
     })
+}
+
+/// What a three-word search runs when no document holds all three words.
+pub(crate) enum Fallback {
+    /// Every word of this plan must be held (a word nobody holds was dropped).
+    AllHeld(TextPlan),
+    /// All but one of this plan's words must be held: the scored union ([`search`]).
+    AllButOne(TextPlan),
+    /// Two words or more are held by nobody.
+    Nothing,
 }
 
 fn query(plan: &TextPlan, required: usize) -> BooleanQuery {
