@@ -656,9 +656,9 @@ async fn a_need_read_lately_is_remembered() {
     assert_eq!(remembered().await, 2.0);
 }
 
-/// Meaning turned on over a directory whose agents have no vectors (an upgrade, a model
-/// change): the server answers at once while its worker computes them, and then the agents are
-/// found by meaning. `/readyz` counts the agents with a vector.
+/// Meaning turned on over a directory whose agents and calls have no vectors (an upgrade, a
+/// model change): the server answers at once while its workers compute them, and then the
+/// agents and calls are found by meaning. `/readyz` counts the agents and calls with a vector.
 #[tokio::test]
 async fn vectors_missing_at_start_are_computed_while_the_server_serves() {
     let words_only: Vec<(&str, &str)> =
@@ -671,6 +671,11 @@ async fn vectors_missing_at_start_are_computed_while_the_server_serves() {
         }))
         .await;
     }
+    let poster = before.register("backfill").await;
+    let calls = call_trades(&before, &poster).await;
+    for i in 0..12 {
+        before.seeking(&poster, &format!("Bookkeeping for a shop, month {i}")).await;
+    }
     before.stop();
     let s = Server::start_in(&before.data_dir, common::RELAXED_LIMITS).await;
     let need = "someone who can turn my podcast into Chinese subtitles";
@@ -680,15 +685,21 @@ async fn vectors_missing_at_start_are_computed_while_the_server_serves() {
         ready.expect(200);
         // Searches are answered whatever the worker has done so far.
         search(&s, need).await;
+        find_calls(&s, &format!("q={}", q("字幕翻译"))).await;
         let meaning = &ready.json["meaning"];
-        assert_eq!(meaning["agents"], 25, "{meaning}");
-        if meaning["agents_with_vectors"] == meaning["agents"] {
+        assert_eq!(meaning["agents"], 26, "{meaning}");
+        assert_eq!(meaning["calls"], 16, "{meaning}");
+        if meaning["agents_with_vectors"] == meaning["agents"]
+            && meaning["calls_with_vectors"] == meaning["calls"]
+        {
             break;
         }
         assert!(std::time::Instant::now() < deadline, "the worker never computed every vector: {meaning}");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(handles(&search(&s, need).await).first(), Some(&t.subtitles.handle));
+    let r = find_calls(&s, &format!("q={}", q("字幕翻译"))).await;
+    assert_eq!(call_ids(&r).first(), Some(&calls.podcast), "{}", r.json);
 }
 
 fn call_ids(r: &common::Resp) -> Vec<String> {

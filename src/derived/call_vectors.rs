@@ -66,6 +66,8 @@ pub(crate) struct CallState {
     stored: HashSet<u64>,
     /// Visible calls without a stored vector, in key order (newest last).
     missing: BTreeSet<u64>,
+    /// Missing calls a worker has claimed and is reading.
+    claimed: HashSet<u64>,
 }
 
 /// What each visible call means, as it follows SQLite.
@@ -177,11 +179,33 @@ impl CallVectors {
         }
     }
 
-    /// Up to `limit` visible calls without a vector, newest first: a call just posted is read
-    /// before the old ones a backfill works through.
-    pub fn missing(&self, limit: usize) -> Vec<u64> {
-        self.read().missing.iter().rev().take(limit).copied().collect()
+    /// Claims up to `limit` visible calls without a vector that no other worker has claimed:
+    /// the newest (a call just posted goes ahead of old ones) or the oldest (the backfill).
+    /// Each is given back with [`CallVectors::release`] once read.
+    pub fn claim(&self, limit: usize, end: End) -> Vec<u64> {
+        let mut state = self.write();
+        let free = |key: &&u64| !state.claimed.contains(*key);
+        let keys: Vec<u64> = match end {
+            End::Newest => state.missing.iter().rev().filter(free).take(limit).copied().collect(),
+            End::Oldest => state.missing.iter().filter(free).take(limit).copied().collect(),
+        };
+        state.claimed.extend(&keys);
+        keys
     }
+
+    pub fn release(&self, keys: &[u64]) {
+        let mut state = self.write();
+        for key in keys {
+            state.claimed.remove(key);
+        }
+    }
+}
+
+/// Which end of the calls without a vector a worker reads from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    Newest,
+    Oldest,
 }
 
 /// Puts a call's vector in the matrix when the call is visible.

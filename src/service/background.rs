@@ -47,7 +47,7 @@ impl App {
             let interval = self.settings.endpoint_check_interval;
             tasks.push(tokio::spawn(endpoint_checks::run(self.clone(), interval)));
             self.start_vector_worker();
-            self.start_call_vector_worker();
+            self.start_call_vector_workers();
         }
         Background(tasks)
     }
