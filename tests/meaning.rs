@@ -840,3 +840,24 @@ async fn call_pages_add_up_to_the_total() {
     assert_eq!(seen.len(), total);
     assert_eq!(seen, call_ids(&all).into_iter().collect());
 }
+
+/// After a crash the index replays the change log at start, before the calls are loaded: the
+/// call vectors already computed are kept, none is computed again.
+#[tokio::test]
+async fn call_vectors_outlive_a_crash() {
+    let mut s = Server::start().await;
+    let author = s.register("crash").await;
+    call_trades(&s, &author).await;
+    calls_read(&s).await;
+    // One write more, then a kill before the index is flushed: the next start replays it.
+    s.seeking(&author, "Proofreading for a thesis").await;
+    s.kill();
+    s.restart();
+    let meaning = s.get("/readyz", None).await.json["meaning"].clone();
+    assert_eq!(meaning["calls"], 5, "{meaning}");
+    assert!(meaning["calls_with_vectors"].as_u64().unwrap() >= 4, "vectors lost at start: {meaning}");
+    calls_read(&s).await;
+    let r = find_calls(&s, &format!("q={}", q("字幕翻译"))).await;
+    assert_eq!(r.json["total"].as_u64().unwrap() as usize, call_ids(&r).len());
+    assert!(!call_ids(&r).is_empty(), "{}", r.json);
+}

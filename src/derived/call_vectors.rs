@@ -79,10 +79,14 @@ pub struct CallVectors {
 }
 
 impl CallVectors {
-    /// At start: every visible call and every stored call vector, from SQLite.
+    /// At start: every visible call and every stored call vector, from SQLite. What a follow
+    /// applied before (the index's repair at start) is read again, now that the visible calls
+    /// are known.
     pub fn load(&self, conn: &Connection) -> Result<()> {
         {
             let mut state = self.write();
+            *state = CallState::default();
+            self.stamp.store(0, Ordering::Release);
             store::each_visible(conn, |CallFilterValues { seq, kind, tags }| {
                 let key = seq as u64;
                 state.visible.insert(key, CallRow::new(&kind, &tags));

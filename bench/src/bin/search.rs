@@ -245,7 +245,7 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     if o.meaning {
-        meaning::fill(&app, &runtime)?;
+        meaning::fill(&app, &runtime, o.only)?;
     }
 
     // 4 (built before measuring, so both engines are measured on the same database state).

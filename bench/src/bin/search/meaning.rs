@@ -23,9 +23,10 @@ use crate::queries::{self, Query, Target};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
-/// Computes every missing vector; prints how long that took. Then makes the quick encoder's
-/// table whole (kept in the data dir for later runs).
-pub fn fill(app: &App, runtime: &tokio::runtime::Runtime) -> Result<(), Error> {
+/// Makes the quick encoder's table whole (kept in the data dir for later runs), then computes
+/// every missing vector of the targets measured (`only`: one of them); prints how long that
+/// took.
+pub fn fill(app: &App, runtime: &tokio::runtime::Runtime, only: Option<Target>) -> Result<(), Error> {
     if !app.model().enabled() {
         return Err("--meaning needs the model: this build or its model path has none".into());
     }
@@ -42,6 +43,12 @@ pub fn fill(app: &App, runtime: &tokio::runtime::Runtime) -> Result<(), Error> {
             started.elapsed().as_secs_f64()
         );
     }
+    if only != Some(Target::Agents) {
+        fill_calls(app, runtime)?;
+    }
+    if only == Some(Target::Calls) {
+        return Ok(());
+    }
     let started = Instant::now();
     let mut done = 0;
     loop {
@@ -52,7 +59,6 @@ pub fn fill(app: &App, runtime: &tokio::runtime::Runtime) -> Result<(), Error> {
         done += n;
     }
     let secs = started.elapsed().as_secs_f64();
-    fill_calls(app, runtime)?;
     let status = app.model_status();
     if done == 0 {
         println!("\nmeaning: every one of the {} agents already has its vector", status.agents);
