@@ -65,6 +65,10 @@ pub fn follow(
                 ChangeKind::Collab => {}
             }
         }
+        // Each author once, however many of its calls the batch holds (a burst of calls by a
+        // few agents would read the same facts thousands of times).
+        authors.sort_unstable();
+        authors.dedup();
         let mut agents: Vec<_> = docs
             .iter()
             .filter(|d| matches!(d, IndexChange::UpsertAgent(_) | IndexChange::RemoveAgent(_)))
