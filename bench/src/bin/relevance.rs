@@ -184,7 +184,7 @@ async fn run() -> Result<(), Error> {
     }
     let bin = server_binary()?;
     let has_modes = supports_search_modes(&bin)?;
-    let site = seed::proof_site()?;
+    let site = seed::proof_site(&set)?;
     let http = http_client()?;
     load::ensure_table(&o.quick_table)?;
     if let Some(loads) = &o.load {
