@@ -1,6 +1,7 @@
 //! Relevance benchmark: how well `GET /api/agents?q=` finds the agents that meet a need, on a
-//! judged set (`bench/relevance/`: realistic agents in English, Chinese or both, needs of five
-//! kinds, grades 0-3 given by reading what each agent does). One release server per search
+//! judged set (`bench/relevance/`: realistic agents in English, Chinese or both, needs of twelve
+//! kinds, made-up ones among them whose right answer is an empty page, grades 0-3 given by
+//! reading what each agent does). One release server per search
 //! mode (`words`, `meaning`, `combined`), each over a fresh data dir seeded with the same
 //! agents and evidence; every need runs as `q` with `limit=10`; nDCG@10, Recall@10 and MRR
 //! per kind of need print side by side for the three modes, with the trust measures (stuffed
@@ -184,7 +185,7 @@ async fn run() -> Result<(), Error> {
     }
     let bin = server_binary()?;
     let has_modes = supports_search_modes(&bin)?;
-    let site = seed::proof_site()?;
+    let site = seed::proof_site(&set)?;
     let http = http_client()?;
     load::ensure_table(&o.quick_table)?;
     if let Some(loads) = &o.load {

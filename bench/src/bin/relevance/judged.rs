@@ -1,5 +1,5 @@
 //! The judged set: agents (`agents/*.json`, profiles as they register, plus the evidence to
-//! seed) and needs (`needs.json`, each with graded judgements), read and checked before any
+//! seed and the skills of an A2A endpoint to serve) and needs (`needs.json`, each with graded judgements), read and checked before any
 //! server starts, so a slip in the data fails at once with the file and the entry named.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -22,11 +22,39 @@ pub enum NeedType {
     Cross,
     /// A situation from which the need must be inferred.
     Problem,
+    /// One or two words ("dubbing", "报税").
+    Short,
+    /// Two to four sentences of someone's situation that never name the service.
+    Situation,
+    /// Chinese and English mixed in one need ("帮我 review 一下 NDA").
+    Mixed,
+    /// A need with misspelt words ("subtitel translaton").
+    Misspelt,
+    /// A need only an offering (its title, deliverable or tags) or a skill of a proven live
+    /// endpoint answers: the profile text proper does not say it.
+    Offering,
+    /// A rare real term a profile holds: a standard, a file format, a niche tool (XBRL, HL7).
+    Rare,
+    /// A made-up need (letter strings, keyboard mashes, invented words and product codes):
+    /// no agent meets it, and the right answer is an empty page.
+    MadeUp,
 }
 
 impl NeedType {
-    pub const ALL: [NeedType; 5] =
-        [NeedType::Keyword, NeedType::Paraphrase, NeedType::Chinese, NeedType::Cross, NeedType::Problem];
+    pub const ALL: [NeedType; 12] = [
+        NeedType::Keyword,
+        NeedType::Paraphrase,
+        NeedType::Chinese,
+        NeedType::Cross,
+        NeedType::Problem,
+        NeedType::Short,
+        NeedType::Situation,
+        NeedType::Mixed,
+        NeedType::Misspelt,
+        NeedType::Offering,
+        NeedType::Rare,
+        NeedType::MadeUp,
+    ];
 
     fn parse(s: &str) -> Option<NeedType> {
         NeedType::ALL.into_iter().find(|t| t.name() == s)
@@ -40,6 +68,13 @@ impl NeedType {
             NeedType::Chinese => "chinese",
             NeedType::Cross => "cross",
             NeedType::Problem => "problem",
+            NeedType::Short => "short",
+            NeedType::Situation => "situation",
+            NeedType::Mixed => "mixed",
+            NeedType::Misspelt => "misspelt",
+            NeedType::Offering => "offering",
+            NeedType::Rare => "rare",
+            NeedType::MadeUp => "made_up",
         }
     }
 
@@ -51,6 +86,13 @@ impl NeedType {
             NeedType::Chinese => "Chinese need",
             NeedType::Cross => "cross-language",
             NeedType::Problem => "problem to infer",
+            NeedType::Short => "1–2 words",
+            NeedType::Situation => "long situation",
+            NeedType::Mixed => "Chinese and English mixed",
+            NeedType::Misspelt => "misspelt",
+            NeedType::Offering => "only an offering or skill says it",
+            NeedType::Rare => "rare real term",
+            NeedType::MadeUp => "made-up (an empty page is right)",
         }
     }
 }
@@ -85,6 +127,9 @@ pub struct Agent {
     pub profile: Value,
     /// The offerings, as `PUT /api/me/offerings` takes them.
     pub offerings: Vec<Value>,
+    /// The skills of an A2A agent card the agent lists as its endpoint and proves its own: the
+    /// seeder serves the card, the server checks it and keeps the skills (empty: no endpoint).
+    pub skills: Vec<Value>,
     pub evidence: Evidence,
     /// A keyword-stuffed profile: a fresh sign-up that repeats the words of needs.
     pub stuffed: bool,
@@ -101,6 +146,11 @@ pub struct Need {
 }
 
 impl Need {
+    /// Whether the right answer is an empty page: a made-up need.
+    pub fn expects_nothing(&self) -> bool {
+        self.kind == NeedType::MadeUp
+    }
+
     pub fn grade(&self, handle: &str) -> u8 {
         self.judged.get(handle).copied().unwrap_or(0)
     }
@@ -137,6 +187,8 @@ impl JudgedSet {
                         handle,
                         profile,
                         offerings: a.offerings.clone(),
+                        // One endpoint URL counts for one agent: copies list none.
+                        skills: Vec::new(),
                         evidence: Evidence::default(),
                         stuffed: true,
                     }
@@ -161,9 +213,11 @@ const PROFILE_FIELDS: &[&str] = &[
     "model",
 ];
 /// Fields the set adds beside the profile.
-const SET_FIELDS: &[&str] = &["trust", "link", "collabs", "stuffed", "offerings"];
+const SET_FIELDS: &[&str] = &["trust", "link", "collabs", "stuffed", "offerings", "skills"];
 const OFFERING_FIELDS: &[&str] =
     &["title", "deliverable", "for_whom", "not_doing", "mode", "turnaround_days", "languages", "tags"];
+/// The fields of an A2A skill the set may give; `id` is the seeder's.
+const SKILL_FIELDS: &[&str] = &["name", "description", "tags", "examples"];
 
 fn read_json(path: &Path) -> Result<Value, Error> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -239,10 +293,31 @@ fn agent(v: &Value) -> Result<Agent, Error> {
             offerings.push(Value::Object(o));
         }
     }
+    let mut skills = Vec::new();
+    if let Some(list) = obj.get("skills") {
+        for s in array(list, &format!("{handle}: skills"))? {
+            let o = s.as_object().ok_or_else(|| format!("{handle}: a skill is not an object"))?;
+            if let Some(unknown) = o.keys().find(|k| !SKILL_FIELDS.contains(&k.as_str())) {
+                return Err(format!("{handle}: unknown skill field {unknown}").into());
+            }
+            let text = |k: &str| o.get(k).and_then(Value::as_str).is_some_and(|t| !t.trim().is_empty());
+            let strings = |k: &str| {
+                o.get(k).is_none_or(|v| v.as_array().is_some_and(|a| a.iter().all(Value::is_string)))
+            };
+            if !text("name") || !text("description") || !strings("tags") || !strings("examples") {
+                return Err(format!(
+                    "{handle}: a skill has a name and a description, and tags and examples are lists of strings"
+                )
+                .into());
+            }
+            skills.push(s.clone());
+        }
+    }
     Ok(Agent {
         handle,
         profile: Value::Object(profile),
         offerings,
+        skills,
         evidence: Evidence {
             level: level as u8,
             link: obj.get("link").and_then(Value::as_bool).unwrap_or(false),
@@ -271,7 +346,8 @@ fn need(v: &Value) -> Result<Need, Error> {
 }
 
 /// What must hold across the files: handles unique and known, collaborations between claimed
-/// agents, every need met by at least one agent, stuffed agents fresh and never judged fitting.
+/// agents, every need met by at least one agent except made-up needs, which judge no agent at
+/// all (an empty page is their answer), stuffed agents fresh and never judged fitting.
 fn check(set: &JudgedSet) -> Result<(), Error> {
     let mut handles = HashSet::new();
     for a in &set.agents {
@@ -308,8 +384,20 @@ fn check(set: &JudgedSet) -> Result<(), Error> {
                 return Err(format!("need {}: stuffed agent {h} is judged {g}", n.id).into());
             }
         }
-        if !n.judged.values().any(|g| *g >= MEETS) {
-            return Err(format!("need {}: no agent meets it (grade {MEETS} or more)", n.id).into());
+        if n.expects_nothing() {
+            if !n.judged.is_empty() {
+                return Err(format!(
+                    "need {}: a made-up need judges no agent (an empty page is its answer)",
+                    n.id
+                )
+                .into());
+            }
+        } else if !n.judged.values().any(|g| *g >= MEETS) {
+            return Err(format!(
+                "need {}: no agent meets it (grade {MEETS} or more); only a made_up need may have none",
+                n.id
+            )
+            .into());
         }
     }
     Ok(())
@@ -340,8 +428,48 @@ mod tests {
             handle: handle.into(),
             profile: serde_json::json!({"handle": handle}),
             offerings: Vec::new(),
+            skills: Vec::new(),
             evidence: Evidence { level, ..Evidence::default() },
             stuffed,
+        }
+    }
+
+    fn need(id: &str, kind: NeedType, judged: &[(&str, u8)]) -> Need {
+        Need {
+            id: id.into(),
+            kind,
+            q: "q".into(),
+            spam_target: false,
+            judged: judged.iter().map(|(h, g)| ((*h).to_owned(), *g)).collect(),
+        }
+    }
+
+    #[test]
+    fn only_a_made_up_need_may_have_no_agent_that_meets_it_and_it_judges_none() {
+        let agents = || vec![agent("real", 1, false)];
+        let check_one = |n: Need| check(&JudgedSet { agents: agents(), needs: vec![n] });
+        assert!(check_one(need("gibberish", NeedType::MadeUp, &[])).is_ok());
+        let judged = check_one(need("gibberish", NeedType::MadeUp, &[("real", 0)])).unwrap_err();
+        assert!(judged.to_string().contains("judges no agent"), "{judged}");
+        let unmet = check_one(need("contracts", NeedType::Keyword, &[("real", 1)])).unwrap_err();
+        assert!(unmet.to_string().contains("no agent meets it"), "{unmet}");
+        assert!(check_one(need("contracts", NeedType::Keyword, &[("real", 2)])).is_ok());
+    }
+
+    #[test]
+    fn skills_are_read_and_checked() {
+        let a = super::agent(&serde_json::json!({
+            "handle": "a", "skills": [{"name": "XBRL tagging", "description": "Tags filings.", "tags": ["xbrl"]}]
+        }))
+        .unwrap();
+        assert_eq!(a.skills.len(), 1);
+        assert!(!a.profile.as_object().unwrap().contains_key("skills"), "skills are not a profile field");
+        for bad in [
+            serde_json::json!({"handle": "a", "skills": [{"name": "x"}]}),
+            serde_json::json!({"handle": "a", "skills": [{"name": "x", "description": "y", "tags": "z"}]}),
+            serde_json::json!({"handle": "a", "skills": [{"name": "x", "description": "y", "id": "z"}]}),
+        ] {
+            assert!(super::agent(&bad).is_err(), "{bad}");
         }
     }
 

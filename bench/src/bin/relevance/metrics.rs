@@ -1,6 +1,9 @@
 //! The measures, over one need's ranked handles (best first, as the server answered them):
 //! nDCG@10 with graded gains, Recall@10 and MRR of the agents that meet the need, and the
 //! trust measures that ask whether evidence orders agents that fit equally well.
+//!
+//! A made-up need has no agent to find: an empty page is its right answer, so each of its
+//! three measures is 1 when the page is empty and 0 when it holds any agent.
 
 use super::judged::{JudgedSet, MEETS, Need};
 
@@ -19,8 +22,16 @@ fn discount(i: usize) -> f64 {
     ((i + 2) as f64).log2()
 }
 
+/// What a page scores on a made-up need: everything when empty, nothing otherwise.
+fn nothing_found(ranked: &[String]) -> f64 {
+    if ranked.is_empty() { 1.0 } else { 0.0 }
+}
+
 /// nDCG@10: the ranking's discounted gain over that of the ideal ranking of the judged grades.
 pub fn ndcg(need: &Need, ranked: &[String]) -> f64 {
+    if need.expects_nothing() {
+        return nothing_found(ranked);
+    }
     // Folded from +0.0: an empty float sum is -0.0, which prints as "-0.00".
     let dcg =
         ranked.iter().take(DEPTH).enumerate().fold(0.0, |s, (i, h)| s + gain(need.grade(h)) / discount(i));
@@ -33,6 +44,9 @@ pub fn ndcg(need: &Need, ranked: &[String]) -> f64 {
 /// Recall@10: the share of the agents that meet the need found in the first ten (out of at
 /// most ten, so a need met by twelve agents can still score 1).
 pub fn recall(need: &Need, ranked: &[String]) -> f64 {
+    if need.expects_nothing() {
+        return nothing_found(ranked);
+    }
     let meeting = need.judged.values().filter(|g| **g >= MEETS).count().min(DEPTH);
     if meeting == 0 {
         return 0.0;
@@ -43,6 +57,9 @@ pub fn recall(need: &Need, ranked: &[String]) -> f64 {
 
 /// Reciprocal rank of the first agent that meets the need within the first ten (0 if none).
 pub fn reciprocal_rank(need: &Need, ranked: &[String]) -> f64 {
+    if need.expects_nothing() {
+        return nothing_found(ranked);
+    }
     ranked.iter().take(DEPTH).position(|h| need.grade(h) >= MEETS).map_or(0.0, |i| 1.0 / (i + 1) as f64)
 }
 
@@ -111,9 +128,13 @@ mod tests {
     use super::*;
 
     fn need(grades: &[(&str, u8)]) -> Need {
+        need_of(NeedType::Keyword, grades)
+    }
+
+    fn need_of(kind: NeedType, grades: &[(&str, u8)]) -> Need {
         Need {
             id: "n".into(),
-            kind: NeedType::Keyword,
+            kind,
             q: "q".into(),
             spam_target: false,
             judged: grades.iter().map(|(h, g)| ((*h).to_owned(), *g)).collect::<HashMap<_, _>>(),
@@ -148,6 +169,18 @@ mod tests {
         assert_eq!(recall(&n, &beyond), 0.0, "only the first ten count");
     }
 
+    #[test]
+    fn a_made_up_need_scores_one_for_an_empty_page_and_zero_for_any_agent() {
+        let n = need_of(NeedType::MadeUp, &[]);
+        for measure in [ndcg as fn(&Need, &[String]) -> f64, recall, reciprocal_rank] {
+            assert_eq!(measure(&n, &ranked(&[])), 1.0);
+            assert_eq!(measure(&n, &ranked(&["a"])), 0.0);
+            assert_eq!(measure(&n, &ranked(&["a", "b", "c"])), 0.0);
+        }
+        // A real need with nobody on the page still scores 0.
+        assert_eq!(ndcg(&need(&[("a", 3)]), &ranked(&[])), 0.0);
+    }
+
     fn set(agents: &[(&str, u8, bool)]) -> JudgedSet {
         let agents = agents
             .iter()
@@ -155,6 +188,7 @@ mod tests {
                 handle: (*h).to_owned(),
                 profile: serde_json::Value::Null,
                 offerings: Vec::new(),
+                skills: Vec::new(),
                 evidence: Evidence { level: *level, ..Evidence::default() },
                 stuffed: *stuffed,
             })

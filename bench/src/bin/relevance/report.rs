@@ -100,13 +100,26 @@ pub fn print(set: &JudgedSet, runs: &[ModeRun], skipped: &[Skipped], set_dir: &P
 
 fn print_trust(set: &JudgedSet, runs: &[ModeRun]) {
     let targets: Vec<usize> = (0..set.needs.len()).filter(|&i| set.needs[i].spam_target).collect();
+    let (made_up, real): (Vec<usize>, Vec<usize>) =
+        (0..set.needs.len()).partition(|&i| set.needs[i].expects_nothing());
     println!("| | words | meaning | combined |");
     println!("|---|---:|---:|---:|");
     println!(
-        "| needs answered with no agent at all (of {}) | {} |",
-        set.needs.len(),
-        per_mode(runs, |r| r.ranked.iter().filter(|h| h.is_empty()).count().to_string())
+        "| needs answered with no agent at all (of {}{}) | {} |",
+        real.len(),
+        if made_up.is_empty() { "" } else { " that an agent meets" },
+        per_mode(runs, |r| real.iter().filter(|&&i| r.ranked[i].is_empty()).count().to_string())
     );
+    if !made_up.is_empty() {
+        println!(
+            "| made-up needs answered with nothing | {} |",
+            per_mode(runs, |r| format!(
+                "{} of {}",
+                made_up.iter().filter(|&&i| r.ranked[i].is_empty()).count(),
+                made_up.len()
+            ))
+        );
+    }
     println!(
         "| stuffed sign-ups in the first {SPAM_DEPTH}, mean over the {} needs they were written against | {} |",
         targets.len(),
@@ -167,11 +180,12 @@ pub fn per_need(set: &JudgedSet, runs: &[ModeRun]) {
 
 /// The agents no one judged for a need that some mode put in its first ten (stuffed ones
 /// aside: they are judged 0 by construction). Reading these and judging them is how the set
-/// stays complete as search changes.
+/// stays complete as search changes. Made-up needs are left out: they judge no agent, and any
+/// agent on their page is a miss the measures count already.
 pub fn pool(set: &JudgedSet, runs: &[ModeRun]) {
     println!();
     println!("Unjudged agents in a first page (read them, then judge them in needs.json):");
-    for (i, n) in set.needs.iter().enumerate() {
+    for (i, n) in set.needs.iter().enumerate().filter(|(_, n)| !n.expects_nothing()) {
         let mut seen: Vec<(&str, Vec<&str>)> = Vec::new();
         for r in runs {
             for h in &r.ranked[i] {

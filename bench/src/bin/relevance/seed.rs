@@ -2,7 +2,10 @@
 //! registers and publishes its offerings through REST; the operator verifies mailboxes and
 //! records owner claims with `agentdir admin`; link proofs are fetched by the server from a
 //! loopback site that serves each agent's proof page; collaborations are proposed by one side
-//! and confirmed by the other. Sequential, so ties between agents fall the same way each run.
+//! and confirmed by the other. An agent with `skills` lists an A2A endpoint on the same site,
+//! whose card holds those skills and the agent's proof text, so the server's own check finds it
+//! live and proven and counts the skills as the agent's. Sequential, so ties between agents
+//! fall the same way each run.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -15,13 +18,20 @@ use agentdir_bench::send_json;
 use serde_json::{Value, json};
 
 use super::Error;
-use super::judged::JudgedSet;
+use super::judged::{Agent, JudgedSet};
 
-/// A loopback site answering `/proof/{handle}` with that handle's proof text; it lives as long
-/// as the benchmark.
-pub fn proof_site() -> Result<String, Error> {
+/// A loopback site answering `/proof/{handle}` with that handle's proof text and
+/// `/a2a/{handle}` with the A2A agent card of an agent that has skills; it lives as long as the
+/// benchmark.
+pub fn proof_site(set: &JudgedSet) -> Result<String, Error> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let base = format!("http://{}", listener.local_addr()?);
+    let cards: HashMap<String, String> = set
+        .agents
+        .iter()
+        .filter(|a| !a.skills.is_empty())
+        .map(|a| (a.handle.clone(), agent_card(a, &endpoint_url(&base, &a.handle)).to_string()))
+        .collect();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let mut reader = BufReader::new(&stream);
@@ -35,21 +45,56 @@ pub fn proof_site() -> Result<String, Error> {
                 line.clear();
             }
             let path = request_line.split_whitespace().nth(1).unwrap_or("");
-            let (status, body) = match path.strip_prefix("/proof/") {
-                Some(handle) => {
-                    ("200 OK", format!("<html><body><p>agentdir-proof:{handle}</p></body></html>"))
-                }
-                None => ("404 Not Found", "not found".to_owned()),
+            let card = path.strip_prefix("/a2a/").and_then(|handle| cards.get(handle));
+            let (status, kind, body) = match (path.strip_prefix("/proof/"), card) {
+                (Some(handle), _) => (
+                    "200 OK",
+                    "text/html",
+                    format!("<html><body><p>agentdir-proof:{handle}</p></body></html>"),
+                ),
+                (None, Some(card)) => ("200 OK", "application/json", card.clone()),
+                (None, None) => ("404 Not Found", "text/plain", "not found".to_owned()),
             };
             let mut out = &stream;
             let _ = write!(
                 out,
-                "HTTP/1.1 {status}\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
             );
         }
     });
     Ok(base)
+}
+
+/// Where the site serves the A2A card of `handle`.
+fn endpoint_url(site: &str, handle: &str) -> String {
+    format!("{site}/a2a/{handle}")
+}
+
+/// An A2A v1.0 agent card with the agent's skills; its description holds the agent's proof
+/// text, which proves the endpoint the agent's own.
+fn agent_card(a: &Agent, url: &str) -> Value {
+    let skills: Vec<Value> = a
+        .skills
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut s = s.clone();
+            s["id"] = json!(format!("skill-{i}"));
+            s.as_object_mut().map(|o| o.entry("tags").or_insert_with(|| json!([])));
+            s
+        })
+        .collect();
+    json!({
+        "name": a.profile.get("name").cloned().unwrap_or_else(|| json!(a.handle)),
+        "description": format!("The agent's A2A endpoint. agentdir-proof:{}", a.handle),
+        "version": "1.0.0",
+        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+        "capabilities": {},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": skills,
+    })
 }
 
 /// The environment a relevance server needs beyond the benchmark limits: link proofs from the
@@ -94,6 +139,9 @@ pub async fn seed(
         let mut body = a.profile.clone();
         body["mailbox"] = json!(format!("{}@example.org", a.handle));
         body["accept_rules"] = json!(true);
+        if !a.skills.is_empty() {
+            body["endpoints"] = json!([{"kind": "a2a", "url": endpoint_url(site, &a.handle)}]);
+        }
         let r = send_json(http.post(format!("{base}/api/agents")), body)
             .await
             .map_err(|e| format!("registering {}: {e}", a.handle))?;
@@ -148,6 +196,7 @@ pub async fn seed(
         }
     }
     wait_until_seen(http, base, set, confirmed).await?;
+    wait_for_skills(http, base, set).await?;
     Ok(Seeded { seconds: start.elapsed().as_secs_f64() })
 }
 
@@ -184,5 +233,48 @@ async fn wait_until_seen(
             .into());
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The server checks each listed endpoint as it is set and recomputes the agent's vector once
+/// its skills count; waits (bounded) until every agent with skills shows them on its card from
+/// a live, proven endpoint, and every public agent's vector is current.
+async fn wait_for_skills(http: &reqwest::Client, base: &str, set: &JudgedSet) -> Result<(), Error> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for a in set.agents.iter().filter(|a| !a.skills.is_empty()) {
+        loop {
+            let card: Value =
+                http.get(format!("{base}/api/agents/{}", a.handle)).send().await?.json().await?;
+            let e = &card["agent"]["endpoints"][0];
+            let shown = e["skills"].as_array().map_or(0, Vec::len);
+            if e["status"] == "live" && e["proof"] == "answer" && shown == a.skills.len() {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{}: its endpoint shows {e}, not its {} skills",
+                    a.handle,
+                    a.skills.len()
+                )
+                .into());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    if set.agents.iter().any(|a| !a.skills.is_empty()) {
+        // What a check found reaches the vectors through the change log, which a background
+        // pass applies every second: let one pass by before reading their count.
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+    }
+    loop {
+        let ready: Value = http.get(format!("{base}/readyz")).send().await?.json().await?;
+        let m = &ready["meaning"];
+        if m["model_loaded"] != true || m["agents_with_vectors"] == m["agents"] {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("vectors not current: /readyz says {m}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
