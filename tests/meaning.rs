@@ -250,6 +250,7 @@ async fn made_up_words_find_nobody_while_real_words_still_meet_agents() {
         "glarbnok frimble zindle",
         "xkcd8821 vortanex",
         "qwertyuiop",
+        "ZX-4471-QP",
     ] {
         let r = search(&s, need).await;
         assert_eq!(r.json["agents"], json!([]), "{need}: {}", r.json);

@@ -67,7 +67,8 @@ pub const NEAREST_FLOOR: f32 = 0.12;
 /// share of its characters (`captions` is `▁caption` + `s`, 7 of 8), or one some agent's
 /// profile holds (the index's word rule: `invoice`, `kubernetes` are spelled in pieces too).
 /// Made-up words and keyboard mashes are spelled out in short pieces (`flurbix` is `▁flu` `rbi`
-/// `x`, 3 of 7; `qwerty` 4 of 6; `zq86207b2b` 2 of 10) and held by nobody. A made-up need gets
+/// `x`, 3 of 7; `qwerty` 4 of 6; `zq86207b2b` 2 of 10) and held by nobody; a number (`4471` in
+/// `ZX-4471-QP`) is known only when some profile holds it. A made-up need gets
 /// no fill, and matches by meaning alone only at [`MADE_UP_THRESHOLD`]: its vector is noise,
 /// near a few profiles at up to ~0.25 on the judged sets (mostly those written in Chinese),
 /// while a misspelling of a real need stays near the agents that meet it (`subtitel translaton`
@@ -361,8 +362,11 @@ impl App {
             .filter(|w| !w.is_empty())
             .take(KNOWN_WORDS_READ)
             .any(|word| {
+                // A number is spelled in the vocabulary's digit pieces whatever it is (`4471`
+                // is `▁44` `71`): known only when a profile holds it.
+                let number = word.chars().all(|c| c.is_ascii_digit());
                 agentdir_meaning::chinese_share(word) > 0.0
-                    || self.model.whole_share(word).is_some_and(|share| share >= KNOWN_WORD_SHARE)
+                    || (!number && self.model.whole_share(word).is_some_and(|share| share >= KNOWN_WORD_SHARE))
                     || held(word)
             })
     }
