@@ -586,7 +586,7 @@ impl SearchIndex {
         let Some(plan) = self.call_text_plan(text, filters) else {
             return Ok(HashSet::new());
         };
-        Ok(self.calls.holding(plan, keys)?)
+        self.calls.holding(plan, keys)
     }
 
     /// Sets how many distinct searches each index remembers between commits (0 disables the

@@ -366,7 +366,8 @@ impl App {
                 // is `▁44` `71`): known only when a profile holds it.
                 let number = word.chars().all(|c| c.is_ascii_digit());
                 agentdir_meaning::chinese_share(word) > 0.0
-                    || (!number && self.model.whole_share(word).is_some_and(|share| share >= KNOWN_WORD_SHARE))
+                    || (!number
+                        && self.model.whole_share(word).is_some_and(|share| share >= KNOWN_WORD_SHARE))
                     || held(word)
             })
     }
