@@ -713,12 +713,13 @@ async fn find_calls(s: &Server, query: &str) -> common::Resp {
     r
 }
 
-/// Waits until the call worker has read every visible call (`/readyz` counts them).
-async fn calls_read(s: &Server) {
+/// Waits until the server knows of `calls` visible calls (its follower of the change log may
+/// lag the writes) and the call worker has read every one (`/readyz` counts them).
+async fn calls_read(s: &Server, calls: u64) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let meaning = s.get("/readyz", None).await.json["meaning"].clone();
-        if meaning["calls_with_vectors"] == meaning["calls"] {
+        if meaning["calls"] == calls && meaning["calls_with_vectors"] == calls {
             return;
         }
         assert!(std::time::Instant::now() < deadline, "the call worker never read every call: {meaning}");
@@ -768,7 +769,7 @@ async fn calls_are_found_by_meaning_once_the_worker_has_read_them() {
     let t = call_trades(&s, &author).await;
     // By words, at once.
     assert_eq!(call_ids(&find_calls(&s, "q=podcast").await), vec![t.podcast.clone()]);
-    calls_read(&s).await;
+    calls_read(&s, 4).await;
     let cases = [
         ("字幕翻译", &t.podcast),
         ("turn scanned invoices into a spreadsheet", &t.invoices_zh),
@@ -824,7 +825,7 @@ async fn call_pages_add_up_to_the_total() {
         };
         s.call(&authors[i % 3], json!({"kind": "seeking", "title": title, "body": body})).await;
     }
-    calls_read(&s).await;
+    calls_read(&s, 24).await;
     let need = "translate a product manual into Chinese";
     let all = find_calls(&s, &format!("q={}&limit=50", q(need))).await;
     let total = all.json["total"].as_u64().unwrap() as usize;
@@ -849,7 +850,7 @@ async fn call_vectors_outlive_a_crash() {
     let mut s = Server::start().await;
     let author = s.register("crash").await;
     call_trades(&s, &author).await;
-    calls_read(&s).await;
+    calls_read(&s, 4).await;
     // One write more, then a kill before the index is flushed: the next start replays it.
     s.seeking(&author, "Proofreading for a thesis").await;
     s.kill();
@@ -857,7 +858,7 @@ async fn call_vectors_outlive_a_crash() {
     let meaning = s.get("/readyz", None).await.json["meaning"].clone();
     assert_eq!(meaning["calls"], 5, "{meaning}");
     assert!(meaning["calls_with_vectors"].as_u64().unwrap() >= 4, "vectors lost at start: {meaning}");
-    calls_read(&s).await;
+    calls_read(&s, 5).await;
     let r = find_calls(&s, &format!("q={}", q("字幕翻译"))).await;
     assert_eq!(r.json["total"].as_u64().unwrap() as usize, call_ids(&r).len());
     assert!(!call_ids(&r).is_empty(), "{}", r.json);
