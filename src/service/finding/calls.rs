@@ -23,7 +23,7 @@ use agentdir_meaning::{Hit, Quantized};
 use agentdir_search_index::{CallQuery, Page as IndexPage};
 
 use super::score::{self, WordPlace};
-use super::{FULL_MODEL, MEANING_CANDIDATES, Need, QUICK_ENCODER, WORD_WINDOW};
+use super::{FULL_MODEL, MEANING_CANDIDATES, Need, QUICK_ENCODER, WORD_WINDOW, index_failed};
 use crate::app::App;
 use crate::app::model::SearchMode;
 use crate::app::runtime::Bound;
@@ -32,12 +32,7 @@ use crate::domain::call::{CallList, CallSearch};
 use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
 use crate::domain::ranking::MatchedBy;
-use crate::error::{Error, Result};
-
-fn index_failed(e: impl std::fmt::Display) -> Error {
-    tracing::error!(error = %e, "call search failed");
-    Error::Internal
-}
+use crate::error::Result;
 
 impl App {
     /// `GET /api/posts` and MCP `search_calls`, for `client` (whose network's share of the

@@ -104,8 +104,9 @@ pub enum Need {
     Quick(Quantized),
 }
 
+/// A search the index could not answer (agents or calls): logged, and a 500 to the client.
 fn index_failed(e: impl std::fmt::Display) -> Error {
-    tracing::error!(error = %e, "agent search failed");
+    tracing::error!(error = %e, "search index query failed");
     Error::Internal
 }
 
