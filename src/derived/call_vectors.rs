@@ -90,10 +90,15 @@ impl CallVectors {
             store::each_visible(conn, |CallFilterValues { seq, kind, tags }| {
                 let key = seq as u64;
                 state.visible.insert(key, CallRow::new(&kind, &tags));
-                state.missing.insert(key);
             })?;
         }
-        self.apply_vectors(conn)
+        self.apply_vectors(conn)?;
+        // Once, now that both are known: a million calls inserted and then mostly removed
+        // again cost a second of every start.
+        let mut state = self.write();
+        let missing = state.visible.keys().filter(|key| !state.stored.contains(key)).copied().collect();
+        state.missing = missing;
+        Ok(())
     }
 
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, CallState> {
