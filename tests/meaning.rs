@@ -155,7 +155,7 @@ async fn a_need_far_from_every_profile_still_meets_the_nearest_agents() {
     // Each need is below the similarity of a match for every profile, and nearest one agent that
     // meets it (~0.16 here; the others are below the floor).
     for (need, agent) in [
-        ("Korean variety show captions", &t.subtitles),
+        ("Korean variety show fan captions", &t.subtitles),
         ("ask someone about clause 7 of my supplier agreement", &t.contracts_zh),
     ] {
         let r = s.get(&format!("/api/agents?q={}&explain=true&limit=100", q(need)), None).await;
@@ -172,9 +172,9 @@ async fn a_need_far_from_every_profile_still_meets_the_nearest_agents() {
     // One agent that holds the words makes the need precise: it matches, nothing merely near
     // is added.
     let holder =
-        agent_with(&s, "holder", json!({"description_en": "Captions studio: Korean variety show captions"}))
+        agent_with(&s, "holder", json!({"description_en": "Captions studio: Korean variety show fan captions"}))
             .await;
-    let r = search(&s, "Korean variety show captions").await;
+    let r = search(&s, "Korean variety show fan captions").await;
     assert_eq!(handles(&r), std::slice::from_ref(&holder.handle), "{}", r.json);
     assert_eq!(r.json["total"], 1);
     // Ten agents that hold the words fill the page: nothing merely near is added.
@@ -182,12 +182,12 @@ async fn a_need_far_from_every_profile_still_meets_the_nearest_agents() {
         agent_with(
             &s,
             "cap",
-            json!({"description_en": format!("Captions studio {i}: Korean variety show captions")}),
+            json!({"description_en": format!("Captions studio {i}: Korean variety show fan captions")}),
         )
         .await;
     }
     let r = s
-        .get(&format!("/api/agents?q={}&explain=true&limit=100", q("Korean variety show captions")), None)
+        .get(&format!("/api/agents?q={}&explain=true&limit=100", q("Korean variety show fan captions")), None)
         .await;
     assert_eq!(r.json["total"].as_u64(), Some(NEAREST_FILL as u64 + 1), "{}", r.json);
     assert!(!handles(&r).contains(&t.subtitles.handle), "{}", r.json);

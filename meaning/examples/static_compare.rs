@@ -27,6 +27,9 @@ use serde_json::Value;
 
 #[path = "common/calibration.rs"]
 mod calibration;
+#[path = "common/judged.rs"]
+mod judged;
+use judged::{field, profile_text};
 
 /// The core's threshold of meaning (`src/meaning/rank.rs` `MEANING_THRESHOLD`): an agent at or
 /// above it matches by meaning.
@@ -48,30 +51,6 @@ struct Set {
     handles: Vec<String>,
     profiles: Vec<Vec<f32>>,
     needs: Vec<Need>,
-}
-
-fn field(v: &Value, k: &str) -> String {
-    v.get(k).and_then(Value::as_str).unwrap_or_default().to_string()
-}
-
-/// The core's `profile_text` (src/meaning/text.rs) over a profile as the set writes it.
-fn profile_text(a: &Value) -> String {
-    let list = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .map(|l| l.iter().filter_map(|x| x.as_str().map(String::from)).collect())
-            .unwrap_or_default()
-    };
-    let mut lines = vec![field(a, "name"), field(a, "tagline"), list(&a["capabilities"]).join(", ")];
-    lines.extend([field(a, "description_en"), field(a, "description_zh")]);
-    let offerings = a["offerings"].as_array().cloned().unwrap_or_default();
-    let mut tags = Vec::new();
-    for o in &offerings {
-        lines.extend([field(o, "title"), field(o, "deliverable")]);
-        tags.extend(list(&o["tags"]));
-    }
-    lines.push(tags.join(", "));
-    lines.retain(|l| !l.trim().is_empty());
-    lines.join("\n")
 }
 
 /// The vector as the server keeps it: int8 with a scale.

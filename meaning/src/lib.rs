@@ -12,6 +12,7 @@
 
 mod centres;
 mod engine;
+mod language_axis;
 mod matrix;
 mod nearest;
 mod need_encoder;
@@ -83,6 +84,35 @@ impl Quantized {
     }
 }
 
+/// How far a need may lean toward the profiles of one language, along the directory's
+/// language axis (`language_axis.rs`): what short needs lean once centred (+0.03 to +0.10 for
+/// English ones on the judged sets), while 2–4 sentences of English prose lean +0.15 to +0.25,
+/// which put Chinese-only agents of unrelated trades above the agent that fits. Past this bound
+/// the lean is taken out. Chosen on the main judged set (docs/search.md, "Language lean").
+pub const NEED_LEAN: f32 = 0.05;
+
+/// Takes from a need's centred unit vector its lean along the language axis past
+/// [`NEED_LEAN`]: the lean becomes the bound, and the rest of the vector, what the need is
+/// about, keeps its direction and takes up the length, so the vector stays unit length.
+pub(crate) fn bound_lean(v: &mut [f32]) {
+    let axis = &language_axis::LANGUAGE_AXIS;
+    let lean = language_lean(v);
+    let bounded = lean.clamp(-NEED_LEAN, NEED_LEAN);
+    if lean == bounded {
+        return;
+    }
+    let rest = ((1.0 - bounded * bounded) / (1.0 - lean * lean).max(f32::EPSILON)).sqrt();
+    for (x, a) in v.iter_mut().zip(axis) {
+        *x = bounded * a + rest * (*x - lean * a);
+    }
+}
+
+/// A need's lean toward Chinese profiles (negative: toward English ones) along the language
+/// axis: what [`bound_lean`] bounds.
+pub fn language_lean(v: &[f32]) -> f32 {
+    v.iter().zip(&language_axis::LANGUAGE_AXIS).map(|(x, a)| x * a).sum()
+}
+
 /// Share of Chinese in a text, 0..=1: Han characters against Latin words (about five letters
 /// each), so "Rust 代码评审" counts as mostly Chinese and a name in Latin letters inside a
 /// Chinese description does not make it English.
@@ -124,6 +154,9 @@ fn centre_by_share(v: &mut [f32], w: f32, query: bool) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 0.0 {
         v.iter_mut().for_each(|x| *x /= norm);
+    }
+    if query {
+        bound_lean(v);
     }
 }
 

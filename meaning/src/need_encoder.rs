@@ -146,7 +146,8 @@ impl NeedEncoder {
         v
     }
 
-    /// Takes the static centres of the text's languages from `v` (unless it is zero).
+    /// Takes the static centres of the text's languages from `v` (unless it is zero), then
+    /// bounds its language lean as the full model's needs are bounded.
     fn centre(&self, v: &mut [f32], text: &str) {
         if v.iter().all(|x| *x == 0.0) {
             return;
@@ -156,6 +157,7 @@ impl NeedEncoder {
             *x -= (1.0 - w) * e + w * z;
         }
         normalise(v);
+        crate::bound_lean(v);
     }
 
     /// Distils every token not yet in the table on `threads` threads, [`DISTIL_BATCH`] at a

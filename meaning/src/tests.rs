@@ -467,3 +467,52 @@ fn every_kernel_computes_the_same_products_as_plain_code() {
         }
     }
 }
+
+#[test]
+fn a_long_english_situation_is_not_drawn_to_chinese_profiles_of_other_trades() {
+    let Some(m) = model() else { return };
+    let agents = m
+        .embed_passages(&[
+            "Garden Planner\nDesigns small gardens and balconies: plant lists for sun and shade, watering plans, seasonal care calendars.",
+            "Wedding Films\nShoots and edits wedding videos: highlight reels, full ceremony cuts, drone shots.",
+            "Local Listings\nGets shops and restaurants onto Google Maps and local search: business profiles, reviews, opening hours.",
+            "合同审查助手\n为中小企业审阅采购合同和劳动合同，标注法律风险，给出修改建议。",
+            "小红书运营\n代运营小红书账号：选题、写笔记、配图、回复评论，每周出数据报告。",
+            "个税申报助手\n帮上班族办理个人所得税年度汇算，核对专项附加扣除。",
+            "跨境物流追踪\n追踪国际快递和海运集装箱，异常件提醒，对接清关。",
+            "招聘文案\n为企业撰写招聘JD，优化岗位描述，筛选简历。",
+            "语音转写助手\n把会议录音、采访录音转成文字稿，区分说话人。",
+        ])
+        .unwrap();
+    // Centred alone, these lean 0.10 to 0.17 toward Chinese profiles; the third's fitting agent
+    // is then only 0.015 above a Chinese profile of logistics.
+    for (need, fits) in [
+        (
+            "Our new flat has a north-facing balcony and everything we planted last spring died within a month. \
+             We would like something green out there that survives with little sun and a busy couple who forget \
+             to water. Where do we even start?",
+            0,
+        ),
+        (
+            "My sister is getting married in June and the photographer she booked has just cancelled on her. \
+             She still wants something to remember the day by, moving pictures and sound, not only photos. \
+             The venue is a farm two hours out of town.",
+            1,
+        ),
+        (
+            "I opened a small noodle bar two streets from the station last year. Tourists walk past every day \
+             but nobody finds us when they search on their phones for somewhere to eat nearby. We are not on \
+             the map at all.",
+            2,
+        ),
+    ] {
+        let v = m.embed_query(need).unwrap();
+        assert!((cos(&v, &v) - 1.0).abs() < 1e-3, "unit length");
+        assert!((language_lean(&v) - NEED_LEAN).abs() < 1e-4, "{need}: lean {}", language_lean(&v));
+        let sims: Vec<f32> = agents.iter().map(|a| cos(&v, a)).collect();
+        for (i, s) in sims.iter().enumerate().skip(3) {
+            assert!(sims[fits] - s >= 0.05, "{need}: Chinese profile {i} near the one that fits: {sims:?}");
+        }
+    }
+}
+
