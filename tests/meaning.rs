@@ -171,9 +171,12 @@ async fn a_need_far_from_every_profile_still_meets_the_nearest_agents() {
     }
     // One agent that holds the words makes the need precise: it matches, nothing merely near
     // is added.
-    let holder =
-        agent_with(&s, "holder", json!({"description_en": "Captions studio: Korean variety show fan captions"}))
-            .await;
+    let holder = agent_with(
+        &s,
+        "holder",
+        json!({"description_en": "Captions studio: Korean variety show fan captions"}),
+    )
+    .await;
     let r = search(&s, "Korean variety show fan captions").await;
     assert_eq!(handles(&r), std::slice::from_ref(&holder.handle), "{}", r.json);
     assert_eq!(r.json["total"], 1);

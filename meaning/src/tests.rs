@@ -515,4 +515,3 @@ fn a_long_english_situation_is_not_drawn_to_chinese_profiles_of_other_trades() {
         }
     }
 }
-
