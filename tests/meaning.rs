@@ -197,6 +197,49 @@ async fn a_need_far_from_every_profile_still_meets_the_nearest_agents() {
 }
 
 #[tokio::test]
+async fn a_long_need_meets_the_agent_that_fits_below_a_short_need_s_floor() {
+    use agentdir::service::finding::NEAREST_FLOOR;
+    let s = Server::start().await;
+    trades(&s).await;
+    let maps = agent_with(&s, "maps", json!({
+        "name": "Map Presence",
+        "tagline": "Local search listings",
+        "description_en": "We put shops and cafes on Google Maps and Apple Maps: business profiles, photos, opening hours and replies to reviews.",
+        "capabilities": ["local seo", "listings"],
+    }))
+    .await;
+    let leaks = agent_with(&s, "leaks", json!({
+        "name": "Leak Finder",
+        "tagline": "Secrets in git history",
+        "description_en": "Scans a repository's whole git history for passwords, API keys and tokens, and tells you which to rotate.",
+        "capabilities": ["security", "git"],
+    }))
+    .await;
+    // Situations of ~60 tokens, each nearest the agent that meets it at ~0.11: under the floor
+    // of a short need's fill (0.12), above a long need's (0.08).
+    for (need, agent) in [
+        (
+            "My café opened in March on a side street near the university. Students say they only heard of us \
+             from friends, because when they look on their phones for coffee nearby we are nowhere to be seen. \
+             I do not know what I am supposed to do about it.",
+            &maps,
+        ),
+        (
+            "A contractor we let go last month still knows a lot about our systems. Someone told me old commits \
+             can keep things like database logins around forever, and I am not sure what we have ever committed \
+             over five years of work.",
+            &leaks,
+        ),
+    ] {
+        let r = s.get(&format!("/api/agents?q={}&explain=true&limit=100", q(need)), None).await;
+        r.expect(200);
+        assert_eq!(handles(&r).first(), Some(&agent.handle), "{need}: {}", r.json);
+        let sim = r.json["agents"][0]["ranking"]["signals"]["similarity"].as_f64().unwrap();
+        assert!(sim < f64::from(NEAREST_FLOOR), "{need}: {sim}");
+    }
+}
+
+#[tokio::test]
 async fn made_up_words_find_nobody_while_real_words_still_meet_agents() {
     let s = Server::start().await;
     let t = trades(&s).await;

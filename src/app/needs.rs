@@ -22,9 +22,17 @@ pub const NEEDS_REMEMBERED: usize = 4_096;
 /// (`agentdir_meaning::need_part`, of which it reads one window).
 type NeedKey = [u8; 32];
 
+/// A need as an encoder read it: its vector, and the tokens the model reads for it (what it
+/// costs, and how long it is: a long need's similarities run lower).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadNeed {
+    pub vector: Quantized,
+    pub tokens: u32,
+}
+
 pub struct Needs {
     /// `None` when remembering is off (capacity 0: the search benchmark measures without it).
-    vectors: Mutex<Option<LruCache<NeedKey, Quantized>>>,
+    vectors: Mutex<Option<LruCache<NeedKey, ReadNeed>>>,
 }
 
 impl Default for Needs {
@@ -40,16 +48,16 @@ fn key(text: &str) -> NeedKey {
 }
 
 impl Needs {
-    /// The vector of `text` if it was read lately.
-    pub fn get(&self, text: &str) -> Option<Quantized> {
+    /// The need `text` as it was read, if it was read lately.
+    pub fn get(&self, text: &str) -> Option<ReadNeed> {
         let key = key(text);
         self.lock().as_mut()?.get(&key).cloned()
     }
 
-    pub fn put(&self, text: &str, vector: &Quantized) {
+    pub fn put(&self, text: &str, need: &ReadNeed) {
         let key = key(text);
         if let Some(cache) = self.lock().as_mut() {
-            cache.put(key, vector.clone());
+            cache.put(key, need.clone());
         }
     }
 
@@ -58,7 +66,7 @@ impl Needs {
         *self.lock() = NonZeroUsize::new(entries).map(LruCache::new);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<LruCache<NeedKey, Quantized>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<LruCache<NeedKey, ReadNeed>>> {
         self.vectors.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -70,7 +78,10 @@ mod tests {
     #[test]
     fn a_need_is_remembered_by_what_the_model_reads_of_it() {
         let needs = Needs::default();
-        let v = Quantized { scale: 1.0, values: vec![1; agentdir_meaning::DIM] };
+        let v = ReadNeed {
+            vector: Quantized { scale: 1.0, values: vec![1; agentdir_meaning::DIM] },
+            tokens: 512,
+        };
         let long = "x".repeat(60_000);
         needs.put(&long, &v);
         // Past the part the model is given, two needs are one need.

@@ -87,8 +87,8 @@ impl App {
         matched_by: MatchedBy,
     ) -> Result<(u64, Vec<u64>)> {
         let (vector, rule) = match need {
-            Need::Full(v) => (v, &FULL_MODEL),
-            Need::Quick(v) => (v, &QUICK_ENCODER),
+            Need::Full(r) => (r.vector, &FULL_MODEL),
+            Need::Quick(r) => (r.vector, &QUICK_ENCODER),
             Need::Busy | Need::Words => {
                 let found = self.index.search_calls(query).map_err(index_failed)?;
                 return Ok((found.total, found.keys));

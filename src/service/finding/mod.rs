@@ -34,6 +34,7 @@ use agentdir_search_index::{AgentQuery, Page as IndexPage, WordCheck};
 use self::score::{Candidate, Scoring, WordPlace};
 use crate::app::App;
 use crate::app::model::SearchMode;
+use crate::app::needs::ReadNeed;
 use crate::app::runtime::Bound;
 use crate::app::shares::Refused;
 use crate::derived::vector_rows::{RowFilter, normalised};
@@ -99,9 +100,9 @@ pub enum Need {
     /// Neither encoder could read it now: words alone this time.
     Busy,
     /// Read by the full model (or remembered from it).
-    Full(Quantized),
+    Full(ReadNeed),
     /// Read by the quick encoder.
-    Quick(Quantized),
+    Quick(ReadNeed),
 }
 
 /// A search the index could not answer (agents or calls): logged, and a 500 to the client.
@@ -134,9 +135,9 @@ impl App {
         let Some(text) = text else {
             return self.bounded(Bound::Search, move |app| search(app, Need::Words)).await;
         };
-        if let Some(vector) = self.needs.get(&text) {
+        if let Some(read) = self.needs.get(&text) {
             metrics::counter!(telemetry::MEANING_REMEMBERED).increment(1);
-            return self.bounded(Bound::Search, move |app| search(app, Need::Full(vector))).await;
+            return self.bounded(Bound::Search, move |app| search(app, Need::Full(read))).await;
         }
         // The cheap part first: what reading the need would cost.
         let counted = text.clone();
@@ -159,8 +160,9 @@ impl App {
                 .await
             }
             Err(refused) => {
+                let tokens = tokens.cost();
                 self.bounded(Bound::Search, move |app| {
-                    let need = app.read_quickly(&text, refused);
+                    let need = app.read_quickly(&text, tokens, refused);
                     search(app, need)
                 })
                 .await
@@ -175,9 +177,10 @@ impl App {
             Some(vector) => {
                 metrics::counter!(telemetry::NEEDS_READ, "by" => "full", "reason" => "within_share")
                     .increment(1);
-                self.needs.put(text, &vector);
+                let read = ReadNeed { vector, tokens: tokens.cost() };
+                self.needs.put(text, &read);
                 self.model.learn(text);
-                Need::Full(vector)
+                Need::Full(read)
             }
             None => Need::Words,
         }
@@ -185,12 +188,12 @@ impl App {
 
     /// The need's vector from the quick encoder, for a need the shares refused; words alone
     /// when it knows none of the need's tokens.
-    fn read_quickly(&self, text: &str, refused: Refused) -> Need {
+    fn read_quickly(&self, text: &str, tokens: u32, refused: Refused) -> Need {
         let reason: &'static str = refused.into();
         match self.model.quick_need(text) {
             Some(vector) => {
                 metrics::counter!(telemetry::NEEDS_READ, "by" => "quick", "reason" => reason).increment(1);
-                Need::Quick(vector)
+                Need::Quick(ReadNeed { vector, tokens })
             }
             None => {
                 metrics::counter!(telemetry::NEEDS_READ, "by" => "words_busy", "reason" => reason)
@@ -297,9 +300,9 @@ impl App {
         now: i64,
     ) -> Result<OrderedPage> {
         let (vector, rule) = match need {
-            Need::Full(v) => (Some(v), &FULL_MODEL),
-            Need::Quick(v) => (Some(v), &QUICK_ENCODER),
-            Need::Busy | Need::Words => (None, &FULL_MODEL),
+            Need::Full(r) => (Some(r.vector), FULL_MODEL.for_need_of(r.tokens)),
+            Need::Quick(r) => (Some(r.vector), QUICK_ENCODER.for_need_of(r.tokens)),
+            Need::Busy | Need::Words => (None, FULL_MODEL),
         };
         // Meaning mode without a vector (no model, or no encoder for the need) falls back to
         // words.
@@ -316,7 +319,7 @@ impl App {
                     use_words,
                 };
                 let made_up = !self.has_known_word(text);
-                meaning_matches(&state, query, v, rule, &words, words_total, made_up)
+                meaning_matches(&state, query, v, &rule, &words, words_total, made_up)
             }
             None => Vec::new(),
         };
@@ -429,6 +432,7 @@ fn scored(
 
 /// The similarities a need's vector is matched by: the full model's and the quick encoder's
 /// run on different scales.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Similarities {
     /// An agent this similar or more matches by meaning.
     pub threshold: f32,
@@ -445,6 +449,30 @@ pub const QUICK_ENCODER: Similarities = Similarities {
     nearest_floor: QUICK_NEAREST_FLOOR,
     made_up: QUICK_MADE_UP_THRESHOLD,
 };
+
+/// Tokens the model reads for a need (its prefix and two specials included) up to which the
+/// thresholds hold as they are: a sentence of need. Past it a need says more than any profile
+/// does, and its similarity to the agent that meets it runs lower (on the judged sets the best
+/// fit of a 2–4 sentence situation, ~60 tokens, is at 0.15–0.20; of a sentence, 0.31–0.35).
+pub const LONG_NEED_TOKENS: u32 = 28;
+/// The most the thresholds of a long need are divided by.
+pub const LONG_NEED_RELIEF: f32 = 1.5;
+
+impl Similarities {
+    /// The rule for a need of `tokens` tokens: past [`LONG_NEED_TOKENS`], the threshold of a
+    /// match and the floor of the nearest fill are divided by `√(tokens / LONG_NEED_TOKENS)`, at
+    /// most [`LONG_NEED_RELIEF`] (a need of 63 tokens or more: 0.12 to match, 0.08 to fill). The
+    /// similarities themselves, and so the scores, are left as they are; a made-up need keeps
+    /// its threshold.
+    pub fn for_need_of(self, tokens: u32) -> Similarities {
+        let relief = (tokens as f32 / LONG_NEED_TOKENS as f32).sqrt().clamp(1.0, LONG_NEED_RELIEF);
+        Similarities {
+            threshold: self.threshold / relief,
+            nearest_floor: self.nearest_floor / relief,
+            made_up: self.made_up,
+        }
+    }
+}
 
 /// The meaning matches that are not word matches, from one nearest-first stream over the
 /// vectors (`Matrix::nearest`: exact, reading each row's high nibbles and only the rows that
