@@ -87,8 +87,8 @@ impl Quantized {
 /// How far a need may lean toward the profiles of one language, along the directory's
 /// language axis (`language_axis.rs`): what short needs lean once centred (+0.03 to +0.10 for
 /// English ones on the judged sets), while 2–4 sentences of English prose lean +0.15 to +0.25,
-/// which put Chinese-only agents of unrelated trades above the agent that fits. Past this bound
-/// the lean is taken out. Chosen on the main judged set (docs/search.md, "Language lean").
+/// which put Chinese-only agents of unrelated trades above the agent that fits. A lean past
+/// this bound is set to it. Chosen on the main judged set (docs/search.md, "Language lean").
 pub const NEED_LEAN: f32 = 0.05;
 
 /// Takes from a need's centred unit vector its lean along the language axis past
