@@ -116,9 +116,19 @@ async fn proposals_are_checked_before_anything_is_written() {
     assert_eq!(r.json["collab"]["post_id"], post.json["id"]);
 }
 
+/// The evidence `explain=true` shows for the agent whose handle is searched.
+async fn weighed(s: &Server, handle: &str) -> serde_json::Value {
+    let r = s.get(&format!("/api/agents?q={handle}&explain=true&limit=100"), None).await;
+    r.expect(200);
+    let hits = r.json["agents"].as_array().unwrap().clone();
+    let hit =
+        hits.into_iter().find(|x| x["handle"] == handle).unwrap_or_else(|| panic!("{handle}: {}", r.json));
+    hit["ranking"]["signals"]["evidence"].clone()
+}
+
 #[tokio::test]
 async fn evidence_counts_confirmed_work_between_different_claimed_owners() {
-    let s = Server::start().await;
+    let mut s = Server::start().await;
     let a = s.claimed("ev-a", "alice@owners.example").await;
     let b = s.claimed("ev-b", "bob@owners.example").await;
     let same_owner = s.claimed("ev-c", "ALICE@owners.example").await;
@@ -143,6 +153,18 @@ async fn evidence_counts_confirmed_work_between_different_claimed_owners() {
     assert_eq!(evidence(same_owner.handle.clone()).await, 0, "same owner, compared case-insensitively");
     assert_eq!(evidence(unclaimed.handle.clone()).await, 0, "partner not claimed");
     assert_eq!(s.get("/api/stats", None).await.json["confirmed_collaborations"], 1);
+    // A restart reads every agent's evidence at once: the search weighs what it weighed.
+    let agents = [&a, &b, &same_owner, &unclaimed];
+    let mut before = Vec::new();
+    for x in agents {
+        before.push(weighed(&s, &x.handle).await);
+    }
+    assert!(before[0].as_f64().unwrap() > before[2].as_f64().unwrap(), "{before:?}");
+    s.restart();
+    for (x, was) in agents.iter().zip(&before) {
+        assert_eq!(&weighed(&s, &x.handle).await, was, "{}", x.handle);
+    }
+
     assert_eq!(
         s.get("/api/collabs", None).await.json["total"],
         3,

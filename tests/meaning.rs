@@ -364,6 +364,55 @@ async fn filters_keep_their_meaning_and_pages_add_up_to_the_total() {
     assert_eq!(paged, all);
 }
 
+/// More agents hold the need's words than the word window takes: those past it are near the
+/// need too, and are asked of the index as word matches, so each counts once.
+#[tokio::test]
+async fn word_matches_past_the_window_count_once() {
+    let s = Server::start_with(common::RELAXED_LIMITS).await;
+    let window = agentdir::service::finding::WORD_WINDOW;
+    let mut holding = HashSet::new();
+    for i in 0..window + 12 {
+        let a = agent_with(&s, "kiln", json!({
+            "name": format!("Kiln Works {i}"),
+            "tagline": "Kiln firing for ceramics",
+            "description_en": format!("Kiln firing for ceramics, batch {i}: we fire stoneware and porcelain for potters."),
+        }))
+        .await;
+        holding.insert(a.handle);
+    }
+    let mut glaze_only = HashSet::new();
+    for i in 0..3 {
+        let a = agent_with(
+            &s,
+            "glaze",
+            json!({
+                "name": format!("Glaze Room {i}"),
+                "tagline": "Pottery glazing",
+                "description_en": "We glaze and fire stoneware pottery for artists and small studios.",
+            }),
+        )
+        .await;
+        glaze_only.insert(a.handle);
+    }
+    let need = q("kiln firing ceramics");
+    let total = search(&s, "kiln firing ceramics").await.json["total"].as_u64().unwrap() as usize;
+    let mut seen = Vec::new();
+    for offset in (0..total).step_by(100) {
+        let page = s.get(&format!("/api/agents?q={need}&limit=100&offset={offset}"), None).await;
+        page.expect(200);
+        assert_eq!(page.json["total"].as_u64().unwrap() as usize, total);
+        seen.extend(handles(&page));
+    }
+    let distinct: HashSet<String> = seen.iter().cloned().collect();
+    assert_eq!(distinct.len(), seen.len(), "an agent is listed twice");
+    assert_eq!(seen.len(), total, "the pages hold the total");
+    assert!(holding.is_subset(&distinct), "every word match is listed");
+    assert!(
+        distinct.difference(&holding).all(|h| glaze_only.contains(h)),
+        "only the glaze rooms come by meaning alone: {total}"
+    );
+}
+
 #[tokio::test]
 async fn stuffed_unverified_agents_do_not_take_the_top_from_verified_ones() {
     let s = Server::start().await;

@@ -409,7 +409,7 @@ async fn evidence_of(s: &Server, q: &str, handle: &str) -> f64 {
 
 #[tokio::test]
 async fn explain_weighs_what_the_public_log_shows_of_an_agent_and_no_more() {
-    let s = Server::start().await;
+    let mut s = Server::start().await;
     let w = word("explained");
     let a = s.register("mod-explain").await;
     s.patch("/api/me", Some(&a.key), json!({"description_en": format!("Keeps {w} records.")}))
@@ -437,4 +437,13 @@ async fn explain_weighs_what_the_public_log_shows_of_an_agent_and_no_more() {
     let renamed = format!("{}-b", a.handle);
     s.post("/api/me/handle", Some(&a.key), json!({"handle": renamed})).await.expect(200);
     assert_eq!(evidence_of(&s, &w, &renamed).await, penalised);
+
+    // A hidden call weighs too; and a restart, which reads every agent's evidence at once,
+    // weighs the same.
+    let call = s.seeking(&a, "A call the operator hides").await;
+    s.admin_ok(&["hide-call", "--category", "spam", &call]);
+    let hidden = evidence_of(&s, &w, &renamed).await;
+    assert!(hidden < penalised, "{hidden} !< {penalised}");
+    s.restart();
+    assert_eq!(evidence_of(&s, &w, &renamed).await, hidden);
 }

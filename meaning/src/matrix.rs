@@ -50,6 +50,24 @@ pub(crate) struct Estimate {
     pub spread: f32,
 }
 
+/// One vector as a row of the matrix holds it: its two planes of nibbles and the first pass's
+/// factors. Encoding is most of an upsert's cost, so a load encodes rows on every core and
+/// only places them under its lock.
+pub struct EncodedRow {
+    high: [u8; HALF],
+    low: [u8; HALF],
+    scale: f32,
+    estimate: Estimate,
+}
+
+impl EncodedRow {
+    pub fn of(vector: &Quantized) -> EncodedRow {
+        debug_assert_eq!(vector.values.len(), DIM);
+        let (high, low, estimate) = encode(&vector.values, vector.scale);
+        EncodedRow { high, low, scale: vector.scale, estimate }
+    }
+}
+
 impl<A> Default for Matrix<A> {
     fn default() -> Self {
         Matrix {
@@ -87,7 +105,24 @@ impl<A> Matrix<A> {
 
     /// Adds or replaces the row of `key`.
     pub fn upsert(&mut self, key: u64, vector: &Quantized, attrs: A) {
-        debug_assert_eq!(vector.values.len(), DIM);
+        self.upsert_encoded(key, &EncodedRow::of(vector), attrs);
+    }
+
+    /// Room for `additional` more rows without moving the planes as they grow (a load at
+    /// start knows how many it reads).
+    pub fn reserve(&mut self, additional: usize) {
+        self.keys.reserve(additional);
+        self.attrs.reserve(additional);
+        self.scales.reserve(additional);
+        self.factors.reserve(additional);
+        self.spreads.reserve(additional);
+        self.high.reserve(additional * HALF);
+        self.low.reserve(additional * HALF);
+        self.slots.reserve(additional);
+    }
+
+    /// [`Self::upsert`] of a row encoded beforehand (by [`EncodedRow::of`], on another thread).
+    pub fn upsert_encoded(&mut self, key: u64, row: &EncodedRow, attrs: A) {
         let slot = match self.slots.get(&key) {
             Some(&slot) => {
                 self.attrs[slot] = attrs;
@@ -106,12 +141,11 @@ impl<A> Matrix<A> {
                 slot
             }
         };
-        let (high, low, estimate) = encode(&vector.values, vector.scale);
-        self.scales[slot] = vector.scale;
-        self.factors[slot] = estimate.factor;
-        self.spreads[slot] = estimate.spread;
-        self.high[slot * HALF..(slot + 1) * HALF].copy_from_slice(&high);
-        self.low[slot * HALF..(slot + 1) * HALF].copy_from_slice(&low);
+        self.scales[slot] = row.scale;
+        self.factors[slot] = row.estimate.factor;
+        self.spreads[slot] = row.estimate.spread;
+        self.high[slot * HALF..(slot + 1) * HALF].copy_from_slice(&row.high);
+        self.low[slot * HALF..(slot + 1) * HALF].copy_from_slice(&row.low);
     }
 
     /// Removes the row of `key` (the last row takes its place).

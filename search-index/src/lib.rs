@@ -589,6 +589,25 @@ impl SearchIndex {
         self.calls.holding(plan, keys)
     }
 
+    /// Which of `keys` hold every word of `q` (and its capability and language) by
+    /// [`Self::search_agents`]'s rule, the whole handle apart: an agent search by meaning tells
+    /// the agents it found by meaning that are also word matches past the word window from the
+    /// others this way, so no agent's words are kept in memory beside the index.
+    pub fn agents_holding(&self, q: &AgentQuery, keys: &HashSet<u64>) -> Result<HashSet<u64>, IndexError> {
+        let f = &self.agent_fields;
+        let Some(((_, filters), text)) =
+            exact_filters(&[(f.capability, q.capability), (f.language, q.language)]).zip(present(q.text))
+        else {
+            return Ok(HashSet::new());
+        };
+        let words = self.analyzer.words(text);
+        if keys.is_empty() || words.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let fields = f.text_fields().to_vec();
+        self.agents.holding(Plan::Text(TextPlan { words, fields, all: f.all, exact: None, filters }), keys)
+    }
+
     /// Sets how many distinct searches each index remembers between commits (0 disables the
     /// cache, e.g. to measure raw query cost: every search is then computed; the per-segment
     /// data of `warm.rs` belongs to the index and stays). The default is

@@ -1,20 +1,19 @@
-//! Whether an agent matches a text by the index's own word rule, outside the index: for a caller
-//! that holds agents from elsewhere (the meaning matrix) and must count exactly how many of them
-//! the word search also found. An agent's words are kept as sorted 64-bit hashes of its analysed
-//! tokens (a few hundred bytes an agent); a query word matches when its term is among them or,
+//! Which parts of a profile hold a need's words, by the index's own word rule, outside the
+//! index: `explain` analyses each text of the profiles on a page as the index analyses an
+//! agent's document and checks the need's words against it. A text's words are kept as sorted
+//! 64-bit hashes of its analysed tokens; a query word is held when its term is among them or,
 //! for a long Chinese word, all its parts are (`matches.rs` states the same rule over postings).
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use crate::analysis::QueryWord;
-use crate::schema::agent_texts;
-use crate::{AgentDoc, SearchIndex, lock};
+use crate::{SearchIndex, lock};
 
-/// The analysed words of one agent, as sorted hashes.
+/// The analysed words of one text, as sorted hashes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AgentWords(Box<[u64]>);
 
-/// The words of a query, ready to check agents against.
+/// The words of a query, ready to check texts against.
 #[derive(Debug, Clone)]
 pub struct WordCheck {
     words: Vec<(u64, Vec<u64>)>,
@@ -38,34 +37,9 @@ impl WordCheck {
         let has = |h: &u64| words.0.binary_search(h).is_ok();
         self.words.iter().any(|(term, parts)| has(term) || (!parts.is_empty() && parts.iter().all(has)))
     }
-
-    /// Whether an agent with these words holds every word of the query.
-    pub fn matches(&self, agent: &AgentWords) -> bool {
-        let has = |h: &u64| agent.0.binary_search(h).is_ok();
-        !self.words.is_empty()
-            && self
-                .words
-                .iter()
-                .all(|(term, parts)| has(term) || (!parts.is_empty() && parts.iter().all(has)))
-    }
 }
 
 impl SearchIndex {
-    /// The words of an agent as the index analyses its document.
-    pub fn agent_words(&self, doc: &AgentDoc) -> AgentWords {
-        let mut analyzer = lock(&self.documents);
-        let mut hashes = Vec::new();
-        for (_, value) in agent_texts(doc) {
-            let mut stream = analyzer.token_stream(value);
-            while let Some(token) = stream.next() {
-                hashes.push(hash(&token.text));
-            }
-        }
-        hashes.sort_unstable();
-        hashes.dedup();
-        AgentWords(hashes.into_boxed_slice())
-    }
-
     /// The words of one text of a profile, analysed as the index analyses an agent's document.
     pub fn text_words(&self, text: &str) -> AgentWords {
         let mut analyzer = lock(&self.documents);

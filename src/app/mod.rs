@@ -198,7 +198,8 @@ impl App {
         started?;
         let app = App(parts);
         app.repair_index()?;
-        app.vectors.load(&*app.read()?, &app.index)?;
+        let threads = app.runtime.cores().min(app.settings.read_pool.connections as usize);
+        app.vectors.load(|| app.read(), threads)?;
         Ok(app)
     }
 

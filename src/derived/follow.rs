@@ -82,7 +82,7 @@ pub fn follow(
         }
         index.apply(docs, last.get()).map_err(index_error)?;
         if let Some(vectors) = vectors {
-            vectors.apply_agents(conn, index, &agents)?;
+            vectors.apply_agents(conn, &agents)?;
         }
         if let Some(cache) = cache {
             cache.evict(&batch, last);

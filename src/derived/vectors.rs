@@ -1,6 +1,6 @@
 //! What each public agent means, in memory: its vector in a matrix the search scans (each row
 //! with what the scan checks of the agent, see `vector_rows`) and the facts the search's rule
-//! weighs (its filters, its words, its evidence). Like the search index, it follows SQLite: the
+//! weighs (its filters and its evidence; its words are the index's, asked there). Like the search index, it follows SQLite: the
 //! vectors follow their table (`store::vectors`: a profile's vector is computed before its
 //! write is queued and stored in the same transaction; the background worker computes those
 //! that are missing or stale), and which agents are public, with what text, follows the change
@@ -12,21 +12,21 @@ use std::sync::RwLockReadGuard;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
 
-use agentdir_meaning::{MODEL_ID, Matrix};
-use agentdir_search_index::{AgentDoc, AgentWords, Change, SearchIndex};
+use agentdir_meaning::{EncodedRow, MODEL_ID, Matrix};
+use agentdir_search_index::{AgentDoc, Change};
 use rusqlite::Connection;
 
 use super::call_vectors::CallVectors;
 use super::vector_rows::Row;
-use crate::domain::agent::{profile_text, text_hash};
+use crate::domain::agent::{TextHash, profile_text, text_hash};
 use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::Result;
-use crate::store::search;
 use crate::store::vectors::{self as store, EvidenceCounts, StoredVector};
+use crate::store::{search, unmapped};
 use crate::time::{DAY, now_ms};
 
-/// Agents read per step when loading at start.
-const LOAD_CHUNK: usize = 2_000;
+/// Agents' keys read in one step of a load at start.
+const LOAD_STEP: i64 = 10_000;
 /// Stored vectors read per query while following.
 const VECTOR_BATCH: u32 = 2_000;
 
@@ -34,7 +34,6 @@ const VECTOR_BATCH: u32 = 2_000;
 #[derive(Debug, Clone)]
 pub struct Facts {
     pub handle: String,
-    pub words: AgentWords,
     pub level: u8,
     pub verified: bool,
     /// Has a live endpoint it owns (the `live` filter).
@@ -45,10 +44,27 @@ pub struct Facts {
     pub capabilities: Vec<String>,
     pub languages: Vec<String>,
     pub evidence: EvidenceCounts,
-    pub text_hash: Vec<u8>,
+    pub text_hash: TextHash,
 }
 
 impl Facts {
+    /// The facts of a public agent, from its document and its evidence.
+    pub fn of(doc: &AgentDoc, evidence: EvidenceCounts) -> Facts {
+        let normalise = |v: &[String]| v.iter().map(|s| s.trim().to_lowercase()).collect();
+        Facts {
+            handle: doc.handle.clone(),
+            level: u8::try_from(doc.level).unwrap_or(u8::MAX),
+            verified: doc.mailbox_verified,
+            live: doc.live,
+            joined_at: doc.joined_at,
+            last_active_at: doc.last_active_at,
+            capabilities: normalise(&doc.capabilities),
+            languages: normalise(&doc.languages),
+            evidence,
+            text_hash: text_hash(&profile_text(doc)),
+        }
+    }
+
     /// What the vector scan checks of the agent.
     fn row(&self) -> Row {
         Row::new(self.level, self.verified, self.live, self.joined_at, &self.capabilities, &self.languages)
@@ -61,8 +77,9 @@ pub(crate) struct State {
     /// Rows only for public agents whose stored vector is of their current text, each with
     /// what the scan checks of the agent.
     pub matrix: Matrix<Row>,
-    /// The text hash of each agent's stored vector (public or not).
-    stored: HashMap<u64, Vec<u8>>,
+    /// The text hash of each agent's stored vector (public or not); none when another model
+    /// computed it.
+    stored: HashMap<u64, Option<TextHash>>,
 }
 
 /// What each public agent means, as it follows SQLite; and each visible call (`calls`).
@@ -75,16 +92,48 @@ pub struct Vectors {
 }
 
 impl Vectors {
-    /// At start: what every public agent means, from SQLite.
-    pub fn load(&self, conn: &Connection, index: &SearchIndex) -> Result<()> {
+    /// At start: what every public agent means, from SQLite, read on `threads` connections
+    /// that `open` gives, each a share of the agents' keys.
+    pub fn load<C, F>(&self, open: F, threads: usize) -> Result<()>
+    where
+        C: std::ops::Deref<Target = Connection>,
+        F: Fn() -> Result<C> + Sync,
+    {
         let started = Instant::now();
-        let docs = search::agent_docs(conn)?;
-        for chunk in docs.chunks(LOAD_CHUNK) {
-            let changes: Vec<Change> = chunk.iter().cloned().map(Change::UpsertAgent).collect();
-            self.apply_agents(conn, index, &changes)?;
+        let (evidence, span, stamp) = {
+            let conn = open()?;
+            unmapped(&conn, |conn| {
+                let span = search::agent_key_span(conn)?;
+                self.write().matrix.reserve(store::count(conn)?);
+                // Read before the shares' snapshots begin: whatever is stored after is applied below.
+                let stamp = store::newest_stamp(conn)?;
+                Ok((store::all_evidence(conn, live_after())?, span, stamp))
+            })?
+        };
+        if let Some((first, last)) = span {
+            let threads = threads.max(1) as i64;
+            let share = (last - first) / threads + 1;
+            std::thread::scope(|scope| {
+                let loads: Vec<_> = (0..threads)
+                    .map(|i| {
+                        let (from, to) = (first + i * share, (first + (i + 1) * share - 1).min(last));
+                        let (open, evidence) = (&open, &evidence);
+                        scope.spawn(move || -> Result<()> {
+                            let conn = open()?;
+                            unmapped(&conn, |conn| self.load_share(conn, evidence, from, to))
+                        })
+                    })
+                    .collect();
+                loads.into_iter().try_for_each(|l| l.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            })?;
         }
-        self.apply_vectors(conn)?;
-        self.calls.load(conn)?;
+        let loaded_ms = started.elapsed().as_millis() as u64;
+        // Vectors stored while the shares read (the follower may have applied them before
+        // their agents' facts were here): each has a newer stamp and is placed over the one it
+        // replaced.
+        let conn = open()?;
+        self.apply_vectors_after(&conn, stamp)?;
+        self.calls.load(&conn)?;
         let (with_vectors, agents) = self.counts();
         let (calls_with_vectors, calls) = self.calls.counts();
         tracing::info!(
@@ -92,9 +141,55 @@ impl Vectors {
             with_vectors,
             calls,
             calls_with_vectors,
+            loaded_ms,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "meaning loaded"
         );
+        Ok(())
+    }
+
+    /// Loads the agents whose keys are from `first` to `last`, a step at a time: each step's
+    /// facts and vector rows are made outside the lock and placed under it.
+    fn load_share(
+        &self,
+        conn: &Connection,
+        evidence: &HashMap<i64, EvidenceCounts>,
+        first: i64,
+        last: i64,
+    ) -> Result<()> {
+        let mut from = first;
+        while from <= last {
+            let to = last.min(from + LOAD_STEP - 1);
+            let snapshot = conn.unchecked_transaction()?;
+            let facts: HashMap<u64, Facts> = search::agent_docs_between(&snapshot, from, to)?
+                .iter()
+                .map(|doc| {
+                    (doc.key, Facts::of(doc, evidence.get(&(doc.key as i64)).copied().unwrap_or_default()))
+                })
+                .collect();
+            let stored = store::between(&snapshot, from, to)?;
+            snapshot.finish()?;
+            let rows: Vec<(u64, EncodedRow, Row)> = stored
+                .iter()
+                .filter_map(|v| {
+                    let key = v.agent_id as u64;
+                    let f = facts.get(&key)?;
+                    let q =
+                        v.vector.as_ref().filter(|_| v.text_hash == f.text_hash && v.model == MODEL_ID)?;
+                    Some((key, EncodedRow::of(q), f.row()))
+                })
+                .collect();
+            let mut state = self.write();
+            for v in &stored {
+                state.stored.insert(v.agent_id as u64, stored_hash(v));
+            }
+            for (key, row, attrs) in &rows {
+                state.matrix.upsert_encoded(*key, row, *attrs);
+            }
+            state.facts.extend(facts);
+            drop(state);
+            from = to + 1;
+        }
         Ok(())
     }
 
@@ -113,12 +208,12 @@ impl Vectors {
     }
 
     /// Applies the agents of a batch of the change log (documents as the index got them).
-    pub fn apply_agents(&self, conn: &Connection, index: &SearchIndex, changes: &[Change]) -> Result<()> {
+    pub fn apply_agents(&self, conn: &Connection, changes: &[Change]) -> Result<()> {
         let mut updates = Vec::new();
         for change in changes {
             match change {
                 Change::UpsertAgent(doc) => {
-                    let facts = facts(conn, index, doc)?;
+                    let facts = Facts::of(doc, store::evidence(conn, doc.key as i64, live_after())?);
                     let stored = store::for_agent(conn, doc.key as i64)?;
                     updates.push((doc.key, Some((facts, stored))));
                 }
@@ -134,7 +229,7 @@ impl Vectors {
                         state.stored.insert(key, stored_hash(&v));
                         place(&mut state, key, &facts.text_hash, facts.row(), &v);
                     }
-                    let current = state.stored.get(&key) == Some(&facts.text_hash);
+                    let current = state.stored.get(&key) == Some(&Some(facts.text_hash));
                     if !current {
                         state.matrix.remove(key);
                     }
@@ -151,20 +246,26 @@ impl Vectors {
 
     /// Applies vectors stored since the last call.
     pub fn apply_vectors(&self, conn: &Connection) -> Result<()> {
+        self.apply_vectors_after(conn, self.stamp.load(Ordering::Acquire))
+    }
+
+    /// Applies the vectors stored after `stamp`, to the newest.
+    fn apply_vectors_after(&self, conn: &Connection, mut stamp: i64) -> Result<()> {
         loop {
-            let batch = store::after(conn, self.stamp.load(Ordering::Acquire), VECTOR_BATCH)?;
+            let batch = store::after(conn, stamp, VECTOR_BATCH)?;
             let Some(last) = batch.last().map(|v| v.stamp) else {
                 return Ok(());
             };
+            stamp = last;
             let mut state = self.write();
             for v in &batch {
                 let key = v.agent_id as u64;
                 state.stored.insert(key, stored_hash(v));
-                if let Some((hash, row)) = state.facts.get(&key).map(|f| (f.text_hash.clone(), f.row())) {
+                if let Some((hash, row)) = state.facts.get(&key).map(|f| (f.text_hash, f.row())) {
                     place(&mut state, key, &hash, row, v);
                 }
             }
-            self.stamp.store(last, Ordering::Release);
+            self.stamp.fetch_max(last, Ordering::AcqRel);
         }
     }
 
@@ -174,7 +275,7 @@ impl Vectors {
         state
             .facts
             .iter()
-            .filter(|(key, f)| state.stored.get(key) != Some(&f.text_hash))
+            .filter(|(key, f)| state.stored.get(key) != Some(&Some(f.text_hash)))
             .map(|(key, _)| *key)
             .take(limit)
             .collect()
@@ -182,8 +283,8 @@ impl Vectors {
 }
 
 /// The text hash a stored vector counts for: none when another model computed it.
-fn stored_hash(v: &StoredVector) -> Vec<u8> {
-    if v.model == MODEL_ID { v.text_hash.clone() } else { Vec::new() }
+fn stored_hash(v: &StoredVector) -> Option<TextHash> {
+    TextHash::try_from(v.text_hash.as_slice()).ok().filter(|_| v.model == MODEL_ID)
 }
 
 /// Puts a stored vector in the matrix when it is of the agent's current text and this model.
@@ -194,21 +295,7 @@ fn place(state: &mut State, key: u64, current: &[u8], row: Row, v: &StoredVector
     }
 }
 
-/// The facts of a public agent.
-pub fn facts(conn: &Connection, index: &SearchIndex, doc: &AgentDoc) -> Result<Facts> {
-    let live_after = now_ms() - LINK_PROOF_DAYS * DAY;
-    let normalise = |v: &[String]| v.iter().map(|s| s.trim().to_lowercase()).collect();
-    Ok(Facts {
-        handle: doc.handle.clone(),
-        words: index.agent_words(doc),
-        level: u8::try_from(doc.level).unwrap_or(u8::MAX),
-        verified: doc.mailbox_verified,
-        live: doc.live,
-        joined_at: doc.joined_at,
-        last_active_at: doc.last_active_at,
-        capabilities: normalise(&doc.capabilities),
-        languages: normalise(&doc.languages),
-        evidence: store::evidence(conn, doc.key as i64, live_after)?,
-        text_hash: text_hash(&profile_text(doc)),
-    })
+/// Link proofs verified before this have expired.
+fn live_after() -> i64 {
+    now_ms() - LINK_PROOF_DAYS * DAY
 }

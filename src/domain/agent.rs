@@ -240,8 +240,10 @@ pub fn profile_text(a: &agentdir_search_index::AgentDoc) -> String {
 }
 
 /// What a stored vector records of the text it was computed from.
-pub fn text_hash(text: &str) -> Vec<u8> {
-    Sha256::digest(text.as_bytes()).to_vec()
+pub type TextHash = [u8; 32];
+
+pub fn text_hash(text: &str) -> TextHash {
+    Sha256::digest(text.as_bytes()).into()
 }
 
 /// Query of `GET /api/agents`.

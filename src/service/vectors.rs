@@ -14,7 +14,7 @@ use super::App;
 use crate::app::Parts;
 use crate::app::limits::Persistent;
 use crate::app::runtime::Bound;
-use crate::domain::agent::{profile_text, text_hash};
+use crate::domain::agent::{TextHash, profile_text, text_hash};
 use crate::error::Result;
 use crate::store::{search, vectors as store};
 use crate::telemetry;
@@ -26,7 +26,7 @@ const FILL_IDLE: Duration = Duration::from_secs(1);
 
 /// A profile's vector, computed before the write that stores it.
 pub struct Embedded {
-    text_hash: Vec<u8>,
+    text_hash: TextHash,
     vector: Quantized,
 }
 
@@ -200,7 +200,7 @@ fn fill_loop(parts: Weak<Parts>) {
 pub fn store_vector(tx: &Connection, agent_id: i64, embedded: Option<Embedded>) -> Result<()> {
     let Some(e) = embedded else { return Ok(()) };
     let Change::UpsertAgent(doc) = search::agent_change(tx, agent_id)? else { return Ok(()) };
-    if text_hash(&profile_text(&doc)) == e.text_hash {
+    if e.text_hash == text_hash(&profile_text(&doc)) {
         store::upsert(tx, agent_id, MODEL_ID, &e.text_hash, &e.vector)?;
     }
     Ok(())

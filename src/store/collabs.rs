@@ -173,6 +173,19 @@ pub fn evidence_count(conn: &Connection, agent: i64) -> Result<u64> {
     Ok(n as u64)
 }
 
+/// [`evidence_count`] of every agent that has any, in one pass (at start). A counted
+/// collaboration has two distinct parties (their owners differ), so each counts it once.
+pub fn evidence_counts(conn: &Connection) -> Result<Vec<(i64, u64)>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT agent_id, COUNT(*) AS n FROM (
+             SELECT c.proposer_id AS agent_id {FROM} WHERE {COUNTED}
+             UNION ALL SELECT c.partner_id AS agent_id {FROM} WHERE {COUNTED})
+         GROUP BY agent_id"
+    ))?;
+    let rows = stmt.query_map([], |r| Ok((r.get("agent_id")?, r.get::<_, i64>("n")? as u64)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
 pub fn counted_total(conn: &Connection) -> Result<u64> {
     let n: i64 = conn
         .prepare_cached(&format!("SELECT COUNT(*) AS n {FROM} WHERE {COUNTED}"))?

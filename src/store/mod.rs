@@ -52,6 +52,17 @@ pub type Conn = r2d2::PooledConnection<SqliteConnectionManager>;
 const READ_PRAGMAS: &str = "PRAGMA busy_timeout = 5000;
 PRAGMA mmap_size = 2147418112;";
 
+/// Runs `f` on a read connection without the memory map: a load at start reads every page of
+/// the agents once, and through the map each page it touched would stay counted in the
+/// process's RSS for as long as the connection lives. Without it the pages pass through the
+/// OS page cache, which is not.
+pub fn unmapped<R>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
+    conn.execute_batch("PRAGMA mmap_size = 0;")?;
+    let result = f(conn);
+    conn.execute_batch(READ_PRAGMAS)?;
+    result
+}
+
 /// A connection that writes: WAL so readers never wait for it, and `synchronous = FULL` so an
 /// acknowledged write survives a power loss (the server's writer pays one fsync per batch, not
 /// per write). The busy handler below lets writers of other processes queue behind each other.

@@ -189,9 +189,20 @@ pub fn call_author(conn: &Connection, seq: i64) -> Result<Option<i64>> {
         .optional()?)
 }
 
-/// Every public agent's document.
-pub fn agent_docs(conn: &Connection) -> Result<Vec<AgentDoc>> {
-    let mut stmt = conn.prepare(AGENT_DOC)?;
-    let docs = stmt.query_map([], agent_doc)?.collect::<rusqlite::Result<_>>()?;
+/// The documents of the public agents whose keys are from `first` to `last`.
+pub fn agent_docs_between(conn: &Connection, first: i64, last: i64) -> Result<Vec<AgentDoc>> {
+    let mut stmt = conn.prepare_cached(&format!("{AGENT_DOC} AND a.id BETWEEN :first AND :last"))?;
+    let docs = stmt
+        .query_map(named_params! {":first": first, ":last": last}, agent_doc)?
+        .collect::<rusqlite::Result<_>>()?;
     Ok(docs)
+}
+
+/// The lowest and highest key of any agent (public or not; two reads of the table's ends),
+/// none when there is none.
+pub fn agent_key_span(conn: &Connection) -> Result<Option<(i64, i64)>> {
+    let span = conn.query_row("SELECT min(id) AS first, max(id) AS last FROM agents", [], |r| {
+        Ok((r.get::<_, Option<i64>>("first")?, r.get::<_, Option<i64>>("last")?))
+    })?;
+    Ok(span.0.zip(span.1))
 }

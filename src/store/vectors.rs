@@ -1,6 +1,8 @@
 //! The `agent_vectors` table (see `migrations/0008_meaning.sql`) and the evidence ranking reads
 //! about each agent.
 
+use std::collections::HashMap;
+
 use agentdir_meaning::Quantized;
 use rusqlite::{Connection, OptionalExtension, named_params};
 
@@ -42,6 +44,27 @@ pub fn upsert(
         named_params! {":agent": agent_id, ":model": model, ":hash": text_hash, ":vector": vector.to_bytes()},
     )?;
     Ok(())
+}
+
+/// The stored vectors of the agents whose ids are from `first` to `last`.
+pub fn between(conn: &Connection, first: i64, last: i64) -> Result<Vec<StoredVector>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT stamp, agent_id, model, text_hash, vector FROM agent_vectors
+         WHERE agent_id BETWEEN :first AND :last",
+    )?;
+    let rows = stmt.query_map(named_params! {":first": first, ":last": last}, from_row)?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// How many vectors are stored (read from the smallest index).
+pub fn count(conn: &Connection) -> Result<usize> {
+    let n: i64 = conn.query_row("SELECT count(*) AS n FROM agent_vectors", [], |r| r.get("n"))?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
+/// The newest stamp of any stored vector (0 when none).
+pub fn newest_stamp(conn: &Connection) -> Result<i64> {
+    Ok(conn.query_row("SELECT COALESCE(max(stamp), 0) AS stamp FROM agent_vectors", [], |r| r.get("stamp"))?)
 }
 
 /// Vectors written after `stamp`, oldest first, at most `limit`.
@@ -101,6 +124,40 @@ pub fn evidence(conn: &Connection, id: i64, live_after: i64) -> Result<EvidenceC
             named_params! {":id": id},
         )?,
     })
+}
+
+/// The evidence of every agent that has any (at start, in one pass over each table instead of
+/// four reads an agent); proofs verified before `live_after` have expired.
+pub fn all_evidence(conn: &Connection, live_after: i64) -> Result<HashMap<i64, EvidenceCounts>> {
+    let mut all: HashMap<i64, EvidenceCounts> = HashMap::new();
+    let mut add =
+        |sql: &str, params: &[(&str, &dyn rusqlite::ToSql)], field: fn(&mut EvidenceCounts) -> &mut u32| {
+            let mut stmt = conn.prepare(sql)?;
+            let mut rows = stmt.query(params)?;
+            while let Some(r) = rows.next()? {
+                let n: i64 = r.get("n")?;
+                *field(all.entry(r.get("agent_id")?).or_default()) = u32::try_from(n).unwrap_or(u32::MAX);
+            }
+            Ok::<_, crate::error::Error>(())
+        };
+    add(
+        "SELECT agent_id, COUNT(*) AS n FROM link_proofs WHERE verified_at >= :after GROUP BY agent_id",
+        named_params! {":after": live_after},
+        |e| &mut e.live_proofs,
+    )?;
+    add("SELECT agent_id, COUNT(*) AS n FROM calls WHERE status = 'hidden' GROUP BY agent_id", &[], |e| {
+        &mut e.hidden_calls
+    })?;
+    add(
+        "SELECT a.id AS agent_id, COUNT(*) AS n FROM moderation_log m JOIN agents a ON a.public_id = m.agent_sub
+         WHERE m.action = 'agent_suspended' GROUP BY a.id",
+        &[],
+        |e| &mut e.suspensions,
+    )?;
+    for (agent, n) in super::collabs::evidence_counts(conn)? {
+        all.entry(agent).or_default().collaborations = u32::try_from(n).unwrap_or(u32::MAX);
+    }
+    Ok(all)
 }
 
 /// The stored vector of one agent.

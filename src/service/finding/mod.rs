@@ -29,7 +29,7 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 use agentdir_meaning::{Hit, NeedTokens, Quantized};
-use agentdir_search_index::{AgentQuery, Page as IndexPage, WordCheck};
+use agentdir_search_index::{AgentQuery, Page as IndexPage, SearchIndex};
 
 use self::score::{Candidate, Scoring, WordPlace};
 use crate::app::App;
@@ -314,12 +314,14 @@ impl App {
             Some(v) => {
                 let words = WordMatches {
                     window: window.keys.iter().copied().collect(),
-                    beyond: (window.total as usize > window.keys.len()).then(|| self.index.word_check(text)),
-                    handle,
-                    use_words,
+                    beyond: (window.total as usize > window.keys.len()).then_some(Beyond {
+                        index: &self.index,
+                        query,
+                        handle,
+                    }),
                 };
                 let made_up = !self.has_known_word(text);
-                meaning_matches(&state, query, v, &rule, &words, words_total, made_up)
+                meaning_matches(&state, query, v, &rule, &words, words_total, made_up)?
             }
             None => Vec::new(),
         };
@@ -488,8 +490,8 @@ fn meaning_matches(
     words: &WordMatches<'_>,
     words_total: u64,
     made_up: bool,
-) -> Vec<Hit> {
-    let accept = |key: &u64| meaning_only_match(state, query, words, key);
+) -> Result<Vec<Hit>> {
+    let passes = |hit: &Hit| passes_filters_alone(state, query, words, &hit.key);
     let rows = RowFilter::of(query);
     let threshold = if made_up { rule.made_up } else { rule.threshold };
     let fill_possible = (words_total as usize) < NEAREST_FILL && !made_up;
@@ -497,51 +499,88 @@ fn meaning_matches(
     let mut nearest = state.matrix.nearest(vector, floor, MEANING_CANDIDATES, |row| rows.admits(row));
     let mut matches = Vec::new();
     let mut first_near = None;
-    while matches.len() < MEANING_CANDIDATES {
-        match nearest.next() {
-            None => break,
-            Some(hit) if hit.similarity < threshold => {
+    while matches.len() < MEANING_CANDIDATES && first_near.is_none() {
+        let mut batch = Vec::new();
+        let mut ended = true;
+        for hit in nearest.by_ref() {
+            if hit.similarity < threshold {
                 first_near = Some(hit);
                 break;
             }
-            Some(hit) if accept(&hit.key) => matches.push(hit),
-            Some(_) => {}
+            if passes(&hit) {
+                batch.push(hit);
+                if batch.len() >= (MEANING_CANDIDATES - matches.len()).max(HELD_BATCH) {
+                    ended = false;
+                    break;
+                }
+            }
+        }
+        matches.extend(words.not_held(state, batch)?);
+        if ended {
+            break;
         }
     }
+    matches.truncate(MEANING_CANDIDATES);
     // The fill, unless the need is precise (agents meet it only by holding its words: a rare
     // term, a name, none by meaning alone) or made up (no known word).
     let precise = words_total > 0 && matches.is_empty();
     let found = words_total as usize + matches.len();
     if !precise && found < NEAREST_FILL && !made_up {
-        let near = first_near.into_iter().chain(nearest).filter(|h| accept(&h.key));
-        matches.extend(near.take(NEAREST_FILL - found));
+        let mut near = first_near.into_iter().chain(nearest).filter(|h| passes(h));
+        let mut fill = Vec::new();
+        while fill.len() < NEAREST_FILL - found {
+            let batch: Vec<Hit> = near.by_ref().take(HELD_BATCH).collect();
+            if batch.is_empty() {
+                break;
+            }
+            fill.extend(words.not_held(state, batch)?);
+        }
+        fill.truncate(NEAREST_FILL - found);
+        matches.extend(fill);
     }
-    matches
+    Ok(matches)
 }
+
+/// The fewest nearest agents whose words are asked of the index at once: each asking is one
+/// pass over the word matches, so a search whose nearest agents are mostly word matches asks
+/// a few times, not once for each.
+const HELD_BATCH: usize = 64;
 
 /// The word matches, as a meaning match is told from them: those of the window, and past it
-/// (asked only when the window did not hold them all) the agents that hold the words of `q` or
-/// are the handle it names.
+/// (asked only when the window did not hold them all) the agents that hold the words of the
+/// query by the index's rule or are the handle it names.
 struct WordMatches<'a> {
     window: HashSet<u64>,
-    beyond: Option<WordCheck>,
-    handle: Option<&'a str>,
-    use_words: bool,
+    beyond: Option<Beyond<'a>>,
 }
 
-/// A meaning-only match (of the rows the scan let through): passes the filters and is not
-/// already a word match.
-fn meaning_only_match(state: &State, query: &AgentQuery, words: &WordMatches<'_>, key: &u64) -> bool {
-    let Some(f) = state.facts.get(key) else { return false };
-    if !holds_named_values(query, f) || words.window.contains(key) {
-        return false;
+/// Where the word matches past the window are asked.
+struct Beyond<'a> {
+    index: &'a SearchIndex,
+    query: &'a AgentQuery<'a>,
+    handle: Option<&'a str>,
+}
+
+impl WordMatches<'_> {
+    /// Of `hits`, those that are not word matches past the window, in their order.
+    fn not_held(&self, state: &State, hits: Vec<Hit>) -> Result<Vec<Hit>> {
+        let Some(beyond) = &self.beyond else { return Ok(hits) };
+        if hits.is_empty() {
+            return Ok(hits);
+        }
+        let keys: HashSet<u64> = hits.iter().map(|h| h.key).collect();
+        let held = beyond.index.agents_holding(beyond.query, &keys).map_err(index_failed)?;
+        let named =
+            |key: &u64| beyond.handle.is_some_and(|h| state.facts.get(key).is_some_and(|f| f.handle == h));
+        Ok(hits.into_iter().filter(|h| !held.contains(&h.key) && !named(&h.key)).collect())
     }
-    let word_match = words.use_words
-        && words
-            .beyond
-            .as_ref()
-            .is_some_and(|c| c.matches(&f.words) || words.handle == Some(f.handle.as_str()));
-    !word_match
+}
+
+/// Whether a row the scan let through can be a meaning-only match, before the index is asked
+/// about words past the window: a public agent that holds the named values and is not in the
+/// word window.
+fn passes_filters_alone(state: &State, query: &AgentQuery, words: &WordMatches<'_>, key: &u64) -> bool {
+    state.facts.get(key).is_some_and(|f| holds_named_values(query, f)) && !words.window.contains(key)
 }
 
 /// Fused: the word window and the meaning-only matches, scored, best first (equal scores by
