@@ -78,6 +78,27 @@ struct Candidate {
     upper: f32,
 }
 
+/// A candidate waiting to be rescored, ordered by its upper bound: the max-heap pops the
+/// greatest, so each chunk is taken in O(chunk · log n) however many candidates wait.
+struct Waiting(Candidate);
+
+impl PartialEq for Waiting {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Waiting {}
+impl PartialOrd for Waiting {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Waiting {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.upper.total_cmp(&other.0.upper)
+    }
+}
+
 /// A rescored row, ordered nearest first, equal similarities by key.
 struct Ready(Hit);
 
@@ -111,10 +132,8 @@ pub struct Nearest<'m, A, F> {
     /// Rows whose upper bound is below this are not candidates; at the floor, every row that
     /// can reach the floor is one.
     covered: f32,
-    pending: Vec<Candidate>,
-    /// `pending[..next]` are rescored; the others have an upper bound of at most `rest`.
-    next: usize,
-    rest: f32,
+    /// The candidates not yet rescored.
+    pending: BinaryHeap<Waiting>,
     ready: BinaryHeap<Ready>,
     stats: NearestStats,
 }
@@ -151,9 +170,7 @@ impl<A: Sync> Matrix<A> {
             floor,
             want: want.max(1),
             covered: floor,
-            pending: Vec::new(),
-            next: 0,
-            rest: f32::INFINITY,
+            pending: BinaryHeap::new(),
             ready: BinaryHeap::new(),
             stats: NearestStats::default(),
         };
@@ -205,7 +222,7 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Nearest<'_, A, F> {
         let covered = if want == usize::MAX { self.floor } else { self.floor.max(kth_lower(&hist, want)) };
         let before = self.pending.len();
         for p in parts {
-            self.pending.extend(p.candidates.into_iter().filter(|c| c.upper >= covered));
+            self.pending.extend(p.candidates.into_iter().filter(|c| c.upper >= covered).map(Waiting));
         }
         self.covered = covered;
         self.stats.passes += 1;
@@ -213,32 +230,23 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Nearest<'_, A, F> {
         self.stats.candidates += self.pending.len() - before;
     }
 
-    /// The largest upper bound among the candidates not yet rescored, or more (−∞ when none).
+    /// The largest upper bound among the candidates not yet rescored (−∞ when none).
     fn pending_bound(&self) -> f32 {
-        if self.next < self.pending.len() { self.rest } else { f32::NEG_INFINITY }
+        self.pending.peek().map_or(f32::NEG_INFINITY, |w| w.0.upper)
     }
 
     /// Rescores the [`CHUNK`] candidates of greatest upper bound, in the order of their rows
     /// (each row's low plane fetched ahead of its turn).
     fn rescore_chunk(&mut self) {
-        let rest = &mut self.pending[self.next..];
-        let chunk = CHUNK.min(rest.len());
-        if chunk < rest.len() {
-            rest.select_nth_unstable_by(chunk - 1, |a, b| b.upper.total_cmp(&a.upper));
-        }
-        let head = &mut rest[..chunk];
-        // The candidates left have no greater bound than the least of this chunk.
-        let least = head.iter().fold(f32::INFINITY, |m, c| m.min(c.upper));
+        let chunk = CHUNK.min(self.pending.len());
+        let mut head: Vec<Candidate> = (0..chunk).filter_map(|_| self.pending.pop()).map(|w| w.0).collect();
         head.sort_unstable_by_key(|c| c.slot);
-        let head: Vec<Candidate> = head.to_vec();
         for (i, c) in head.iter().enumerate() {
             if let Some(ahead) = head.get(i + PREFETCH) {
                 self.prefetch(ahead.slot as usize);
             }
             self.rescore(*c);
         }
-        self.next += chunk;
-        self.rest = least;
     }
 
     #[inline(always)]
@@ -296,7 +304,7 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Iterator for Nearest<'_, A, F> {
                 self.ready.pop();
                 return Some(hit);
             }
-            if self.next < self.pending.len() {
+            if !self.pending.is_empty() {
                 self.rescore_chunk();
             } else if self.covered > self.floor {
                 // More were taken than expected: the rows below the cover that can be among
@@ -308,7 +316,6 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Iterator for Nearest<'_, A, F> {
                 }
                 let below = self.covered;
                 self.first_pass(below);
-                self.rest = below;
             } else {
                 return None;
             }

@@ -23,8 +23,9 @@ impl Part {
         let view = self.overlay.view();
         let leaves = &view.leaves;
         let mut held = HashSet::new();
+        let given = KeySet::of(keys);
         let mut keep = |key: u64| {
-            if keys.contains(&key) {
+            if given.contains(key) {
                 held.insert(key);
             }
         };
@@ -56,6 +57,40 @@ impl Part {
             }
         }
         Ok(held)
+    }
+}
+
+/// The given keys, as each word match is looked up in them: a bit a key up to the largest
+/// (keys are row ids, so that is a few bits a row of the table), else the set itself. A common
+/// word matches a large share of a million documents; a bit costs a load where the set costs a
+/// hash.
+enum KeySet<'a> {
+    Bits(Vec<u64>),
+    Set(&'a HashSet<u64>),
+}
+
+/// The largest key given as bits (2 MiB of them).
+const MAX_BIT_KEY: u64 = 1 << 24;
+
+impl<'a> KeySet<'a> {
+    fn of(keys: &'a HashSet<u64>) -> KeySet<'a> {
+        match keys.iter().max() {
+            Some(&max) if max < MAX_BIT_KEY => {
+                let mut bits = vec![0u64; (max / 64 + 1) as usize];
+                for &k in keys {
+                    bits[(k / 64) as usize] |= 1 << (k % 64);
+                }
+                KeySet::Bits(bits)
+            }
+            _ => KeySet::Set(keys),
+        }
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        match self {
+            KeySet::Bits(bits) => bits.get((key / 64) as usize).is_some_and(|w| w >> (key % 64) & 1 == 1),
+            KeySet::Set(set) => set.contains(&key),
+        }
     }
 }
 
@@ -105,4 +140,39 @@ fn each_match(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_given_keys_are_told_alike_as_bits_and_as_a_set() {
+        let small: HashSet<u64> = [0, 1, 63, 64, 4_095, 1_000_000].into();
+        let large: HashSet<u64> = [3, MAX_BIT_KEY, u64::MAX].into();
+        assert!(matches!(KeySet::of(&small), KeySet::Bits(_)));
+        assert!(matches!(KeySet::of(&large), KeySet::Set(_)));
+        for keys in [&small, &large] {
+            let given = KeySet::of(keys);
+            for k in [
+                0,
+                1,
+                2,
+                3,
+                62,
+                63,
+                64,
+                65,
+                4_095,
+                4_096,
+                999_999,
+                1_000_000,
+                1_000_001,
+                MAX_BIT_KEY,
+                u64::MAX,
+            ] {
+                assert_eq!(given.contains(k), keys.contains(&k), "{k}");
+            }
+        }
+    }
 }

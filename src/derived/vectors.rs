@@ -15,6 +15,7 @@ use std::time::Instant;
 use agentdir_meaning::{EncodedRow, MODEL_ID, Matrix};
 use agentdir_search_index::{AgentDoc, Change};
 use rusqlite::Connection;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::call_vectors::CallVectors;
 use super::vector_rows::Row;
@@ -73,13 +74,28 @@ impl Facts {
 
 #[derive(Default)]
 pub(crate) struct State {
-    pub facts: HashMap<u64, Facts>,
+    pub facts: FxHashMap<u64, Facts>,
     /// Rows only for public agents whose stored vector is of their current text, each with
     /// what the scan checks of the agent.
     pub matrix: Matrix<Row>,
     /// The text hash of each agent's stored vector (public or not); none when another model
     /// computed it.
-    stored: HashMap<u64, Option<TextHash>>,
+    stored: FxHashMap<u64, Option<TextHash>>,
+    /// The public agents whose current profile has no stored vector: what the worker computes,
+    /// kept as facts and vectors change (a million agents are not walked every second).
+    missing: FxHashSet<u64>,
+}
+
+impl State {
+    /// Notes whether agent `key` now lacks the vector of its current profile.
+    fn settle(&mut self, key: u64) {
+        let lacks = self.facts.get(&key).is_some_and(|f| self.stored.get(&key) != Some(&Some(f.text_hash)));
+        if lacks {
+            self.missing.insert(key);
+        } else {
+            self.missing.remove(&key);
+        }
+    }
 }
 
 /// What each public agent means, as it follows SQLite; and each visible call (`calls`).
@@ -186,7 +202,11 @@ impl Vectors {
             for (key, row, attrs) in &rows {
                 state.matrix.upsert_encoded(*key, row, *attrs);
             }
+            let keys: Vec<u64> = facts.keys().copied().collect();
             state.facts.extend(facts);
+            for key in keys {
+                state.settle(key);
+            }
             drop(state);
             from = to + 1;
         }
@@ -240,6 +260,7 @@ impl Vectors {
                     state.matrix.remove(key);
                 }
             }
+            state.settle(key);
         }
         Ok(())
     }
@@ -264,6 +285,7 @@ impl Vectors {
                 if let Some((hash, row)) = state.facts.get(&key).map(|f| (f.text_hash, f.row())) {
                     place(&mut state, key, &hash, row, v);
                 }
+                state.settle(key);
             }
             self.stamp.fetch_max(last, Ordering::AcqRel);
         }
@@ -271,14 +293,7 @@ impl Vectors {
 
     /// Up to `limit` public agents whose current profile has no vector yet.
     pub fn missing(&self, limit: usize) -> Vec<u64> {
-        let state = self.read();
-        state
-            .facts
-            .iter()
-            .filter(|(key, f)| state.stored.get(key) != Some(&Some(f.text_hash)))
-            .map(|(key, _)| *key)
-            .take(limit)
-            .collect()
+        self.read().missing.iter().copied().take(limit).collect()
     }
 }
 

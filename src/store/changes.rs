@@ -106,15 +106,21 @@ fn public() -> String {
 /// no row is looked at twice.
 pub fn forget_old_deletions(conn: &Connection, cutoff: i64, batch: u32) -> Result<usize> {
     let scanned = meta_u64(conn, SCANNED_THROUGH)?;
+    // The log is in time order: the rows past the first that is not old enough are as young,
+    // so a pass reads at most `batch` rows however long the log is (a filter on `at` alone
+    // would walk every younger row to find none).
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT ch.seq, {} AS public FROM changes ch
-         WHERE ch.seq > :scanned AND ch.at < :cutoff ORDER BY ch.seq LIMIT :batch",
+        "SELECT ch.seq, ch.at, {} AS public FROM changes ch
+         WHERE ch.seq > :scanned ORDER BY ch.seq LIMIT :batch",
         public()
     ))?;
     let rows: Vec<(i64, bool)> = stmt
-        .query_map(named_params! {":scanned": scanned as i64, ":cutoff": cutoff, ":batch": batch}, |r| {
-            Ok((r.get("seq")?, r.get("public")?))
+        .query_map(named_params! {":scanned": scanned as i64, ":batch": batch}, |r| {
+            Ok((r.get("seq")?, r.get::<_, i64>("at")?, r.get("public")?))
         })?
+        .map(|r| r.map(|(seq, at, public)| (seq, at < cutoff, public)))
+        .take_while(|r| !matches!(r, Ok((_, false, _))))
+        .map(|r| r.map(|(seq, _, public)| (seq, public)))
         .collect::<rusqlite::Result<_>>()?;
     let Some(&(last, _)) = rows.last() else {
         return Ok(0);

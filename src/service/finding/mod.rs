@@ -30,6 +30,7 @@ use std::time::Instant;
 
 use agentdir_meaning::{Hit, NeedTokens, Quantized};
 use agentdir_search_index::{AgentQuery, Page as IndexPage, SearchIndex};
+use rustc_hash::FxHashSet;
 
 use self::score::{Candidate, Scoring, WordPlace};
 use crate::app::App;
@@ -550,7 +551,7 @@ const HELD_BATCH: usize = 64;
 /// (asked only when the window did not hold them all) the agents that hold the words of the
 /// query by the index's rule or are the handle it names.
 struct WordMatches<'a> {
-    window: HashSet<u64>,
+    window: FxHashSet<u64>,
     beyond: Option<Beyond<'a>>,
 }
 
