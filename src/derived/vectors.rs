@@ -1,7 +1,7 @@
 //! What each public agent means, in memory: its vector in a matrix the search scans (each row
 //! with what the scan checks of the agent, see `vector_rows`) and the facts the search's rule
-//! weighs (its filters and its evidence; its words are the index's, asked there). Like the search index, it follows SQLite: the
-//! vectors follow their table (`store::vectors`: a profile's vector is computed before its
+//! weighs (its filters and its evidence; its words are the index's, asked there). Like the
+//! search index, it follows SQLite: the vectors follow their table (`store::vectors`: a profile's vector is computed before its
 //! write is queued and stored in the same transaction; the background worker computes those
 //! that are missing or stale), and which agents are public, with what text, follows the change
 //! log (`follow`). Rebuilt from SQLite at start.
@@ -74,22 +74,22 @@ impl Facts {
 
 #[derive(Default)]
 pub(crate) struct State {
-    pub facts: FxHashMap<u64, Facts>,
+    /// Boxed: a map of a million entries has room for two million, and the room is a pointer,
+    /// not the facts themselves.
+    pub facts: FxHashMap<u64, Box<Facts>>,
     /// Rows only for public agents whose stored vector is of their current text, each with
     /// what the scan checks of the agent.
     pub matrix: Matrix<Row>,
-    /// The text hash of each agent's stored vector (public or not); none when another model
-    /// computed it.
-    stored: FxHashMap<u64, Option<TextHash>>,
-    /// The public agents whose current profile has no stored vector: what the worker computes,
-    /// kept as facts and vectors change (a million agents are not walked every second).
+    /// The public agents without a row (whose stored vector is missing, of an older text or
+    /// of another model): what the worker computes, kept as facts and vectors change (a
+    /// million agents are not walked every second).
     missing: FxHashSet<u64>,
 }
 
 impl State {
     /// Notes whether agent `key` now lacks the vector of its current profile.
     fn settle(&mut self, key: u64) {
-        let lacks = self.facts.get(&key).is_some_and(|f| self.stored.get(&key) != Some(&Some(f.text_hash)));
+        let lacks = self.facts.contains_key(&key) && !self.matrix.contains(key);
         if lacks {
             self.missing.insert(key);
         } else {
@@ -177,10 +177,11 @@ impl Vectors {
         while from <= last {
             let to = last.min(from + LOAD_STEP - 1);
             let snapshot = conn.unchecked_transaction()?;
-            let facts: HashMap<u64, Facts> = search::agent_docs_between(&snapshot, from, to)?
+            let facts: HashMap<u64, Box<Facts>> = search::agent_docs_between(&snapshot, from, to)?
                 .iter()
                 .map(|doc| {
-                    (doc.key, Facts::of(doc, evidence.get(&(doc.key as i64)).copied().unwrap_or_default()))
+                    let evidence = evidence.get(&(doc.key as i64)).copied().unwrap_or_default();
+                    (doc.key, Box::new(Facts::of(doc, evidence)))
                 })
                 .collect();
             let stored = store::between(&snapshot, from, to)?;
@@ -196,9 +197,6 @@ impl Vectors {
                 })
                 .collect();
             let mut state = self.write();
-            for v in &stored {
-                state.stored.insert(v.agent_id as u64, stored_hash(v));
-            }
             for (key, row, attrs) in &rows {
                 state.matrix.upsert_encoded(*key, row, *attrs);
             }
@@ -233,7 +231,8 @@ impl Vectors {
         for change in changes {
             match change {
                 Change::UpsertAgent(doc) => {
-                    let facts = Facts::of(doc, store::evidence(conn, doc.key as i64, live_after())?);
+                    let facts =
+                        Box::new(Facts::of(doc, store::evidence(conn, doc.key as i64, live_after())?));
                     let stored = store::for_agent(conn, doc.key as i64)?;
                     updates.push((doc.key, Some((facts, stored))));
                 }
@@ -245,13 +244,9 @@ impl Vectors {
         for (key, update) in updates {
             match update {
                 Some((facts, stored)) => {
-                    if let Some(v) = stored {
-                        state.stored.insert(key, stored_hash(&v));
-                        place(&mut state, key, &facts.text_hash, facts.row(), &v);
-                    }
-                    let current = state.stored.get(&key) == Some(&Some(facts.text_hash));
-                    if !current {
-                        state.matrix.remove(key);
+                    match stored {
+                        Some(v) => place(&mut state, key, &facts.text_hash, facts.row(), &v),
+                        None => state.matrix.remove(key),
                     }
                     state.facts.insert(key, facts);
                 }
@@ -281,7 +276,6 @@ impl Vectors {
             let mut state = self.write();
             for v in &batch {
                 let key = v.agent_id as u64;
-                state.stored.insert(key, stored_hash(v));
                 if let Some((hash, row)) = state.facts.get(&key).map(|f| (f.text_hash, f.row())) {
                     place(&mut state, key, &hash, row, v);
                 }
@@ -295,11 +289,6 @@ impl Vectors {
     pub fn missing(&self, limit: usize) -> Vec<u64> {
         self.read().missing.iter().copied().take(limit).collect()
     }
-}
-
-/// The text hash a stored vector counts for: none when another model computed it.
-fn stored_hash(v: &StoredVector) -> Option<TextHash> {
-    TextHash::try_from(v.text_hash.as_slice()).ok().filter(|_| v.model == MODEL_ID)
 }
 
 /// Puts a stored vector in the matrix when it is of the agent's current text and this model.

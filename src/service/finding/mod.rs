@@ -429,7 +429,7 @@ fn scored(
     words: Option<WordPlace>,
     similarity: Option<f32>,
 ) -> (u64, Ranking) {
-    let candidate = Candidate { words, similarity, facts: state.facts.get(&key) };
+    let candidate = Candidate { words, similarity, facts: state.facts.get(&key).map(|f| &**f) };
     (key, score::score(scoring, &candidate))
 }
 
