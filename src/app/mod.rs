@@ -199,7 +199,9 @@ impl App {
         let app = App(parts);
         app.repair_index()?;
         let threads = app.runtime.cores().min(app.settings.read_pool.connections as usize);
+        let before_load = store::changes::max_seq(&*app.read()?)?;
         app.vectors.load(|| app.read(), threads)?;
+        crate::derived::follow::reapply_agents_after(&*app.read()?, &app.vectors, before_load)?;
         Ok(app)
     }
 

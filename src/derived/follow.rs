@@ -90,6 +90,33 @@ pub fn follow(
     }
 }
 
+/// Applies to the vectors again the agents the log changed after `seq`, and the authors of the
+/// calls it changed (a hidden call weighs in its author's ranking). At start the load reads its
+/// own snapshots while the follower applies what is written meanwhile, so it may place an
+/// older snapshot of an agent over what the follower applied; this puts the newer back.
+pub fn reapply_agents_after(conn: &Connection, vectors: &Vectors, mut seq: ChangeSeq) -> Result<()> {
+    loop {
+        let batch = changes::after(conn, seq, BATCH)?;
+        let Some(last) = batch.last().map(|c| c.seq) else {
+            return Ok(());
+        };
+        let mut keys = Vec::new();
+        for change in &batch {
+            match change.kind {
+                ChangeKind::Agent => keys.push(change.key),
+                ChangeKind::Call => keys.extend(search::call_author(conn, change.key)?),
+                ChangeKind::Collab => {}
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let agents =
+            keys.into_iter().map(|key| search::agent_change(conn, key)).collect::<Result<Vec<_>>>()?;
+        vectors.apply_agents(conn, &agents)?;
+        seq = last;
+    }
+}
+
 /// Evicts the cached documents and items changed after the cache's position. Cheap when there is nothing new
 /// (one indexed read).
 pub fn follow_cache(conn: &Connection, cache: &Cache) -> Result<()> {
