@@ -1,10 +1,11 @@
 //! What each public agent means, in memory: its vector in a matrix the search scans (each row
 //! with what the scan checks of the agent, see `vector_rows`) and the facts the search's rule
 //! weighs (its filters and its evidence; its words are the index's, asked there). Like the
-//! search index, it follows SQLite: the vectors follow their table (`store::vectors`: a profile's vector is computed before its
-//! write is queued and stored in the same transaction; the background worker computes those
-//! that are missing or stale), and which agents are public, with what text, follows the change
-//! log (`follow`). Rebuilt from SQLite at start.
+//! search index, it follows SQLite: the vectors follow their table (`store::vectors`: a
+//! profile's vector is computed before its write is queued and stored in the same transaction;
+//! the background worker computes those that are missing or stale), and which agents are
+//! public, with what text, follows the change log (`follow`). Read from SQLite at start, on
+//! every core (`Vectors::load`).
 
 use std::collections::HashMap;
 use std::sync::RwLock;
