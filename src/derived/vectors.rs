@@ -120,11 +120,14 @@ impl Vectors {
         let (evidence, span, stamp) = {
             let conn = open()?;
             unmapped(&conn, |conn| {
-                let span = search::agent_key_span(conn)?;
-                self.write().matrix.reserve(store::count(conn)?);
+                let snapshot = conn.unchecked_transaction()?;
+                let span = search::agent_key_span(&snapshot)?;
+                self.write().matrix.reserve(store::count(&snapshot)?);
                 // Read before the shares' snapshots begin: whatever is stored after is applied below.
-                let stamp = store::newest_stamp(conn)?;
-                Ok((store::all_evidence(conn, live_after())?, span, stamp))
+                let stamp = store::newest_stamp(&snapshot)?;
+                let evidence = store::all_evidence(&snapshot, live_after())?;
+                snapshot.finish()?;
+                Ok((evidence, span, stamp))
             })?
         };
         if let Some((first, last)) = span {
@@ -177,6 +180,10 @@ impl Vectors {
         let mut from = first;
         while from <= last {
             let to = last.min(from + LOAD_STEP - 1);
+            // Without the map, pages come through the connection's own cache; on a replica's
+            // copy a page the follower rewrote since the last step would be served old from it
+            // (`store::replica`), so each step starts with none.
+            conn.release_memory()?;
             let snapshot = conn.unchecked_transaction()?;
             let facts: HashMap<u64, Box<Facts>> = search::agent_docs_between(&snapshot, from, to)?
                 .iter()

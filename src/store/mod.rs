@@ -55,7 +55,9 @@ PRAGMA mmap_size = 2147418112;";
 /// Runs `f` on a read connection without the memory map: a load at start reads every page of
 /// the agents once, and through the map each page it touched would stay counted in the
 /// process's RSS for as long as the connection lives. Without it the pages pass through the
-/// OS page cache, which is not.
+/// OS page cache, which is not. On a replica's copy the connection's own cache may then hold
+/// pages the follower has rewritten since (`replica`): `f` drops them before each read
+/// transaction (`Connection::release_memory`).
 pub fn unmapped<R>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
     conn.execute_batch("PRAGMA mmap_size = 0;")?;
     let result = f(conn);
