@@ -114,14 +114,16 @@ pub fn forget_old_deletions(conn: &Connection, cutoff: i64, batch: u32) -> Resul
          WHERE ch.seq > :scanned ORDER BY ch.seq LIMIT :batch",
         public()
     ))?;
-    let rows: Vec<(i64, bool)> = stmt
+    let rows: Vec<(i64, i64, bool)> = stmt
         .query_map(named_params! {":scanned": scanned as i64, ":batch": batch}, |r| {
-            Ok((r.get("seq")?, r.get::<_, i64>("at")?, r.get("public")?))
+            Ok((r.get("seq")?, r.get("at")?, r.get("public")?))
         })?
-        .map(|r| r.map(|(seq, at, public)| (seq, at < cutoff, public)))
-        .take_while(|r| !matches!(r, Ok((_, false, _))))
-        .map(|r| r.map(|(seq, _, public)| (seq, public)))
         .collect::<rusqlite::Result<_>>()?;
+    let rows: Vec<(i64, bool)> = rows
+        .into_iter()
+        .take_while(|&(_, at, _)| at < cutoff)
+        .map(|(seq, _, public)| (seq, public))
+        .collect();
     let Some(&(last, _)) = rows.last() else {
         return Ok(0);
     };

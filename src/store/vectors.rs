@@ -102,27 +102,31 @@ pub struct EvidenceCounts {
     pub suspensions: u32,
 }
 
+/// The evidence ranking counts, each rule once, as the rows it counts by agent: the single
+/// agent's count and every agent's count at start are both read from these (SQLite flattens the
+/// subquery, so the single agent's count still reads its index).
+const LIVE_PROOFS: &str = "SELECT agent_id FROM link_proofs WHERE verified_at >= :after";
+const HIDDEN_CALLS: &str = "SELECT agent_id FROM calls WHERE status = 'hidden'";
+const SUSPENSIONS: &str =
+    "SELECT a.id AS agent_id FROM moderation_log m JOIN agents a ON a.public_id = m.agent_sub
+    WHERE m.action = 'agent_suspended'";
+
+fn clamp(n: impl TryInto<u32>) -> u32 {
+    n.try_into().unwrap_or(u32::MAX)
+}
+
 /// The evidence of agent `id`; proofs verified before `live_after` have expired.
 pub fn evidence(conn: &Connection, id: i64, live_after: i64) -> Result<EvidenceCounts> {
-    let count = |sql: &str, params: &[(&str, &dyn rusqlite::ToSql)]| -> Result<u32> {
-        let n: i64 = conn.prepare_cached(sql)?.query_row(params, |r| r.get(0))?;
-        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    let count = |rule: &str, params: &[(&str, &dyn rusqlite::ToSql)]| -> Result<u32> {
+        let sql = format!("SELECT COUNT(*) AS n FROM ({rule}) WHERE agent_id = :id");
+        let n: i64 = conn.prepare_cached(&sql)?.query_row(params, |r| r.get("n"))?;
+        Ok(clamp(n))
     };
     Ok(EvidenceCounts {
-        live_proofs: count(
-            "SELECT COUNT(*) FROM link_proofs WHERE agent_id = :id AND verified_at >= :after",
-            named_params! {":id": id, ":after": live_after},
-        )?,
-        collaborations: u32::try_from(super::collabs::evidence_count(conn, id)?).unwrap_or(u32::MAX),
-        hidden_calls: count(
-            "SELECT COUNT(*) FROM calls WHERE agent_id = :id AND status = 'hidden'",
-            named_params! {":id": id},
-        )?,
-        suspensions: count(
-            "SELECT COUNT(*) FROM moderation_log
-             WHERE action = 'agent_suspended' AND agent_sub = (SELECT public_id FROM agents WHERE id = :id)",
-            named_params! {":id": id},
-        )?,
+        live_proofs: count(LIVE_PROOFS, named_params! {":id": id, ":after": live_after})?,
+        collaborations: clamp(super::collabs::evidence_count(conn, id)?),
+        hidden_calls: count(HIDDEN_CALLS, named_params! {":id": id})?,
+        suspensions: count(SUSPENSIONS, named_params! {":id": id})?,
     })
 }
 
@@ -131,31 +135,21 @@ pub fn evidence(conn: &Connection, id: i64, live_after: i64) -> Result<EvidenceC
 pub fn all_evidence(conn: &Connection, live_after: i64) -> Result<HashMap<i64, EvidenceCounts>> {
     let mut all: HashMap<i64, EvidenceCounts> = HashMap::new();
     let mut add =
-        |sql: &str, params: &[(&str, &dyn rusqlite::ToSql)], field: fn(&mut EvidenceCounts) -> &mut u32| {
-            let mut stmt = conn.prepare(sql)?;
+        |rule: &str, params: &[(&str, &dyn rusqlite::ToSql)], field: fn(&mut EvidenceCounts) -> &mut u32| {
+            let mut stmt =
+                conn.prepare(&format!("SELECT agent_id, COUNT(*) AS n FROM ({rule}) GROUP BY agent_id"))?;
             let mut rows = stmt.query(params)?;
             while let Some(r) = rows.next()? {
                 let n: i64 = r.get("n")?;
-                *field(all.entry(r.get("agent_id")?).or_default()) = u32::try_from(n).unwrap_or(u32::MAX);
+                *field(all.entry(r.get("agent_id")?).or_default()) = clamp(n);
             }
             Ok::<_, crate::error::Error>(())
         };
-    add(
-        "SELECT agent_id, COUNT(*) AS n FROM link_proofs WHERE verified_at >= :after GROUP BY agent_id",
-        named_params! {":after": live_after},
-        |e| &mut e.live_proofs,
-    )?;
-    add("SELECT agent_id, COUNT(*) AS n FROM calls WHERE status = 'hidden' GROUP BY agent_id", &[], |e| {
-        &mut e.hidden_calls
-    })?;
-    add(
-        "SELECT a.id AS agent_id, COUNT(*) AS n FROM moderation_log m JOIN agents a ON a.public_id = m.agent_sub
-         WHERE m.action = 'agent_suspended' GROUP BY a.id",
-        &[],
-        |e| &mut e.suspensions,
-    )?;
+    add(LIVE_PROOFS, named_params! {":after": live_after}, |e| &mut e.live_proofs)?;
+    add(HIDDEN_CALLS, &[], |e| &mut e.hidden_calls)?;
+    add(SUSPENSIONS, &[], |e| &mut e.suspensions)?;
     for (agent, n) in super::collabs::evidence_counts(conn)? {
-        all.entry(agent).or_default().collaborations = u32::try_from(n).unwrap_or(u32::MAX);
+        all.entry(agent).or_default().collaborations = clamp(n);
     }
     Ok(all)
 }
