@@ -22,7 +22,7 @@ pub use engine::{
     Model, ModelError, NeedTokens, Prefix, Specials, Vocabulary, built_in_weights, need_part, read_part,
     unavailable_reason,
 };
-pub use matrix::{EncodedRow, Hit, Matrix};
+pub use matrix::{EncodedRow, Hit, Matrix, Unpacked};
 pub use nearest::{MARGIN_SIGMAS, Nearest, NearestStats, PARALLEL_ROWS, SURPRISE_SIGMAS, surprises};
 pub use need_encoder::{DISTIL_BATCH, NEED_ENCODER_ID, NeedEncoder, SIF_A, TABLE_FILE, background_priority};
 

@@ -186,12 +186,11 @@ impl<A> Matrix<A> {
         Some(self.exact::<Plain>(&Query::of(query), slot))
     }
 
-    /// The similarity of two rows, if both have one.
-    pub fn pair_similarity(&self, a: u64, b: u64) -> Option<f32> {
-        let (a, b) = (*self.slots.get(&a)?, *self.slots.get(&b)?);
-        let (ra, rb) = (self.row(a), self.row(b));
-        let dot: i32 = ra.iter().zip(&rb).map(|(x, y)| i32::from(*x) * i32::from(*y)).sum();
-        Some(dot as f32 * self.scales[a] * self.scales[b])
+    /// A row put back together, if it has one: for comparing it with many others (a page's
+    /// near copies) without unpacking it for each.
+    pub fn unpacked(&self, key: u64) -> Option<Unpacked> {
+        let slot = *self.slots.get(&key)?;
+        Some(Unpacked { row: self.row(slot), scale: self.scales[slot] })
     }
 
     /// The int8 row of a slot, put back together from its planes.
@@ -561,4 +560,18 @@ fn encode(values: &[i8], scale: f32) -> ([u8; HALF], [u8; HALF], Estimate) {
         spread: (missed.sqrt() * wide / ((DIM - 1) as f64).sqrt()) as f32,
     };
     (high, low, estimate)
+}
+
+/// A row of the matrix put back together ([`Matrix::unpacked`]).
+pub struct Unpacked {
+    row: [i8; DIM],
+    scale: f32,
+}
+
+impl Unpacked {
+    /// The similarity of two rows.
+    pub fn similarity(&self, other: &Unpacked) -> f32 {
+        let dot: i32 = self.row.iter().zip(&other.row).map(|(x, y)| i32::from(*x) * i32::from(*y)).sum();
+        dot as f32 * self.scale * other.scale
+    }
 }

@@ -401,7 +401,8 @@ fn the_planes_keep_every_row_exactly_through_upserts_and_removals() {
     };
     for (k, v) in &kept {
         assert_eq!(m.similarity(&q, *k), Some(plain(&q, v)), "row {k}");
-        assert_eq!(m.pair_similarity(*k, 9_999), Some(plain(v, &kept[&9_999])), "row {k}");
+        let (row, edge) = (m.unpacked(*k).expect("kept"), m.unpacked(9_999).expect("kept"));
+        assert_eq!(row.similarity(&edge), plain(v, &kept[&9_999]), "row {k}");
     }
     let all: Vec<Hit> = m.nearest(&q, -1.0, 10, |_| true).collect();
     assert_eq!(all.len(), kept.len());

@@ -331,7 +331,10 @@ impl App {
         let handle = handle.filter(|_| !use_words || window.total <= 1);
         let scoring = Scoring { handle, now, matched_by };
         let mut fused = fuse(&state, &scoring, vector.as_ref(), &window.keys, &meaning_only);
-        score::demote_near_copies(&mut fused, |a, b| state.matrix.pair_similarity(a, b));
+        // Each of the window's rows is put back together once, not once for each pair.
+        let rows: Vec<_> =
+            fused.iter().take(score::COPY_WINDOW).map(|(k, _)| state.matrix.unpacked(*k)).collect();
+        score::demote_near_copies(&mut fused, |a, b| Some(rows[a].as_ref()?.similarity(rows[b].as_ref()?)));
         score::newcomers_yield(&mut fused);
         let (offset, limit) = (query.offset, query.limit);
         let mut page: Vec<(u64, Option<Ranking>)> =

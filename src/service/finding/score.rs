@@ -199,17 +199,17 @@ fn shown(x: f32) -> f64 {
 
 /// Marks near copies among the first [`COPY_WINDOW`] of a ranked order (each against the agents
 /// above it that are not copies), multiplies their scores by [`COPY_FACTOR`] and orders the
-/// window again; `similar` gives two agents' profile similarity.
-pub fn demote_near_copies(order: &mut [(u64, Ranking)], similar: impl Fn(u64, u64) -> Option<f32>) {
+/// window again; `similar` gives the profile similarity of the agents at two places of the order.
+pub fn demote_near_copies(order: &mut [(u64, Ranking)], similar: impl Fn(usize, usize) -> Option<f32>) {
     let n = order.len().min(COPY_WINDOW);
     let window = &mut order[..n];
-    let mut firsts: Vec<u64> = Vec::new();
-    for (key, ranking) in window.iter_mut() {
-        if firsts.iter().any(|first| similar(*first, *key).is_some_and(|s| s >= COPY_SIMILARITY)) {
+    let mut firsts: Vec<usize> = Vec::new();
+    for (place, (_, ranking)) in window.iter_mut().enumerate() {
+        if firsts.iter().any(|first| similar(*first, place).is_some_and(|s| s >= COPY_SIMILARITY)) {
             ranking.signals.near_copy = true;
             ranking.score = shown(ranking.score as f32 * COPY_FACTOR);
         } else {
-            firsts.push(*key);
+            firsts.push(place);
         }
     }
     window.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
