@@ -237,6 +237,11 @@ impl App {
         self.model.status(&self.vectors)
     }
 
+    /// The networks' shares of the model (benchmarks measure the quick encoder with none).
+    pub fn shares(&self) -> &Shares {
+        &self.shares
+    }
+
     /// Needs read lately (benchmarks measure with and without them).
     pub fn needs(&self) -> &Needs {
         &self.needs

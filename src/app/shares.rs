@@ -103,12 +103,13 @@ impl Drop for Turn {
 pub struct Shares {
     slots: usize,
     long_slots: usize,
-    size: ShareSize,
     state: Mutex<State>,
 }
 
 #[derive(Default)]
 struct State {
+    /// Every network's share; set at start, changed only by [`Shares::resize`].
+    size: ShareSize,
     running: usize,
     running_long: usize,
     buckets: HashMap<Network, Bucket>,
@@ -140,7 +141,23 @@ impl Shares {
     /// One place per core, every network's share of `size`.
     pub fn new(cores: usize, size: ShareSize) -> Arc<Shares> {
         let slots = cores.max(1);
-        Arc::new(Shares { slots, long_slots: (slots - 1).max(1), size, state: Mutex::default() })
+        let state = Mutex::new(State { size, ..State::default() });
+        Arc::new(Shares { slots, long_slots: (slots - 1).max(1), state })
+    }
+
+    /// Every network's share.
+    pub fn size(&self) -> ShareSize {
+        self.lock().size
+    }
+
+    /// Gives every network a share of `size` from now on (the benchmarks measure the quick
+    /// encoder with a share of 0); a bucket fuller than the new burst is cut to it.
+    pub fn resize(&self, size: ShareSize) {
+        let mut state = self.lock();
+        state.size = size;
+        for bucket in state.buckets.values_mut() {
+            bucket.tokens = bucket.tokens.min(size.burst_tokens);
+        }
     }
 
     /// A place at the model for a need of `tokens` from `client`, now or after a fair wait.
@@ -150,7 +167,7 @@ impl Shares {
         let (id, granted) = {
             let mut state = self.lock();
             let now = Instant::now();
-            let size = self.size;
+            let size = state.size;
             state.forget_full_shares(now, size);
             let bucket =
                 state.buckets.entry(network).or_insert(Bucket { tokens: size.burst_tokens, at: now });
@@ -190,7 +207,8 @@ impl Shares {
             Ok(Ok(())) => Ok(Turn { shares: self.clone(), long }),
             _ => {
                 let mut state = self.lock();
-                if state.withdraw(network, id, tokens, self.size) {
+                let size = state.size;
+                if state.withdraw(network, id, tokens, size) {
                     return Err(Refused::Busy);
                 }
                 // Granted as the wait ran out: the place is ours.
@@ -217,6 +235,7 @@ impl Shares {
     /// not starved by a flood from ever new networks.
     fn dispatch(&self, state: &mut State) {
         let now = Instant::now();
+        let size = state.size;
         while state.running < self.slots {
             let long_allowed = state.running_long < self.long_slots;
             let next = state
@@ -224,7 +243,7 @@ impl Shares {
                 .iter()
                 .filter_map(|(n, q)| {
                     let w = q.waiters.front()?;
-                    let used = self.size.burst_tokens - state.left(*n, now, self.size);
+                    let used = size.burst_tokens - state.left(*n, now, size);
                     let aged = now.saturating_duration_since(w.asked) >= QUEUE_AGE;
                     let step = if aged { 0 } else { (used.max(0.0) / EQUAL_USE_TOKENS) as u64 };
                     (long_allowed || w.tokens <= LONG_NEED_TOKENS).then_some((*n, step, w.id))
@@ -346,6 +365,21 @@ mod tests {
         assert!(shares.turn(v4(10, 0, 1, 1), 30).await.is_ok());
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(shares.turn(client, 30).await.is_ok(), "~50 tokens back after 200 ms");
+    }
+
+    #[tokio::test]
+    async fn a_share_resized_holds_from_then_on() {
+        let shares = Shares::new(4, SMALL);
+        let client = v4(10, 0, 0, 1);
+        assert!(shares.turn(client, 30).await.is_ok());
+        shares.resize(ShareSize { tokens_per_second: 0.0, burst_tokens: 0.0 });
+        assert_eq!(shares.size().burst_tokens, 0.0);
+        // The network that had tokens left and one never seen are both past a share of 0.
+        assert_eq!(shares.turn(client, 30).await.err(), Some(Refused::OverShare));
+        assert_eq!(shares.turn(v4(10, 0, 9, 1), 30).await.err(), Some(Refused::OverShare));
+        shares.resize(SMALL);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(shares.turn(client, 30).await.is_ok(), "refilling again at the new rate");
     }
 
     /// Asks for a turn, notes when it came, holds it a moment (the model at work).

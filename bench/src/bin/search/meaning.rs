@@ -3,8 +3,10 @@
 //! the quick encoder past it, then words and meaning fused) beside words alone
 //! (`App::search_agents`), in the same run, result cache off. The uncached rows search
 //! distinct needs, each once, and remember no need and keep no results: every search reads its
-//! need. Each row says which encoder read how many needs (`matched_by`). The cached row beside
-//! them repeats the fixed set with both caches on, as the server has them. Before measuring,
+//! need. Each row says which encoder read how many needs (`matched_by`). The "quick" row gives
+//! every network a share of 0 (`Shares::resize`), so the quick encoder reads every need: what
+//! it serves on its own. The cached row beside them repeats the fixed set with both caches on,
+//! as the server has them. Before measuring,
 //! every agent's vector is computed the way the server's background worker does (its time is
 //! the rebuild figure), or made synthetic (`--synthetic-vectors K`, `search/synthetic.rs`), and
 //! the quick encoder's table is made whole.
@@ -14,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agentdir::App;
+use agentdir::app::shares::ShareSize;
 use agentdir::domain::ranking::MatchedBy;
 use agentdir_meaning::{DIM, Matrix, Quantized};
 
@@ -203,7 +206,7 @@ const PACED_RATES: [f64; 2] = [100.0, 200.0];
 
 pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize, target: Target) {
     let per_row = 16 * NEEDS_PER_CLIENT_16;
-    let needs = queries::distinct_needs(NEEDS_ONE_CLIENT + per_row * (1 + PACED_RATES.len()), target);
+    let needs = queries::distinct_needs(NEEDS_ONE_CLIENT + per_row * (2 + PACED_RATES.len()), target);
     let name = if target == Target::Calls { "calls" } else { "agents" };
     let (one, rest) = needs.split_at(NEEDS_ONE_CLIENT);
     let rows: Vec<Arc<Vec<Query>>> = rest.chunks(per_row).map(|c| Arc::new(c.to_vec())).collect();
@@ -240,6 +243,11 @@ pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize, target
     for (rate, needs) in PACED_RATES.iter().zip(&rows[1..]) {
         side_by_side(app, needs, 16, Order::Paced(*rate), &format!("16 @{rate}/s"), name).await;
     }
+    // Every need past its share: what the quick encoder serves on its own.
+    let size = app.shares().size();
+    app.shares().resize(ShareSize { tokens_per_second: 0.0, burst_tokens: 0.0 });
+    side_by_side(app, &rows[1 + PACED_RATES.len()], 16, Order::OnceEach, "16 quick", name).await;
+    app.shares().resize(size);
     app.index().set_result_cache_capacity(agentdir_search_index::DEFAULT_CACHE_ENTRIES);
     app.needs().set_capacity(agentdir::app::needs::NEEDS_REMEMBERED);
     side_by_side(app, fixed, 16, Order::Repeat(rounds16.max(3)), "16 cache", name).await;
