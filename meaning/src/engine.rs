@@ -81,9 +81,10 @@ impl Model {
         load(path)
     }
 
-    /// The vector of a need (a search), centred, unit length.
+    /// The vector of a need (a search), centred, unit length: [`Model::embed_need`] of its
+    /// [`Model::need_tokens`], as the server reads a need.
     pub fn embed_query(&self, text: &str) -> Result<Vec<f32>, ModelError> {
-        Ok(self.embed_centred(&[text], true)?.pop().unwrap_or_default())
+        self.embed_need(&self.need_tokens(text)?)
     }
 
     /// The vectors of profiles, centred, unit length, in order. Texts are cut at
@@ -161,14 +162,27 @@ impl Model {
         let part = need_part(text);
         let mut ids = self.tokenize_part(&part, Prefix::Query)?;
         ids.truncate(WINDOW_TOKENS - 2);
-        Ok(NeedTokens { ids, chinese: crate::chinese_share(&part) })
+        let prefix_ids = self.tokenize_part("", Prefix::Query)?;
+        let prefix = ids.iter().zip(&prefix_ids).take_while(|(a, b)| a == b).count();
+        Ok(NeedTokens { ids, prefix, chinese: crate::chinese_share(&part) })
     }
 
-    /// The vector of a need read by [`Model::need_tokens`], centred, unit length: the model's
-    /// mean of the window's last hidden states, computed as the engine's own embedding computes
-    /// it, so a need that fits in one window has, to the bit, the vector
-    /// [`Model::embed_query`] gives.
+    /// The vector of a need read by [`Model::need_tokens`], centred, unit length: the mean of
+    /// the window's last hidden states with the specials weighing [`NEED_SPECIALS_WEIGHT`] and
+    /// the prefix's tokens [`NEED_PREFIX_WEIGHT`], each of the need's own tokens 1.
     pub fn embed_need(&self, need: &NeedTokens) -> Result<Vec<f32>, ModelError> {
+        self.embed_need_weighted(need, NEED_SPECIALS_WEIGHT, NEED_PREFIX_WEIGHT)
+    }
+
+    /// [`Model::embed_need`] with the specials and the prefix weighing `specials` and `prefix`:
+    /// at 1 and 1, computed as the engine's own embedding computes it, so a need that fits in
+    /// one window has, to the bit, the vector of the engine's mean.
+    pub(crate) fn embed_need_weighted(
+        &self,
+        need: &NeedTokens,
+        specials: f32,
+        prefix: f32,
+    ) -> Result<Vec<f32>, ModelError> {
         let Specials { bos, eos, .. } = self.vocabulary().specials();
         let mut sequence = Vec::with_capacity(need.ids.len() + 2);
         sequence.push(bos);
@@ -179,9 +193,16 @@ impl Model {
         // window's content length and divided by the total weight, then made unit length.
         let positions = sequence.len();
         let mut v = vec![0f32; DIM];
-        for state in states.chunks_exact(DIM) {
+        for (i, state) in states.chunks_exact(DIM).enumerate() {
+            let w = if i == 0 || i == positions - 1 {
+                specials
+            } else if i <= need.prefix {
+                prefix
+            } else {
+                1.0
+            };
             for (x, s) in v.iter_mut().zip(state) {
-                *x += s;
+                *x += w * s;
             }
         }
         let inv = 1.0 / positions as f32;
@@ -386,10 +407,23 @@ impl Drop for Model {
     }
 }
 
+/// How much the two specials (`<s>`, `</s>`) weigh in a need's vector, against 1 for each of
+/// the need's own tokens (the model's own mean gives every position 1): they say nothing of
+/// what the need is about, and in a need of a few words they are a large share of its
+/// positions. With [`NEED_PREFIX_WEIGHT`], chosen on the main judged set through the server
+/// (docs/search.md, "How a need's vector is read"); profiles keep the model's own mean.
+pub const NEED_SPECIALS_WEIGHT: f32 = 0.6;
+/// How much each token of the `query:` prefix weighs in a need's vector (see
+/// [`NEED_SPECIALS_WEIGHT`]). Weighing it 0 cost keyword and cross-language needs on the main
+/// judged set: the model was trained with it there.
+pub const NEED_PREFIX_WEIGHT: f32 = 0.3;
+
 /// A need's tokens as the model reads them (see [`Model::need_tokens`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct NeedTokens {
     ids: Vec<u32>,
+    /// How many of `ids`, from the first, are the `query:` prefix's.
+    prefix: usize,
     /// The need's share of Chinese, for centring its vector.
     chinese: f32,
 }

@@ -19,8 +19,8 @@ mod need_encoder;
 mod static_centres;
 
 pub use engine::{
-    Model, ModelError, NeedTokens, Prefix, Specials, Vocabulary, built_in_weights, need_part, read_part,
-    unavailable_reason,
+    Model, ModelError, NEED_PREFIX_WEIGHT, NEED_SPECIALS_WEIGHT, NeedTokens, Prefix, Specials, Vocabulary,
+    built_in_weights, need_part, read_part, unavailable_reason,
 };
 pub use matrix::{EncodedRow, Hit, Matrix, Unpacked};
 pub use nearest::{MARGIN_SIGMAS, Nearest, NearestStats, PARALLEL_ROWS, SURPRISE_SIGMAS, surprises};

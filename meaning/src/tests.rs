@@ -172,9 +172,17 @@ fn a_need_is_read_to_the_model_s_own_limit_with_the_vector_the_engine_gives() {
     ] {
         let tokens = m.need_tokens(need).unwrap();
         assert_eq!(tokens.cost() as usize, m.token_count(need, true).unwrap());
-        let mine = m.embed_need(&tokens).unwrap();
-        let engine = m.embed_query(need).unwrap();
-        assert!(cos(&mine, &engine) > 0.99999, "{need}: {}", cos(&mine, &engine));
+        let engine = centred(m.embed_raw(&[need], true).unwrap().pop().unwrap(), need, true);
+        // Every position weighing 1: the engine's own mean.
+        let mean = m.embed_need_weighted(&tokens, 1.0, 1.0).unwrap();
+        assert!(cos(&mean, &engine) > 0.99999, "{need}: {}", cos(&mean, &engine));
+        // The prefix's tokens are told from the need's own.
+        assert_ne!(m.embed_need_weighted(&tokens, 1.0, 0.5).unwrap(), mean, "{need}");
+        // The need's vector weighs the specials and the prefix less: near it, not it.
+        let read = m.embed_need(&tokens).unwrap();
+        assert_eq!(read, m.embed_query(need).unwrap());
+        let near = cos(&read, &engine);
+        assert!(near > 0.9 && near < 0.9999, "{need}: {near}");
     }
     // Past the 1,500 characters a profile is cut at, a need is read on to one window.
     let sentence = "Our shop sells handmade ceramics and we need every product page translated. ";
