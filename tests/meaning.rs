@@ -221,7 +221,7 @@ async fn a_long_need_meets_the_agent_that_fits_below_a_short_need_s_floor() {
         (
             "My café opened in March on a side street near the university. Students say they only heard of us \
              from friends, because when they look on their phones for coffee nearby we are nowhere to be seen. \
-             I do not know what I am supposed to do about it.",
+             I do not know what I am supposed to do about it, and the rent is due in two weeks.",
             &maps,
         ),
         (
