@@ -215,8 +215,8 @@ async fn a_long_need_meets_the_agent_that_fits_below_a_short_need_s_floor() {
         "capabilities": ["security", "git"],
     }))
     .await;
-    // Situations of ~60 tokens, each nearest the agent that meets it at ~0.11: under the floor
-    // of a short need's fill (0.12), above a long need's (0.08).
+    // Situations of 60–70 tokens, each nearest the agent that meets it under the floor of a short
+    // need's fill (0.12, checked below), above a long need's (0.08).
     for (need, agent) in [
         (
             "My café opened in March on a side street near the university. Students say they only heard of us \
