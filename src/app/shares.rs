@@ -378,8 +378,10 @@ mod tests {
         assert_eq!(shares.turn(client, 30).await.err(), Some(Refused::OverShare));
         assert_eq!(shares.turn(v4(10, 0, 9, 1), 30).await.err(), Some(Refused::OverShare));
         shares.resize(SMALL);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(shares.turn(client, 30).await.is_ok(), "refilling again at the new rate");
+        // A network never seen gets the new burst; the one cut to 0 refills from 0 (1,000
+        // tokens take it ~4 s).
+        assert!(shares.turn(v4(10, 0, 8, 1), 1_000).await.is_ok());
+        assert_eq!(shares.turn(client, 1_000).await.err(), Some(Refused::OverShare));
     }
 
     /// Asks for a turn, notes when it came, holds it a moment (the model at work).
