@@ -62,6 +62,8 @@ pub fn unavailable_reason() -> Option<&'static str> {
 /// buffers), so one model serves any number of threads at once.
 pub struct Model {
     raw: *mut c_void,
+    /// The tokens of "query: " alone, read once at load: a need's tokens start with them.
+    query_prefix: Vec<u32>,
 }
 
 // SAFETY: `e5_embed_batch` reads the mmapped model and writes only to buffers it allocates per
@@ -162,8 +164,7 @@ impl Model {
         let part = need_part(text);
         let mut ids = self.tokenize_part(&part, Prefix::Query)?;
         ids.truncate(WINDOW_TOKENS - 2);
-        let prefix_ids = self.tokenize_part("", Prefix::Query)?;
-        let prefix = ids.iter().zip(&prefix_ids).take_while(|(a, b)| a == b).count();
+        let prefix = ids.iter().zip(&self.query_prefix).take_while(|(a, b)| a == b).count();
         Ok(NeedTokens { ids, prefix, chinese: crate::chinese_share(&part) })
     }
 
@@ -384,11 +385,12 @@ fn load(path: &Path) -> Result<Model, ModelError> {
     if raw.is_null() {
         return Err(failed());
     }
-    let model = Model { raw };
+    let mut model = Model { raw, query_prefix: Vec::new() };
     // SAFETY: `raw` is a loaded model.
     if usize::try_from(unsafe { e5_dim(raw) }).ok() != Some(DIM) {
         return Err(failed());
     }
+    model.query_prefix = model.tokenize_part("", Prefix::Query).map_err(|_| failed())?;
     Ok(model)
 }
 

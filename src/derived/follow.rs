@@ -53,30 +53,14 @@ pub fn follow(
             return Ok(());
         };
         let mut docs = Vec::with_capacity(batch.len());
-        let mut authors = Vec::new();
         for change in &batch {
             match change.kind {
                 ChangeKind::Agent => docs.push(search::agent_change(conn, change.key)?),
-                ChangeKind::Call => {
-                    docs.push(search::call_change(conn, change.key)?);
-                    // A hidden call is an operator action its author's ranking weighs.
-                    authors.extend(search::call_author(conn, change.key)?);
-                }
+                ChangeKind::Call => docs.push(search::call_change(conn, change.key)?),
                 ChangeKind::Collab => {}
             }
         }
-        // Each author once, however many of its calls the batch holds (a burst of calls by a
-        // few agents would read the same facts thousands of times).
-        authors.sort_unstable();
-        authors.dedup();
-        let mut agents: Vec<_> = docs
-            .iter()
-            .filter(|d| matches!(d, IndexChange::UpsertAgent(_) | IndexChange::RemoveAgent(_)))
-            .cloned()
-            .collect();
-        for author in authors {
-            agents.push(search::agent_change(conn, author)?);
-        }
+        let agents = changed_agents(conn, &batch, &docs)?;
         if let Some(vectors) = vectors {
             vectors.calls.apply_calls(conn, &docs)?;
         }
@@ -91,30 +75,49 @@ pub fn follow(
 }
 
 /// Applies to the vectors again the agents the log changed after `seq`, and the authors of the
-/// calls it changed (a hidden call weighs in its author's ranking). At start the load reads its
-/// own snapshots while the follower applies what is written meanwhile, so it may place an
-/// older snapshot of an agent over what the follower applied; this puts the newer back.
+/// calls it changed. At start the load reads its own snapshots while the follower applies what
+/// is written meanwhile, so it may place an older snapshot of an agent over what the follower
+/// applied; this puts the newer back.
 pub fn reapply_agents_after(conn: &Connection, vectors: &Vectors, mut seq: ChangeSeq) -> Result<()> {
     loop {
         let batch = changes::after(conn, seq, BATCH)?;
         let Some(last) = batch.last().map(|c| c.seq) else {
             return Ok(());
         };
-        let mut keys = Vec::new();
-        for change in &batch {
-            match change.kind {
-                ChangeKind::Agent => keys.push(change.key),
-                ChangeKind::Call => keys.extend(search::call_author(conn, change.key)?),
-                ChangeKind::Collab => {}
-            }
-        }
-        keys.sort_unstable();
-        keys.dedup();
-        let agents =
-            keys.into_iter().map(|key| search::agent_change(conn, key)).collect::<Result<Vec<_>>>()?;
-        vectors.apply_agents(conn, &agents)?;
+        let docs = batch
+            .iter()
+            .filter(|c| c.kind == ChangeKind::Agent)
+            .map(|c| search::agent_change(conn, c.key))
+            .collect::<Result<Vec<_>>>()?;
+        vectors.apply_agents(conn, &changed_agents(conn, &batch, &docs)?)?;
         seq = last;
     }
+}
+
+/// What a batch of the log changed of the agents the vectors hold: the agents' own changes
+/// (`docs`, as read for the index) and the authors of the calls it changed, each author once
+/// however many of its calls the batch holds (a hidden call is an operator action its author's
+/// ranking weighs; a burst of calls by a few agents would read the same facts thousands of times).
+fn changed_agents(
+    conn: &Connection,
+    batch: &[changes::Change],
+    docs: &[IndexChange],
+) -> Result<Vec<IndexChange>> {
+    let mut authors = Vec::new();
+    for change in batch.iter().filter(|c| c.kind == ChangeKind::Call) {
+        authors.extend(search::call_author(conn, change.key)?);
+    }
+    authors.sort_unstable();
+    authors.dedup();
+    let mut agents: Vec<_> = docs
+        .iter()
+        .filter(|d| matches!(d, IndexChange::UpsertAgent(_) | IndexChange::RemoveAgent(_)))
+        .cloned()
+        .collect();
+    for author in authors {
+        agents.push(search::agent_change(conn, author)?);
+    }
+    Ok(agents)
 }
 
 /// Evicts the cached documents and items changed after the cache's position. Cheap when there is nothing new
