@@ -9,8 +9,8 @@
 //! bound again: an error past [`SURPRISE_SIGMAS`] is counted ([`surprises`]).
 //!
 //! The caller says how many rows it expects to take (`want`); the first pass keeps only rows
-//! that can be among that many. Taking more is still exact: the stream scans again for the
-//! rest, down to the floor.
+//! that can be among that many ([`COVER_SIGMAS`]). Taking more is still exact: the stream scans
+//! again for the rest, down to the floor.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -25,6 +25,14 @@ use crate::matrix::{HALF, Hit, Kernel, Matrix, Plain, Query};
 
 /// How many standard deviations of the first pass's error the bounds allow.
 pub const MARGIN_SIGMAS: f32 = 7.0;
+
+/// How many standard deviations below its estimate a row's similarity is counted, for the cover
+/// (the `want`-th of these lower bounds: rows whose upper bound is below it are not candidates).
+/// A cover set too high costs a second pass, never a wrong row: every row yielded is above the
+/// cover and above every upper bound not yet rescored (see [`Nearest::next`]). At the full margin
+/// the candidates would span 14 deviations below the `want`-th row; at 2 they span 9, and the
+/// rows above the cover still outnumber `want` (meaning/SCAN.md).
+pub const COVER_SIGMAS: f32 = 2.0;
 
 /// A rescored row whose first-pass error is past this many deviations is counted: the margin
 /// assumes such errors happen about once in 26 million rows.
@@ -78,24 +86,68 @@ struct Candidate {
     upper: f32,
 }
 
-/// A candidate waiting to be rescored, ordered by its upper bound: the max-heap pops the
-/// greatest, so each chunk is taken in O(chunk · log n) however many candidates wait.
-struct Waiting(Candidate);
+/// Upper bounds are sorted in buckets of this width: the rows rescored past the last one needed
+/// are those within two buckets of it.
+const PENDING_BUCKET: f32 = 1.0 / 4096.0;
+const PENDING_BUCKETS: usize = 16_384;
 
-impl PartialEq for Waiting {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
+/// Which bucket of [`PENDING_BUCKET`] holds an upper bound, counted from the top (0 for every
+/// bound of 2 or more).
+fn pending_bucket(upper: f32) -> usize {
+    PENDING_BUCKETS
+        - 1
+        - (((upper - BUCKETS_FROM) / PENDING_BUCKET) as isize).clamp(0, PENDING_BUCKETS as isize - 1) as usize
 }
-impl Eq for Waiting {}
-impl PartialOrd for Waiting {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
+
+/// The candidates not yet rescored, highest upper bound first by buckets of
+/// [`PENDING_BUCKET`]: sorted once by counting (a need the quick encoder read has tens of
+/// thousands of candidates, and a heap's pops cost a tenth of its search), each chunk then
+/// taken from the front.
+#[derive(Default)]
+struct Pending {
+    /// By bucket of the upper bound, highest first; within a bucket in row order.
+    order: Vec<Candidate>,
+    /// The first not yet taken.
+    next: usize,
 }
-impl Ord for Waiting {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.upper.total_cmp(&other.0.upper)
+
+impl Pending {
+    fn of(candidates: Vec<Candidate>) -> Pending {
+        let mut counts = vec![0u32; PENDING_BUCKETS];
+        let buckets: Vec<u16> = candidates.iter().map(|c| pending_bucket(c.upper) as u16).collect();
+        buckets.iter().for_each(|&b| counts[b as usize] += 1);
+        let mut start = 0;
+        for n in counts.iter_mut() {
+            (*n, start) = (start, start + *n);
+        }
+        let mut order = vec![Candidate { slot: 0, high_dot: 0, estimate: 0.0, upper: 0.0 }; candidates.len()];
+        for (c, b) in candidates.into_iter().zip(buckets) {
+            order[counts[b as usize] as usize] = c;
+            counts[b as usize] += 1;
+        }
+        Pending { order, next: 0 }
+    }
+
+    fn len(&self) -> usize {
+        self.order.len() - self.next
+    }
+
+    /// At or above every upper bound not yet taken (−∞ when none): the top of the next
+    /// candidate's bucket, plus one bucket for the rounding of the float cast, unbounded for the
+    /// top bucket (which holds every bound above it).
+    fn bound(&self) -> f32 {
+        match self.order.get(self.next).map(|c| pending_bucket(c.upper)) {
+            None => f32::NEG_INFINITY,
+            Some(0) => f32::INFINITY,
+            Some(b) => BUCKETS_FROM + ((PENDING_BUCKETS - b) as f32 + 1.0) * PENDING_BUCKET,
+        }
+    }
+
+    /// The next `n` candidates (fewer when fewer wait).
+    fn take(&mut self, n: usize) -> &[Candidate] {
+        let from = self.next;
+        self.next = (from + n).min(self.order.len());
+        &self.order[from..self.next]
     }
 }
 
@@ -133,7 +185,7 @@ pub struct Nearest<'m, A, F> {
     /// can reach the floor is one.
     covered: f32,
     /// The candidates not yet rescored.
-    pending: BinaryHeap<Waiting>,
+    pending: Pending,
     ready: BinaryHeap<Ready>,
     stats: NearestStats,
 }
@@ -170,7 +222,7 @@ impl<A: Sync> Matrix<A> {
             floor,
             want: want.max(1),
             covered: floor,
-            pending: BinaryHeap::new(),
+            pending: Pending::default(),
             ready: BinaryHeap::new(),
             stats: NearestStats::default(),
         };
@@ -220,26 +272,21 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Nearest<'_, A, F> {
             hist.iter_mut().zip(&p.lower_counts).for_each(|(a, b)| *a += b);
         }
         let covered = if want == usize::MAX { self.floor } else { self.floor.max(kth_lower(&hist, want)) };
-        let before = self.pending.len();
-        for p in parts {
-            self.pending.extend(p.candidates.into_iter().filter(|c| c.upper >= covered).map(Waiting));
-        }
+        // A first pass is made only when every candidate of the ones before has been rescored.
+        debug_assert_eq!(self.pending.len(), 0);
+        let candidates: Vec<Candidate> =
+            parts.into_iter().flat_map(|p| p.candidates).filter(|c| c.upper >= covered).collect();
+        self.stats.candidates += candidates.len();
+        self.pending = Pending::of(candidates);
         self.covered = covered;
         self.stats.passes += 1;
         self.stats.threads = self.stats.threads.max(threads);
-        self.stats.candidates += self.pending.len() - before;
     }
 
-    /// The largest upper bound among the candidates not yet rescored (−∞ when none).
-    fn pending_bound(&self) -> f32 {
-        self.pending.peek().map_or(f32::NEG_INFINITY, |w| w.0.upper)
-    }
-
-    /// Rescores the [`CHUNK`] candidates of greatest upper bound, in the order of their rows
-    /// (each row's low plane fetched ahead of its turn).
+    /// Rescores the next [`CHUNK`] candidates by upper bound, in the order of their rows (each
+    /// row's low plane fetched ahead of its turn).
     fn rescore_chunk(&mut self) {
-        let chunk = CHUNK.min(self.pending.len());
-        let mut head: Vec<Candidate> = (0..chunk).filter_map(|_| self.pending.pop()).map(|w| w.0).collect();
+        let mut head: Vec<Candidate> = self.pending.take(CHUNK).to_vec();
         head.sort_unstable_by_key(|c| c.slot);
         for (i, c) in head.iter().enumerate() {
             if let Some(ahead) = head.get(i + PREFETCH) {
@@ -295,7 +342,7 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Iterator for Nearest<'_, A, F> {
 
     fn next(&mut self) -> Option<Hit> {
         loop {
-            let bound = self.pending_bound();
+            let bound = self.pending.bound();
             if let Some(Ready(top)) = self.ready.peek()
                 && top.similarity > bound
                 && top.similarity >= self.covered
@@ -304,7 +351,7 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Iterator for Nearest<'_, A, F> {
                 self.ready.pop();
                 return Some(hit);
             }
-            if !self.pending.is_empty() {
+            if self.pending.len() > 0 {
                 self.rescore_chunk();
             } else if self.covered > self.floor {
                 // More were taken than expected: the rows below the cover that can be among
@@ -378,14 +425,15 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Pass<'_, A, F> {
         let mut cover = self.floor;
         let offset = -120.5 * q.sum as f32;
         let widen = MARGIN_SIGMAS * q.norm;
-        let mut consider = |slot: usize, high_dot: i32, estimate: f32, margin: f32, cover: &mut f32| {
-            let upper = estimate + margin;
+        let counted_widen = COVER_SIGMAS * q.norm;
+        let mut consider = |slot: usize, high_dot: i32, estimate: f32, spread: f32, cover: &mut f32| {
+            let upper = estimate + widen * spread;
             if upper < *cover || upper >= self.below || !(self.keep)(&m.attrs[slot]) {
                 return;
             }
             candidates.push(Candidate { slot: slot as u32, high_dot, estimate, upper });
             if counting {
-                lower_counts[bucket(estimate - margin)] += 1;
+                lower_counts[bucket(estimate - counted_widen * spread)] += 1;
                 counted += 1;
                 if counted >= self.want && counted.is_multiple_of(256) {
                     *cover = cover.max(kth_lower(&lower_counts, self.want));
@@ -406,7 +454,9 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Pass<'_, A, F> {
             }
             if uppers.iter().fold(f32::NEG_INFINITY, |a, b| a.max(*b)) >= cover {
                 for i in 0..8 {
-                    consider(slot + i, dots[i], estimates[i], widen * spreads[i], &mut cover);
+                    if uppers[i] >= cover {
+                        consider(slot + i, dots[i], estimates[i], spreads[i], &mut cover);
+                    }
                 }
             }
             slot += 8;
@@ -414,7 +464,7 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Pass<'_, A, F> {
         for slot in slot..range.end {
             let high_dot = K::dot(q, &m.high[slot * HALF..(slot + 1) * HALF]);
             let estimate = ((16 * high_dot) as f32 + offset) * q.scale * m.factors[slot];
-            consider(slot, high_dot, estimate, widen * m.spreads[slot], &mut cover);
+            consider(slot, high_dot, estimate, m.spreads[slot], &mut cover);
         }
         Part { candidates, lower_counts }
     }

@@ -495,7 +495,8 @@ fn meaning_matches(
     words_total: u64,
     made_up: bool,
 ) -> Result<Vec<Hit>> {
-    let passes = |hit: &Hit| passes_filters_alone(state, query, words, &hit.key);
+    let named = NamedValues::of(query);
+    let passes = |hit: &Hit| passes_filters_alone(state, &named, words, &hit.key);
     let rows = RowFilter::of(query);
     let threshold = if made_up { rule.made_up } else { rule.threshold };
     let fill_possible = (words_total as usize) < NEAREST_FILL && !made_up;
@@ -583,8 +584,8 @@ impl WordMatches<'_> {
 /// Whether a row the scan let through can be a meaning-only match, before the index is asked
 /// about words past the window: a public agent that holds the named values and is not in the
 /// word window.
-fn passes_filters_alone(state: &State, query: &AgentQuery, words: &WordMatches<'_>, key: &u64) -> bool {
-    state.facts.get(key).is_some_and(|f| holds_named_values(query, f)) && !words.window.contains(key)
+fn passes_filters_alone(state: &State, named: &NamedValues, words: &WordMatches<'_>, key: &u64) -> bool {
+    state.facts.get(key).is_some_and(|f| named.held_by(f)) && !words.window.contains(key)
 }
 
 /// Fused: the word window and the meaning-only matches, scored, best first (equal scores by
@@ -610,9 +611,22 @@ fn fuse(
     fused
 }
 
-/// Whether an agent holds the capability and the language a search names: the scan's
-/// [`RowFilter`] checks the other filters exactly, these two only by one bit of their hash.
-fn holds_named_values(q: &AgentQuery, f: &Facts) -> bool {
-    let exact = |want: Option<&str>, have: &[String]| normalised(want).is_none_or(|w| have.contains(&w));
-    exact(q.capability, &f.capabilities) && exact(q.language, &f.languages)
+/// The capability and the language a search names, as the index's exact filters compare them
+/// (normalised once a search, not once for each row it checks).
+struct NamedValues {
+    capability: Option<String>,
+    language: Option<String>,
+}
+
+impl NamedValues {
+    fn of(q: &AgentQuery) -> NamedValues {
+        NamedValues { capability: normalised(q.capability), language: normalised(q.language) }
+    }
+
+    /// Whether an agent holds both: the scan's [`RowFilter`] checks the other filters exactly,
+    /// these two only by one bit of their hash.
+    fn held_by(&self, f: &Facts) -> bool {
+        let exact = |want: &Option<String>, have: &[String]| want.as_ref().is_none_or(|w| have.contains(w));
+        exact(&self.capability, &f.capabilities) && exact(&self.language, &f.languages)
+    }
 }
