@@ -29,6 +29,9 @@
 //!                    with --meaning: K profiles (and K calls) read by the model, every agent
 //!                    (call) a noisy copy of one of them (search/synthetic.rs), instead of
 //!                    reading every profile and call
+//!   --quick-rows N   with --meaning: only the row where the quick encoder reads every need,
+//!                    N times over 4,800 distinct needs (no other row, no breakdown): for
+//!                    comparing two builds run in turn
 //! ```
 
 // A binary's root looks for modules beside it; these live in a folder named after the binary.
@@ -81,6 +84,8 @@ struct Options {
     synthetic: Option<usize>,
     /// Memory for rendered views and list items, as `agentdir serve` has by default.
     view_cache_bytes: usize,
+    /// Only the quick encoder's row, this many times (`--quick-rows`).
+    quick_rows: Option<usize>,
 }
 
 fn options() -> Result<Options, Error> {
@@ -97,6 +102,7 @@ fn options() -> Result<Options, Error> {
         meaning: false,
         synthetic: None,
         view_cache_bytes: 64 << 20,
+        quick_rows: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -120,6 +126,7 @@ fn options() -> Result<Options, Error> {
             "--queries" => o.list = true,
             "--meaning" => o.meaning = true,
             "--synthetic-vectors" => o.synthetic = Some(value()?.parse()?),
+            "--quick-rows" => o.quick_rows = Some(value()?.parse()?),
             "-h" | "--help" => {
                 println!("see the header of bench/src/bin/search.rs for the options");
                 std::process::exit(0);
@@ -127,8 +134,11 @@ fn options() -> Result<Options, Error> {
             other => return Err(format!("unknown option {other}").into()),
         }
     }
-    if o.agents == 0 || o.rounds == 0 || o.rounds16 == 0 {
-        return Err("--agents, --rounds and --rounds-16 must be at least 1".into());
+    if o.agents == 0 || o.rounds == 0 || o.rounds16 == 0 || o.quick_rows == Some(0) {
+        return Err("--agents, --rounds, --rounds-16 and --quick-rows must be at least 1".into());
+    }
+    if o.quick_rows.is_some() && !o.meaning {
+        return Err("--quick-rows measures search by meaning: give --meaning too".into());
     }
     Ok(o)
 }
@@ -281,10 +291,17 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
             continue;
         }
         let qs = Arc::new(queries::fixed(target));
+        if let Some(rows) = o.quick_rows {
+            runtime.block_on(meaning::measure_quick(&app, &qs, rows, target));
+            continue;
+        }
         reports.extend(runtime.block_on(measure_target(&app, baseline.as_ref(), &qs, target, o)));
         if o.meaning {
             runtime.block_on(meaning::measure(&app, &qs, o.rounds16, target));
         }
+    }
+    if o.quick_rows.is_some() {
+        return Ok(());
     }
 
     // Where one search's CPU goes, phase by phase, on one thread.

@@ -207,7 +207,7 @@ const PACED_RATES: [f64; 2] = [100.0, 200.0];
 pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize, target: Target) {
     let per_row = 16 * NEEDS_PER_CLIENT_16;
     let needs = queries::distinct_needs(NEEDS_ONE_CLIENT + per_row * (2 + PACED_RATES.len()), target);
-    let name = if target == Target::Calls { "calls" } else { "agents" };
+    let name = name(target);
     let (one, rest) = needs.split_at(NEEDS_ONE_CLIENT);
     let rows: Vec<Arc<Vec<Query>>> = rest.chunks(per_row).map(|c| Arc::new(c.to_vec())).collect();
     let one = Arc::new(one.to_vec());
@@ -216,14 +216,49 @@ pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize, target
     // Warm-up pass of each, over the fixed set (never searched below with the caches off).
     words(app, fixed, 1, Order::Repeat(1)).await;
     meaning(app, fixed, 1, Order::Repeat(1)).await;
+    header(name, needs.len());
+    side_by_side(app, &one, 1, Order::OnceEach, "1", name).await;
+    side_by_side(app, &rows[0], 16, Order::OnceEach, "16", name).await;
+    for (rate, needs) in PACED_RATES.iter().zip(&rows[1..]) {
+        side_by_side(app, needs, 16, Order::Paced(*rate), &format!("16 @{rate}/s"), name).await;
+    }
+    quick(app, &rows[1 + PACED_RATES.len()], 1, name).await;
+    app.index().set_result_cache_capacity(agentdir_search_index::DEFAULT_CACHE_ENTRIES);
+    app.needs().set_capacity(agentdir::app::needs::NEEDS_REMEMBERED);
+    side_by_side(app, fixed, 16, Order::Repeat(rounds16.max(3)), "16 cache", name).await;
+    scan_cost(100_000);
+}
+
+/// Distinct needs of each row of `--quick-rows`: three rows' worth of the full benchmark, so a
+/// row lasts long enough to be steady.
+const NEEDS_QUICK_ROW: usize = 3 * 16 * NEEDS_PER_CLIENT_16;
+
+/// `--quick-rows N`: the "16 quick" row alone, `rows` times over the same distinct needs (no
+/// cache serves them: results and remembered needs are off), for comparing builds run in turn.
+pub async fn measure_quick(app: &App, fixed: &Arc<Vec<Query>>, rows: usize, target: Target) {
+    let needs = Arc::new(queries::distinct_needs(NEEDS_QUICK_ROW, target));
+    app.index().set_result_cache_capacity(0);
+    app.needs().set_capacity(0);
+    words(app, fixed, 1, Order::Repeat(1)).await;
+    meaning(app, fixed, 1, Order::Repeat(1)).await;
+    header(name(target), needs.len());
+    quick(app, &needs, rows, name(target)).await;
+    app.index().set_result_cache_capacity(agentdir_search_index::DEFAULT_CACHE_ENTRIES);
+    app.needs().set_capacity(agentdir::app::needs::NEEDS_REMEMBERED);
+}
+
+fn name(target: Target) -> &'static str {
+    if target == Target::Calls { "calls" } else { "agents" }
+}
+
+fn header(name: &str, needs: usize) {
     println!(
-        "\n-- {name}: words only vs with meaning, {} distinct needs searched once each \
+        "\n-- {name}: words only vs with meaning, {needs} distinct needs searched once each \
          (English, Chinese, mixed; keywords and sentences; half with filters), result cache \
          and remembered needs off, each client in a /24 of its own: back to back, then at a \
          fixed rate (@N/s, timed from when each search was due); last, the fixed set repeated \
          with both caches on; \"full\": the share of the needs the model read, \"by meaning\" \
-         with those the quick encoder read (the rest by words alone), each timed around the call --",
-        needs.len()
+         with those the quick encoder read (the rest by words alone), each timed around the call --"
     );
     println!(
         "{:<11} | {:>17} | {:>8} | {:>17} | {:>8} | {:>10} | {:>6} | {:>17} | {:>17} | {:>12}",
@@ -238,20 +273,17 @@ pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize, target
         "quick p50/p99",
         "load average"
     );
-    side_by_side(app, &one, 1, Order::OnceEach, "1", name).await;
-    side_by_side(app, &rows[0], 16, Order::OnceEach, "16", name).await;
-    for (rate, needs) in PACED_RATES.iter().zip(&rows[1..]) {
-        side_by_side(app, needs, 16, Order::Paced(*rate), &format!("16 @{rate}/s"), name).await;
-    }
-    // Every need past its share: what the quick encoder serves on its own.
+}
+
+/// Every need past its share: what the quick encoder serves on its own, `rows` times over
+/// `needs`.
+async fn quick(app: &App, needs: &Arc<Vec<Query>>, rows: usize, name: &str) {
     let size = app.shares().size();
     app.shares().resize(ShareSize { tokens_per_second: 0.0, burst_tokens: 0.0 });
-    side_by_side(app, &rows[1 + PACED_RATES.len()], 16, Order::OnceEach, "16 quick", name).await;
+    for _ in 0..rows {
+        side_by_side(app, needs, 16, Order::OnceEach, "16 quick", name).await;
+    }
     app.shares().resize(size);
-    app.index().set_result_cache_capacity(agentdir_search_index::DEFAULT_CACHE_ENTRIES);
-    app.needs().set_capacity(agentdir::app::needs::NEEDS_REMEMBERED);
-    side_by_side(app, fixed, 16, Order::Repeat(rounds16.max(3)), "16 cache", name).await;
-    scan_cost(100_000);
 }
 
 /// One row: words only, then with meaning, at `clients` clients.
