@@ -143,11 +143,12 @@ impl Pending {
         }
     }
 
-    /// The next `n` candidates (fewer when fewer wait).
-    fn take(&mut self, n: usize) -> &[Candidate] {
+    /// Where in `order` the next `n` candidates are (fewer when fewer wait): the taker's to
+    /// reorder, as none is looked at again.
+    fn take(&mut self, n: usize) -> std::ops::Range<usize> {
         let from = self.next;
         self.next = (from + n).min(self.order.len());
-        &self.order[from..self.next]
+        from..self.next
     }
 }
 
@@ -286,13 +287,13 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Nearest<'_, A, F> {
     /// Rescores the next [`CHUNK`] candidates by upper bound, in the order of their rows (each
     /// row's low plane fetched ahead of its turn).
     fn rescore_chunk(&mut self) {
-        let mut head: Vec<Candidate> = self.pending.take(CHUNK).to_vec();
-        head.sort_unstable_by_key(|c| c.slot);
-        for (i, c) in head.iter().enumerate() {
-            if let Some(ahead) = head.get(i + PREFETCH) {
-                self.prefetch(ahead.slot as usize);
+        let head = self.pending.take(CHUNK);
+        self.pending.order[head.clone()].sort_unstable_by_key(|c| c.slot);
+        for i in head.clone() {
+            if i + PREFETCH < head.end {
+                self.prefetch(self.pending.order[i + PREFETCH].slot as usize);
             }
-            self.rescore(*c);
+            self.rescore(self.pending.order[i]);
         }
     }
 
@@ -454,9 +455,7 @@ impl<A: Sync, F: Fn(&A) -> bool + Sync> Pass<'_, A, F> {
             }
             if uppers.iter().fold(f32::NEG_INFINITY, |a, b| a.max(*b)) >= cover {
                 for i in 0..8 {
-                    if uppers[i] >= cover {
-                        consider(slot + i, dots[i], estimates[i], spreads[i], &mut cover);
-                    }
+                    consider(slot + i, dots[i], estimates[i], spreads[i], &mut cover);
                 }
             }
             slot += 8;

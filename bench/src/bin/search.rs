@@ -326,7 +326,7 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
     }
     println!("\n-- CPU per search by phase, one thread, result cache off (ms) --");
     for (target, b) in &breakdowns {
-        let name = if *target == Target::Agents { "agents" } else { "calls" };
+        let name = target.name();
         println!("{name:<7} {b}");
     }
     println!(
@@ -452,7 +452,7 @@ async fn measure_target(
     target: Target,
     o: &Options,
 ) -> Vec<Report> {
-    let name = if target == Target::Agents { "agents" } else { "calls" };
+    let name = target.name();
     // Warm-up: one pass of each engine, so both read from a warm page cache.
     app.index().set_result_cache_capacity(0);
     tantivy(app, qs, 1, 1).await;
@@ -509,7 +509,7 @@ fn announce(target: &str, engine: &str, clients: usize, r: &Run, load: &str) {
 }
 
 fn print_table(r: &Report) {
-    let prefix = if r.target == Target::Agents { "agents" } else { "calls" };
+    let prefix = r.target.name();
     println!(
         "\n-- {prefix}, {} client{} (load average after each engine's run: tantivy {}, FTS5 {}, cached {}) --",
         r.clients,

@@ -207,15 +207,11 @@ const PACED_RATES: [f64; 2] = [100.0, 200.0];
 pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize, target: Target) {
     let per_row = 16 * NEEDS_PER_CLIENT_16;
     let needs = queries::distinct_needs(NEEDS_ONE_CLIENT + per_row * (2 + PACED_RATES.len()), target);
-    let name = name(target);
+    let name = target.name();
     let (one, rest) = needs.split_at(NEEDS_ONE_CLIENT);
     let rows: Vec<Arc<Vec<Query>>> = rest.chunks(per_row).map(|c| Arc::new(c.to_vec())).collect();
     let one = Arc::new(one.to_vec());
-    app.index().set_result_cache_capacity(0);
-    app.needs().set_capacity(0);
-    // Warm-up pass of each, over the fixed set (never searched below with the caches off).
-    words(app, fixed, 1, Order::Repeat(1)).await;
-    meaning(app, fixed, 1, Order::Repeat(1)).await;
+    caches_off(app, fixed).await;
     header(name, needs.len());
     side_by_side(app, &one, 1, Order::OnceEach, "1", name).await;
     side_by_side(app, &rows[0], 16, Order::OnceEach, "16", name).await;
@@ -223,8 +219,7 @@ pub async fn measure(app: &App, fixed: &Arc<Vec<Query>>, rounds16: usize, target
         side_by_side(app, needs, 16, Order::Paced(*rate), &format!("16 @{rate}/s"), name).await;
     }
     quick(app, &rows[1 + PACED_RATES.len()], 1, name).await;
-    app.index().set_result_cache_capacity(agentdir_search_index::DEFAULT_CACHE_ENTRIES);
-    app.needs().set_capacity(agentdir::app::needs::NEEDS_REMEMBERED);
+    caches_on(app);
     side_by_side(app, fixed, 16, Order::Repeat(rounds16.max(3)), "16 cache", name).await;
     scan_cost(100_000);
 }
@@ -237,18 +232,25 @@ const NEEDS_QUICK_ROW: usize = 3 * 16 * NEEDS_PER_CLIENT_16;
 /// cache serves them: results and remembered needs are off), for comparing builds run in turn.
 pub async fn measure_quick(app: &App, fixed: &Arc<Vec<Query>>, rows: usize, target: Target) {
     let needs = Arc::new(queries::distinct_needs(NEEDS_QUICK_ROW, target));
+    caches_off(app, fixed).await;
+    header(target.name(), needs.len());
+    quick(app, &needs, rows, target.name()).await;
+    caches_on(app);
+}
+
+/// Result cache and remembered needs off, then a warm-up pass of each search over the fixed
+/// set (never searched with the caches off).
+async fn caches_off(app: &App, fixed: &Arc<Vec<Query>>) {
     app.index().set_result_cache_capacity(0);
     app.needs().set_capacity(0);
     words(app, fixed, 1, Order::Repeat(1)).await;
     meaning(app, fixed, 1, Order::Repeat(1)).await;
-    header(name(target), needs.len());
-    quick(app, &needs, rows, name(target)).await;
-    app.index().set_result_cache_capacity(agentdir_search_index::DEFAULT_CACHE_ENTRIES);
-    app.needs().set_capacity(agentdir::app::needs::NEEDS_REMEMBERED);
 }
 
-fn name(target: Target) -> &'static str {
-    if target == Target::Calls { "calls" } else { "agents" }
+/// Both caches as the server has them.
+fn caches_on(app: &App) {
+    app.index().set_result_cache_capacity(agentdir_search_index::DEFAULT_CACHE_ENTRIES);
+    app.needs().set_capacity(agentdir::app::needs::NEEDS_REMEMBERED);
 }
 
 fn header(name: &str, needs: usize) {

@@ -18,6 +18,16 @@ pub enum Target {
     Calls,
 }
 
+impl Target {
+    /// As the benchmark's output names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Agents => "agents",
+            Target::Calls => "calls",
+        }
+    }
+}
+
 /// Class names, indexed by [`Query::class`]; the first six are agent classes.
 pub const CLASSES: &[&str] = &[
     "agents en",
