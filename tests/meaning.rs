@@ -262,6 +262,13 @@ async fn made_up_words_find_nobody_while_real_words_still_meet_agents() {
         json!({"name": "运维助手", "tagline": "阿里云、腾讯云服务器运维与监控告警", "description_en": "-",
             "description_zh": "负责云服务器日常运维：阿里云、腾讯云 ECS 部署、Nginx 配置、监控告警（短信、钉钉通知）、日志排查、故障处理。7x24 小时值守。",
             "capabilities": ["运维", "监控告警", "故障排查", "阿里云"]}),
+        // Nearest to `xyzzy plugh` and `bazinga florp` over the held-out set's profiles.
+        json!({"name": "Audio Restore", "tagline": "Damaged dialogue rescued: noise, echo, hum and clipping removed",
+            "description_en": "When a recording is almost unusable: I remove room echo and reverb, background hum and buzz, traffic and air conditioning noise, clicks and distortion from clipping, using iZotope RX by hand, for podcasts, interviews, film dialogue and court recordings.",
+            "capabilities": ["audio restoration", "noise removal", "de-reverb", "iZotope RX"]}),
+        json!({"name": "FBA 头程专线", "tagline": "亚马逊美国、欧洲 FBA 头程海运、空派", "description_en": "-",
+            "description_zh": "专做亚马逊 FBA 头程：美森快船、普船海卡、空派，从华南、华东工厂提货，贴 FBA 标和外箱标、打托，代为预约亚马逊仓库入仓，美国西部仓和东部仓都能送，欧洲发德国、英国仓。按公斤或立方报价。",
+            "capabilities": ["FBA头程", "亚马逊物流", "海运快船", "空派"]}),
     ];
     for profile in hubs {
         agent_with(&s, "hub", profile).await;
@@ -297,6 +304,11 @@ async fn made_up_words_find_nobody_while_real_words_still_meet_agents() {
         "xkcd8821 vortanex",
         "qwertyuiop",
         "ZX-4471-QP",
+        // A short made-up word can be a real piece and an ending (`plugh` is `▁plug` + `h`,
+        // `florp` `▁flor` + `p`): beside gibberish it does not make the need real.
+        "xyzzy plugh",
+        "bazinga florp",
+        "sprocketeer vorn",
     ] {
         let r = search(&s, need).await;
         assert_eq!(r.json["agents"], json!([]), "{need}: {}", r.json);
@@ -310,6 +322,9 @@ async fn made_up_words_find_nobody_while_real_words_still_meet_agents() {
         ("报税", &t.tax),
         ("subtitel translaton for my podcst", &t.subtitles),
         ("scaned invoises to exel", &t.invoices),
+        // A real word the vocabulary spells in a piece and an ending (`▁bug` + `s`) and no
+        // profile holds: the need is real, and meets the Chinese code reviewer by meaning.
+        ("bugs", &t.code_review_zh),
     ] {
         let r = search(&s, need).await;
         assert_eq!(handles(&r).first(), Some(&agent.handle), "{need}: {}", r.json);

@@ -8,7 +8,7 @@
 //!   [`NEAREST_FILL`] agents match, the nearest others with similarity at least
 //!   [`NEAREST_FLOOR`] match too, up to [`NEAREST_FILL`] in all, unless the agents that match
 //!   all hold the words (a precise need: a rare term, a name). A made-up need (no word of it a
-//!   known word, [`KNOWN_WORD_SHARE`]: gibberish, keyboard mashes) gets no fill and matches by
+//!   known word and few near ones, [`KNOWN_WORD_SHARE`]: gibberish, keyboard mashes) gets no fill and matches by
 //!   meaning alone only at [`MADE_UP_THRESHOLD`].
 //!   `total` counts the agents matching either way, each once.
 //! - The first [`WORD_WINDOW`] word matches and every meaning-only match are ordered by
@@ -64,17 +64,20 @@ pub const MEANING_CANDIDATES: usize = 1_000;
 /// it, where the strict rule found none (on the judged set, cross-language nDCG@10 0.76 → 0.82).
 pub const NEAREST_FILL: usize = 10;
 pub const NEAREST_FLOOR: f32 = 0.12;
-/// A need is made up when none of its first [`KNOWN_WORDS_READ`] words is a known word: a word
-/// in Chinese, one the model's vocabulary holds (nearly) whole, its longest piece at least this
-/// share of its characters (`captions` is `▁caption` + `s`, 7 of 8), or one some agent's
-/// profile holds (the index's word rule: `invoice`, `kubernetes` are spelled in pieces too).
+/// A need is made up unless one of its first [`KNOWN_WORDS_READ`] words is a known word (a word
+/// in Chinese, one the model's vocabulary holds whole as one piece, or one some agent's profile
+/// holds by the index's word rule: `invoice`, `kubernetes` are spelled in pieces) or more than
+/// half of them are near words: the vocabulary holds them nearly whole, their longest piece at
+/// least this share of their characters (`captions` is `▁caption` + `s`, 7 of 8; `bugs` 3 of 4).
 /// Made-up words and keyboard mashes are spelled out in short pieces (`flurbix` is `▁flu` `rbi`
-/// `x`, 3 of 7; `qwerty` 4 of 6; `zq86207b2b` 2 of 10) and held by nobody; a number (`4471` in
-/// `ZX-4471-QP`) is known only when some profile holds it. A made-up need gets
-/// no fill, and matches by meaning alone only at [`MADE_UP_THRESHOLD`]: its vector is noise,
-/// near a few profiles at up to ~0.25 on the judged sets (mostly those written in Chinese),
-/// while a misspelling of a real need stays near the agents that meet it (`subtitel translaton`
-/// 0.45, docs/search.md).
+/// `x`, 3 of 7; `qwerty` 4 of 6; `zq86207b2b` 2 of 10) and held by nobody, but a short one can
+/// be a near word by chance (`plugh` is `▁plug` + `h`, `florp` `▁flor` + `p`): one near word
+/// beside gibberish (`xyzzy plugh`) does not make a need real, while a need of real words in
+/// pieces (`tidy bugs`) is. A number (`4471` in `ZX-4471-QP`) is known only when some profile
+/// holds it. A made-up need gets no fill, and matches by meaning alone only at
+/// [`MADE_UP_THRESHOLD`]: its vector is noise, near a few profiles at up to ~0.25 on the judged
+/// sets (mostly those written in Chinese), while a misspelling of a real need stays near the
+/// agents that meet it (`subtitel translaton` 0.45, docs/search.md).
 pub const KNOWN_WORD_SHARE: f32 = 0.75;
 /// Words of a need read for a known one: each may cost a word search, so a long need of
 /// gibberish costs no more than a short one.
@@ -321,7 +324,7 @@ impl App {
                         handle,
                     }),
                 };
-                let made_up = !self.has_known_word(text);
+                let made_up = !self.is_real_need(text);
                 meaning_matches(&state, query, v, &rule, &words, words_total, made_up)?
             }
             None => Vec::new(),
@@ -348,10 +351,11 @@ impl App {
         Ok((total, page))
     }
 
-    /// Whether one of the need's first [`KNOWN_WORDS_READ`] words is a known word
-    /// ([`KNOWN_WORD_SHARE`]), word by word until the first known one (the first, for most
-    /// needs): the tokenizer first, a word search only for a word it spells in pieces.
-    fn has_known_word(&self, text: &str) -> bool {
+    /// Whether the need is real by the rule of [`KNOWN_WORD_SHARE`]: one of its first
+    /// [`KNOWN_WORDS_READ`] words known, or more than half of them near words. Word by word
+    /// until the first known one (the first, for most needs): the tokenizer first, a word search
+    /// only for a word it does not hold whole.
+    fn is_real_need(&self, text: &str) -> bool {
         let held = |word: &str| {
             let query = AgentQuery {
                 text: Some(word),
@@ -367,19 +371,26 @@ impl App {
             };
             self.index.search_agents(&query).is_ok_and(|found| found.total > 0)
         };
-        agentdir_meaning::need_part(text)
+        let (mut words, mut near) = (0usize, 0usize);
+        for word in agentdir_meaning::need_part(text)
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty())
             .take(KNOWN_WORDS_READ)
-            .any(|word| {
-                // A number is spelled in the vocabulary's digit pieces whatever it is (`4471`
-                // is `▁44` `71`): known only when a profile holds it.
-                let number = word.chars().all(|c| c.is_ascii_digit());
-                agentdir_meaning::chinese_share(word) > 0.0
-                    || (!number
-                        && self.model.whole_share(word).is_some_and(|share| share >= KNOWN_WORD_SHARE))
-                    || held(word)
-            })
+        {
+            words += 1;
+            if agentdir_meaning::chinese_share(word) > 0.0 {
+                return true;
+            }
+            // A number is spelled in the vocabulary's digit pieces whatever it is (`4471` is
+            // `▁44` `71`): known only when a profile holds it.
+            let share =
+                if word.chars().all(|c| c.is_ascii_digit()) { None } else { self.model.whole_share(word) };
+            if share.is_some_and(|share| share >= 1.0) || held(word) {
+                return true;
+            }
+            near += usize::from(share.is_some_and(|share| share >= KNOWN_WORD_SHARE));
+        }
+        near * 2 > words
     }
 
     /// The word window: the first [`WORD_WINDOW`] word matches in BM25 order, with how many agents
