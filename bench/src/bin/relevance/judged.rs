@@ -135,6 +135,22 @@ pub struct Agent {
     pub stuffed: bool,
 }
 
+impl Agent {
+    /// The languages of its description: "both", "English only", "Chinese only" or "neither".
+    pub fn described_in(&self) -> &'static str {
+        let has = |k: &str| self.profile.get(k).and_then(Value::as_str).is_some_and(|s| !s.trim().is_empty());
+        match (has("description_en"), has("description_zh")) {
+            (true, true) => "both",
+            (true, false) => ENGLISH_ONLY,
+            (false, true) => CHINESE_ONLY,
+            (false, false) => "neither",
+        }
+    }
+}
+
+pub const ENGLISH_ONLY: &str = "English only";
+pub const CHINESE_ONLY: &str = "Chinese only";
+
 pub struct Need {
     pub id: String,
     pub kind: NeedType,
@@ -407,14 +423,7 @@ fn check(set: &JudgedSet) -> Result<(), Error> {
 pub fn description_languages(set: &JudgedSet) -> BTreeMap<&'static str, usize> {
     let mut out = BTreeMap::new();
     for a in &set.agents {
-        let has = |k: &str| a.profile.get(k).and_then(Value::as_str).is_some_and(|s| !s.trim().is_empty());
-        let key = match (has("description_en"), has("description_zh")) {
-            (true, true) => "both",
-            (true, false) => "English only",
-            (false, true) => "Chinese only",
-            (false, false) => "neither",
-        };
-        *out.entry(key).or_insert(0) += 1;
+        *out.entry(a.described_in()).or_insert(0) += 1;
     }
     out
 }

@@ -67,6 +67,20 @@ fn rank_of(ranked: &[String], handle: &str) -> Option<usize> {
     ranked.iter().take(DEPTH).position(|h| h == handle)
 }
 
+/// The agents of the first ten that have nothing to do with the need: graded 0 (or not
+/// judged), stuffed sign-ups left out (the spam measures count those).
+pub fn strangers<'a>(
+    set: &'a JudgedSet,
+    need: &'a Need,
+    ranked: &'a [String],
+) -> impl Iterator<Item = &'a str> {
+    ranked
+        .iter()
+        .take(DEPTH)
+        .filter(move |h| need.grade(h) == 0 && set.agent(h).is_some_and(|a| !a.stuffed))
+        .map(String::as_str)
+}
+
 /// Stuffed agents among the first five.
 pub fn stuffed_on_top(set: &JudgedSet, ranked: &[String]) -> usize {
     ranked.iter().take(SPAM_DEPTH).filter(|h| set.agent(h).is_some_and(|a| a.stuffed)).count()
@@ -218,5 +232,15 @@ mod tests {
         // An absent agent ranks below a present one; a pair with neither present is left out.
         assert_eq!(evidence_pairs(&s, &n, &ranked(&["verified"])), (2, 1));
         assert_eq!(evidence_pairs(&s, &n, &ranked(&["other"])), (0, 0));
+    }
+
+    #[test]
+    fn strangers_are_the_agents_of_the_first_ten_graded_zero_stuffed_ones_aside() {
+        let s = set(&[("fits", 1, false), ("near", 1, false), ("far", 1, false), ("spam", 0, true)]);
+        let n = need(&[("fits", 3), ("near", 1)]);
+        let page = ranked(&["far", "fits", "spam", "near", "unknown"]);
+        assert_eq!(strangers(&s, &n, &page).collect::<Vec<_>>(), ["far"]);
+        let beyond: Vec<String> = (0..10).map(|_| "fits".to_owned()).chain(["far".to_owned()]).collect();
+        assert_eq!(strangers(&s, &n, &beyond).count(), 0, "only the first ten count");
     }
 }

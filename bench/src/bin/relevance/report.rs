@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::judged::{JudgedSet, Need, NeedType};
+use std::collections::HashMap;
+
+use super::judged::{CHINESE_ONLY, ENGLISH_ONLY, JudgedSet, Need, NeedType};
 use super::metrics::{self, DEPTH, SPAM_DEPTH};
 use super::{Mode, ModeRun, Skipped};
 
@@ -148,6 +150,7 @@ fn print_trust(set: &JudgedSet, runs: &[ModeRun]) {
             format!("{ordered} of {pairs}")
         })
     );
+    print_strangers(set, runs, &real);
     println!(
         "| mean time per query (one client) | {} |",
         per_mode(runs, |r| format!("{:.1} ms", r.query_ms))
@@ -157,6 +160,67 @@ fn print_trust(set: &JudgedSet, runs: &[ModeRun]) {
         per_mode(runs, |r| format!("{:.1} s", r.seed_seconds))
     );
     println!();
+}
+
+/// A hub is in the first ten of at least this share of the needs an agent meets, each time
+/// with nothing to do with the need.
+const HUB_SHARE: f64 = 0.05;
+
+/// Hubs (a few profiles near every need) and drift (needs in one language met by agents of
+/// unrelated trades described only in the other), from the agents graded 0 on each page.
+fn print_strangers(set: &JudgedSet, runs: &[ModeRun], real: &[usize]) {
+    let at_least = (HUB_SHARE * real.len() as f64).ceil() as usize;
+    println!(
+        "| hubs: agents in the first ten of {at_least} or more needs ({:.0} %) unrelated to each, the most frequent | {} |",
+        HUB_SHARE * 100.0,
+        per_mode(runs, |r| {
+            let mut counts: HashMap<&str, usize> = HashMap::new();
+            for &i in real {
+                for h in metrics::strangers(set, &set.needs[i], &r.ranked[i]) {
+                    *counts.entry(h).or_default() += 1;
+                }
+            }
+            let hubs = counts.values().filter(|&&n| n >= at_least).count();
+            let top = counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)));
+            match top {
+                Some((h, n)) => format!("{hubs} ({h}: {n})"),
+                None => "0".into(),
+            }
+        })
+    );
+    let english: Vec<usize> = real.iter().copied().filter(|&i| !set.needs[i].in_chinese()).collect();
+    let chinese: Vec<usize> = real
+        .iter()
+        .copied()
+        .filter(|&i| set.needs[i].in_chinese() && set.needs[i].kind != NeedType::Mixed)
+        .collect();
+    let share_of = |language: &str| {
+        set.agents.iter().filter(|a| !a.stuffed && a.described_in() == language).count() as f64
+            / set.agents.iter().filter(|a| !a.stuffed).count().max(1) as f64
+    };
+    for (needs, other, label) in [
+        (&english, CHINESE_ONLY, "English needs: unrelated agents described only in Chinese"),
+        (
+            &chinese,
+            ENGLISH_ONLY,
+            "Chinese needs (mixed ones aside): unrelated agents described only in English",
+        ),
+    ] {
+        println!(
+            "| drift: {label}, of all unrelated agents, in the first ten, mean of {} needs ({:.0} % of the agents are so described) | {} |",
+            needs.len(),
+            share_of(other) * 100.0,
+            per_mode(runs, |r| {
+                let of_needs = |f: &dyn Fn(&str) -> bool| {
+                    mean(needs.iter().map(|&i| {
+                        metrics::strangers(set, &set.needs[i], &r.ranked[i]).filter(|h| f(h)).count() as f64
+                    }))
+                };
+                let drifted = of_needs(&|h| set.agent(h).is_some_and(|a| a.described_in() == other));
+                format!("{drifted:.2} of {:.2}", of_needs(&|_| true))
+            })
+        );
+    }
 }
 
 /// Each need's nDCG@10 per mode, worst combined first.
