@@ -8,8 +8,8 @@
 //!   [`NEAREST_FILL`] agents match, the nearest others with similarity at least
 //!   [`NEAREST_FLOOR`] match too, up to [`NEAREST_FILL`] in all, unless the agents that match
 //!   all hold the words (a precise need: a rare term, a name). A made-up need (no word of it a
-//!   known word and few near ones, [`KNOWN_WORD_SHARE`]: gibberish, keyboard mashes) gets no fill and matches by
-//!   meaning alone only at [`MADE_UP_THRESHOLD`].
+//!   known word and few near ones, [`KNOWN_WORD_SHARE`]: gibberish, keyboard mashes) gets no
+//!   fill and matches by meaning alone only at [`MADE_UP_THRESHOLD`].
 //!   `total` counts the agents matching either way, each once.
 //! - The first [`WORD_WINDOW`] word matches and every meaning-only match are ordered by
 //!   `score::score`; the remaining word matches follow in word order.

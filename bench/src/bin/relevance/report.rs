@@ -1,10 +1,9 @@
 //! The printed report: one Markdown table of nDCG@10, Recall@10 and MRR per kind of need with
 //! the modes side by side, then the trust measures and what each run cost.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
-
-use std::collections::HashMap;
 
 use super::judged::{CHINESE_ONLY, ENGLISH_ONLY, JudgedSet, Need, NeedType};
 use super::metrics::{self, DEPTH, SPAM_DEPTH};
