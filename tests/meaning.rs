@@ -309,6 +309,10 @@ async fn made_up_words_find_nobody_while_real_words_still_meet_agents() {
         "xyzzy plugh",
         "bazinga florp",
         "sprocketeer vorn",
+        // Words that say nothing of a need do not make gibberish around them real: no nearest
+        // agents fill its page (a page of real words would get the two hubs it lands near).
+        "the flurbix of zandor",
+        "a blorptastic zindle for my quorb",
     ] {
         let r = search(&s, need).await;
         assert_eq!(r.json["agents"], json!([]), "{need}: {}", r.json);

@@ -102,7 +102,7 @@ impl App {
         } else {
             IndexPage::default()
         };
-        let threshold = if self.is_real_need(text) { rule.threshold } else { rule.made_up };
+        let threshold = self.need_words(text).threshold(rule);
         let meaning_only = self.meaning_only_calls(query, &vector, threshold, filter, &window, use_words)?;
         let total = window.total + meaning_only.len() as u64;
         let state = self.vectors.calls.read();

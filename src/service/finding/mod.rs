@@ -7,9 +7,10 @@
 //!   Of the meaning matches, the [`MEANING_CANDIDATES`] nearest count. When fewer than
 //!   [`NEAREST_FILL`] agents match, the nearest others with similarity at least
 //!   [`NEAREST_FLOOR`] match too, up to [`NEAREST_FILL`] in all, unless the agents that match
-//!   all hold the words (a precise need: a rare term, a name). A made-up need (no word of it a
-//!   known word and few near ones, [`KNOWN_WORD_SHARE`]: gibberish, keyboard mashes) gets no
-//!   fill and matches by meaning alone only at [`MADE_UP_THRESHOLD`].
+//!   all hold the words (a precise need: a rare term, a name). A need with no known word and few
+//!   near ones ([`KNOWN_WORD_SHARE`]) gets no fill; a made-up one (gibberish, keyboard mashes,
+//!   no function word either: [`NeedWords`]) matches by meaning alone only at
+//!   [`MADE_UP_THRESHOLD`].
 //!   `total` counts the agents matching either way, each once.
 //! - The first [`WORD_WINDOW`] word matches and every meaning-only match are ordered by
 //!   `score::score`; the remaining word matches follow in word order.
@@ -79,6 +80,46 @@ pub const NEAREST_FLOOR: f32 = 0.12;
 /// sets (mostly those written in Chinese), while a misspelling of a real need stays near the
 /// agents that meet it (`subtitel translaton` 0.45, docs/search.md).
 pub const KNOWN_WORD_SHARE: f32 = 0.75;
+/// Words that say nothing of what a need is about: they are not read for the rule of
+/// [`KNOWN_WORD_SHARE`] (neither known nor counted), and a single letter is read the same way.
+/// A need whose words are these and words nobody knows is [`NeedWords::Framed`]: a misspelt
+/// need (`scaned invoises to exel`) and gibberish in a sentence's frame (`the flurbix of
+/// zandor`) read alike. Words that name a thing as well (`it`, `us`, `will`, `can`, `am`) are
+/// not among them.
+pub const FUNCTION_WORDS: [&str; 58] = [
+    "a", "an", "the", "and", "or", "but", "nor", "of", "for", "to", "in", "on", "at", "by", "with", "from",
+    "into", "onto", "about", "as", "than", "then", "so", "if", "is", "are", "was", "were", "be", "been",
+    "being", "this", "that", "these", "those", "i", "me", "my", "mine", "we", "our", "ours", "you", "your",
+    "yours", "he", "him", "his", "she", "her", "hers", "they", "them", "their", "its", "some", "any",
+    "please",
+];
+
+/// What a need's words say of it, by the rule of [`KNOWN_WORD_SHARE`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NeedWords {
+    /// A known word, or near words for more than half of them: the whole rule applies.
+    Real,
+    /// No word known, and some [`FUNCTION_WORDS`]: a misspelt need or gibberish in a sentence's
+    /// frame, which no word rule tells apart. Matched by meaning at the ordinary threshold (a
+    /// misspelt need stays near the agent it means, 0.27–0.45 on the judged sets and the tests'
+    /// profiles; gibberish reaches 0.20 at most there), with no nearest agents to fill.
+    Framed,
+    /// No word known, nor any function word: matched by meaning alone only at
+    /// [`MADE_UP_THRESHOLD`], with no nearest agents to fill.
+    MadeUp,
+}
+
+impl NeedWords {
+    /// The similarity at which the need matches an agent by meaning alone.
+    fn threshold(self, rule: &Similarities) -> f32 {
+        if self == NeedWords::MadeUp { rule.made_up } else { rule.threshold }
+    }
+
+    /// Whether the nearest agents may fill a thin result.
+    fn fills(self) -> bool {
+        self == NeedWords::Real
+    }
+}
 /// Words of a need read for a known one: each may cost a word search, so a long need of
 /// gibberish costs no more than a short one.
 pub const KNOWN_WORDS_READ: usize = 16;
@@ -324,8 +365,8 @@ impl App {
                         handle,
                     }),
                 };
-                let made_up = !self.is_real_need(text);
-                meaning_matches(&state, query, v, &rule, &words, words_total, made_up)?
+                let read = self.need_words(text);
+                meaning_matches(&state, query, v, &rule, &words, words_total, read)?
             }
             None => Vec::new(),
         };
@@ -351,11 +392,12 @@ impl App {
         Ok((total, page))
     }
 
-    /// Whether the need is real by the rule of [`KNOWN_WORD_SHARE`]: one of its first
-    /// [`KNOWN_WORDS_READ`] words known, or more than half of them near words. Word by word
-    /// until the first known one (the first, for most needs): the tokenizer first, a word search
-    /// only for a word it does not hold whole.
-    fn is_real_need(&self, text: &str) -> bool {
+    /// What the need's words say of it ([`NeedWords`], by the rule of [`KNOWN_WORD_SHARE`]):
+    /// one of its first [`KNOWN_WORDS_READ`] words known, or more than half of them near words,
+    /// its [`FUNCTION_WORDS`] and single letters left out. Word by word until the first known
+    /// one (the first, for most needs): the tokenizer first, a word search only for a word it
+    /// does not hold whole.
+    fn need_words(&self, text: &str) -> NeedWords {
         let held = |word: &str| {
             let query = AgentQuery {
                 text: Some(word),
@@ -371,26 +413,41 @@ impl App {
             };
             self.index.search_agents(&query).is_ok_and(|found| found.total > 0)
         };
-        let (mut words, mut near) = (0usize, 0usize);
-        for word in agentdir_meaning::need_part(text)
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .take(KNOWN_WORDS_READ)
+        let says_nothing = |word: &str| {
+            (word.len() == 1 && word.is_ascii())
+                || FUNCTION_WORDS.iter().any(|f| f.eq_ignore_ascii_case(word))
+        };
+        let (mut words, mut near, mut framed) = (0usize, 0usize, false);
+        for word in
+            agentdir_meaning::need_part(text).split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
         {
+            if says_nothing(word) {
+                framed = true;
+                continue;
+            }
+            if words == KNOWN_WORDS_READ {
+                break;
+            }
             words += 1;
             if agentdir_meaning::chinese_share(word) > 0.0 {
-                return true;
+                return NeedWords::Real;
             }
             // A number is spelled in the vocabulary's digit pieces whatever it is (`4471` is
             // `▁44` `71`): known only when a profile holds it.
             let share =
                 if word.chars().all(|c| c.is_ascii_digit()) { None } else { self.model.whole_share(word) };
             if share.is_some_and(|share| share >= 1.0) || held(word) {
-                return true;
+                return NeedWords::Real;
             }
             near += usize::from(share.is_some_and(|share| share >= KNOWN_WORD_SHARE));
         }
-        near * 2 > words
+        if near * 2 > words {
+            NeedWords::Real
+        } else if framed {
+            NeedWords::Framed
+        } else {
+            NeedWords::MadeUp
+        }
     }
 
     /// The word window: the first [`WORD_WINDOW`] word matches in BM25 order, with how many agents
@@ -494,9 +551,9 @@ impl Similarities {
 /// The meaning matches that are not word matches, from one nearest-first stream over the
 /// vectors (`Matrix::nearest`: exact, reading each row's high nibbles and only the rows that
 /// can count in full; meaning/SCAN.md): the nearest [`MEANING_CANDIDATES`] at or above the
-/// threshold (the made-up threshold for a `made_up` need), then, when fewer than
-/// [`NEAREST_FILL`] agents match and the need is neither precise nor made up, the nearest others
-/// down to the nearest floor.
+/// threshold the need's words call for ([`NeedWords::threshold`]), then, when fewer than
+/// [`NEAREST_FILL`] agents match and the need is neither precise nor short of a known word, the
+/// nearest others down to the nearest floor.
 fn meaning_matches(
     state: &State,
     query: &AgentQuery,
@@ -504,13 +561,13 @@ fn meaning_matches(
     rule: &Similarities,
     words: &WordMatches<'_>,
     words_total: u64,
-    made_up: bool,
+    read: NeedWords,
 ) -> Result<Vec<Hit>> {
     let named = NamedValues::of(query);
     let passes = |hit: &Hit| passes_filters_alone(state, &named, words, &hit.key);
     let rows = RowFilter::of(query);
-    let threshold = if made_up { rule.made_up } else { rule.threshold };
-    let fill_possible = (words_total as usize) < NEAREST_FILL && !made_up;
+    let threshold = read.threshold(rule);
+    let fill_possible = (words_total as usize) < NEAREST_FILL && read.fills();
     let floor = if fill_possible { rule.nearest_floor } else { threshold };
     let mut nearest = state.matrix.nearest(vector, floor, MEANING_CANDIDATES, |row| rows.admits(row));
     let mut matches = Vec::new();
@@ -538,10 +595,10 @@ fn meaning_matches(
     }
     matches.truncate(MEANING_CANDIDATES);
     // The fill, unless the need is precise (agents meet it only by holding its words: a rare
-    // term, a name, none by meaning alone) or made up (no known word).
+    // term, a name, none by meaning alone) or holds no known word.
     let precise = words_total > 0 && matches.is_empty();
     let found = words_total as usize + matches.len();
-    if !precise && found < NEAREST_FILL && !made_up {
+    if !precise && found < NEAREST_FILL && read.fills() {
         let mut near = first_near.into_iter().chain(nearest).filter(|h| passes(h));
         let mut fill = Vec::new();
         while fill.len() < NEAREST_FILL - found {
