@@ -93,6 +93,20 @@ pub const FUNCTION_WORDS: [&str; 58] = [
     "yours", "he", "him", "his", "she", "her", "hers", "they", "them", "their", "its", "some", "any",
     "please",
 ];
+/// Words of a need read for a known one: each may cost a word search, so a long need of
+/// gibberish costs no more than a short one.
+pub const KNOWN_WORDS_READ: usize = 16;
+/// The similarity at which a made-up need matches an agent by meaning alone.
+pub const MADE_UP_THRESHOLD: f32 = 0.30;
+/// The same for a need the quick encoder read, at its scale (about 0.6 of the full model's).
+pub const QUICK_MADE_UP_THRESHOLD: f32 = 0.18;
+/// [`MEANING_THRESHOLD`] and [`NEAREST_FLOOR`] for a need the quick encoder read: its
+/// similarities run lower than the full model's (meaning/STATIC.md: at 0.10 it lets as many
+/// agents that do not fit through as the full model does at 0.18), chosen on the relevance
+/// benchmark with every need read by it (docs/search.md).
+pub const QUICK_MEANING_THRESHOLD: f32 = 0.10;
+pub const QUICK_NEAREST_FLOOR: f32 = 0.05;
+const MINUTE: i64 = 60 * SECOND;
 
 /// What a need's words say of it, by the rule of [`KNOWN_WORD_SHARE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,20 +134,6 @@ impl NeedWords {
         self == NeedWords::Real
     }
 }
-/// Words of a need read for a known one: each may cost a word search, so a long need of
-/// gibberish costs no more than a short one.
-pub const KNOWN_WORDS_READ: usize = 16;
-/// The similarity at which a made-up need matches an agent by meaning alone.
-pub const MADE_UP_THRESHOLD: f32 = 0.30;
-/// The same for a need the quick encoder read, at its scale (about 0.6 of the full model's).
-pub const QUICK_MADE_UP_THRESHOLD: f32 = 0.18;
-/// [`MEANING_THRESHOLD`] and [`NEAREST_FLOOR`] for a need the quick encoder read: its
-/// similarities run lower than the full model's (meaning/STATIC.md: at 0.10 it lets as many
-/// agents that do not fit through as the full model does at 0.18), chosen on the relevance
-/// benchmark with every need read by it (docs/search.md).
-pub const QUICK_MEANING_THRESHOLD: f32 = 0.10;
-pub const QUICK_NEAREST_FLOOR: f32 = 0.05;
-const MINUTE: i64 = 60 * SECOND;
 
 /// A page's total and its keys in order, each with its ranking (none when listed by recency).
 type OrderedPage = (u64, Vec<(u64, Option<Ranking>)>);
