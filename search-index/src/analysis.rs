@@ -43,8 +43,9 @@ const MAX_QUERY_CHARS: usize = 1024;
 
 /// Words that carry no meaning as a search condition. They are dropped from queries (never from
 /// the index) so "translation for legal documents" does not demand the literal word "for"; if a
-/// query consists only of such words they are kept, so it still means something.
-const STOP_WORDS: &[&str] = &[
+/// query consists only of such words they are kept, so it still means something. The core's rule
+/// for made-up needs reads most of them as saying nothing of a need too (`FUNCTION_WORDS`).
+pub const STOP_WORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "in", "into", "is", "it", "not", "of",
     "on", "or", "that", "the", "to", "with", "的", "了", "和", "与", "及", "或", "是", "在",
 ];

@@ -30,7 +30,7 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 use agentdir_meaning::{Hit, NeedTokens, Quantized};
-use agentdir_search_index::{AgentQuery, Page as IndexPage, SearchIndex};
+use agentdir_search_index::{AgentQuery, Page as IndexPage, STOP_WORDS, SearchIndex};
 use rustc_hash::FxHashSet;
 
 use self::score::{Candidate, Scoring, WordPlace};
@@ -80,19 +80,20 @@ pub const NEAREST_FLOOR: f32 = 0.12;
 /// sets (mostly those written in Chinese), while a misspelling of a real need stays near the
 /// agents that meet it (`subtitel translaton` 0.45, docs/search.md).
 pub const KNOWN_WORD_SHARE: f32 = 0.75;
-/// Words that say nothing of what a need is about: they are not read for the rule of
-/// [`KNOWN_WORD_SHARE`] (neither known nor counted), and a single letter is read the same way.
-/// A need whose words are these and words nobody knows is [`NeedWords::Framed`]: a misspelt
-/// need (`scaned invoises to exel`) and gibberish in a sentence's frame (`the flurbix of
-/// zandor`) read alike. Words that name a thing as well (`it`, `us`, `will`, `can`, `am`) are
-/// not among them.
-pub const FUNCTION_WORDS: [&str; 58] = [
-    "a", "an", "the", "and", "or", "but", "nor", "of", "for", "to", "in", "on", "at", "by", "with", "from",
-    "into", "onto", "about", "as", "than", "then", "so", "if", "is", "are", "was", "were", "be", "been",
-    "being", "this", "that", "these", "those", "i", "me", "my", "mine", "we", "our", "ours", "you", "your",
-    "yours", "he", "him", "his", "she", "her", "hers", "they", "them", "their", "its", "some", "any",
-    "please",
+/// Function words, which say nothing of what a need is about: the index's English
+/// [`STOP_WORDS`] but [`STOP_WORDS_KEPT`], and these. They are not read for the rule of
+/// [`KNOWN_WORD_SHARE`] (neither known nor counted), and a single letter is read the same way. A
+/// need whose words are these and words nobody knows is [`NeedWords::Framed`]: a misspelt need
+/// (`scaned invoises to exel`) and gibberish in a sentence's frame (`the flurbix of zandor`) read
+/// alike. Words that name a thing as well (`us`, `will`, `can`, `am`) are not among them.
+pub const FUNCTION_WORDS: [&str; 38] = [
+    "but", "nor", "onto", "about", "than", "then", "so", "if", "was", "were", "been", "being", "this",
+    "these", "those", "i", "me", "my", "mine", "we", "our", "ours", "you", "your", "yours", "he", "him",
+    "his", "she", "her", "hers", "they", "them", "their", "its", "some", "any", "please",
 ];
+/// The index's stop words that are read as words of a need: `it` names a trade as well, `not`
+/// turns a need around.
+pub const STOP_WORDS_KEPT: [&str; 2] = ["it", "not"];
 /// Words of a need read for a known one: each may cost a word search, so a long need of
 /// gibberish costs no more than a short one.
 pub const KNOWN_WORDS_READ: usize = 16;
@@ -413,9 +414,12 @@ impl App {
             };
             self.index.search_agents(&query).is_ok_and(|found| found.total > 0)
         };
+        let among = |list: &[&str], word: &str| list.iter().any(|f| f.eq_ignore_ascii_case(word));
         let says_nothing = |word: &str| {
-            (word.len() == 1 && word.is_ascii())
-                || FUNCTION_WORDS.iter().any(|f| f.eq_ignore_ascii_case(word))
+            word.is_ascii()
+                && (word.len() == 1
+                    || (among(STOP_WORDS, word) && !among(&STOP_WORDS_KEPT, word))
+                    || among(&FUNCTION_WORDS, word))
         };
         let (mut words, mut near, mut framed) = (0usize, 0usize, false);
         for word in
