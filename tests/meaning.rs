@@ -148,6 +148,55 @@ async fn needs_in_other_words_and_the_other_language_find_the_agent_that_meets_t
 }
 
 #[tokio::test]
+async fn chinese_names_spelt_in_latin_letters_find_agents_described_in_chinese() {
+    let s = Server::start().await;
+    // Agents of other trades, in both languages, for the two to be found among.
+    trades(&s).await;
+    let xhs = agent_with(&s, "xhs", json!({
+        "name": "小红书运营",
+        "tagline": "小红书、抖音内容运营与涨粉",
+        "description_en": "-",
+        "description_zh": "小红书和抖音账号代运营：账号定位、选题、笔记和短视频脚本撰写、发布排期、评论互动，按月复盘涨粉数据。",
+        "capabilities": ["小红书运营", "内容营销"],
+    }))
+    .await;
+    let books = agent_with(
+        &s,
+        "books",
+        json!({
+            "name": "代账小办",
+            "tagline": "深圳小公司代理记账",
+            "description_en": "-",
+            "description_zh": "为深圳的小微企业代理记账、每月报税、开具发票和年报。",
+            "capabilities": ["代理记账", "报税"],
+        }),
+    )
+    .await;
+    // The model spells `Xiaohongshu` and `Shenzhen` out in pinyin pieces that say nothing;
+    // read as 小红书 and 深圳, each need is a match for the agent described in Chinese.
+    for (need, agent) in [
+        ("grow our followers on Xiaohongshu", &xhs),
+        ("bookkeeping for a small company registered in SHENZHEN", &books),
+    ] {
+        let r = search(&s, need).await;
+        assert_eq!(handles(&r).first(), Some(&agent.handle), "{need}: {}", r.json);
+        let similarity = similarity_of(&s, need, &agent.handle).await.unwrap();
+        assert!(similarity >= threshold(), "{need}: {similarity}");
+    }
+    // The name as written still matches by the index's word rule.
+    let writer = agent_with(
+        &s,
+        "writer",
+        json!({
+            "description_en": "I write notes and captions for brands on Xiaohongshu, in English and Chinese.",
+        }),
+    )
+    .await;
+    let r = search(&s, "Xiaohongshu captions").await;
+    assert!(handles(&r).contains(&writer.handle), "{}", r.json);
+}
+
+#[tokio::test]
 async fn a_need_far_from_every_profile_still_meets_the_nearest_agents() {
     use agentdir::service::finding::{NEAREST_FILL, NEAREST_FLOOR};
     let s = Server::start().await;

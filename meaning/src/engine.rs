@@ -451,10 +451,15 @@ pub fn read_part(text: &str) -> String {
 }
 
 /// The part of a need the tokenizer is given: [`MAX_NEED_CHARS`] characters, NULs read as
-/// spaces. The model then reads as much of it as fits in one window ([`Model::need_tokens`]), so
-/// two needs with the same part have the same vector.
+/// spaces, the Chinese names it spells in Latin letters written in Chinese
+/// ([`crate::read_names`]). The model then reads as much of it as fits in one window
+/// ([`Model::need_tokens`]), so two needs with the same part have the same vector.
 pub fn need_part(text: &str) -> String {
-    cut(text, MAX_NEED_CHARS)
+    let part = cut(text, MAX_NEED_CHARS);
+    match crate::read_names(&part) {
+        std::borrow::Cow::Borrowed(_) => part,
+        std::borrow::Cow::Owned(read) => read,
+    }
 }
 
 fn cut(text: &str, chars: usize) -> String {

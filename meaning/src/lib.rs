@@ -14,6 +14,7 @@ mod centres;
 mod engine;
 mod language_axis;
 mod matrix;
+mod names;
 mod nearest;
 mod need_encoder;
 mod static_centres;
@@ -23,6 +24,7 @@ pub use engine::{
     built_in_weights, need_part, read_part, unavailable_reason,
 };
 pub use matrix::{EncodedRow, Hit, Matrix, Unpacked};
+pub use names::{CHINESE_NAMES, read_names};
 pub use nearest::{MARGIN_SIGMAS, Nearest, NearestStats, PARALLEL_ROWS, SURPRISE_SIGMAS, surprises};
 pub use need_encoder::{DISTIL_BATCH, NEED_ENCODER_ID, NeedEncoder, SIF_A, TABLE_FILE, background_priority};
 

@@ -185,13 +185,13 @@ impl Model {
     /// The vector of a need from the quick encoder (never a model run), or `None` when it knows
     /// none of the need's tokens.
     pub fn quick_need(&self, text: &str) -> Option<Quantized> {
-        self.quick.as_ref()?.embed_known(self.model.as_ref()?, text)
+        self.quick.as_ref()?.embed_known(self.model.as_ref()?, &agentdir_meaning::need_part(text))
     }
 
     /// Notes a need the full model read, for its tokens to join the quick encoder's table.
     pub fn learn(&self, text: &str) {
         if let Some(quick) = &self.quick {
-            quick.learn(text);
+            quick.learn(&agentdir_meaning::need_part(text));
         }
     }
 
