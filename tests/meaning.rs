@@ -362,6 +362,13 @@ async fn made_up_words_find_nobody_while_real_words_still_meet_agents() {
         // agents fill its page (a page of real words would get the two hubs it lands near).
         "the flurbix of zandor",
         "a blorptastic zindle for my quorb",
+        // Filler and held-down keys, which the vocabulary holds whole (`lorem`, `foo`, `aaaa`,
+        // every Chinese character).
+        "lorem ipsum dolor sit amet",
+        "foo bar baz",
+        "aaaa bbbb",
+        "哈哈哈哈",
+        "啊啊啊",
     ] {
         let r = search(&s, need).await;
         assert_eq!(r.json["agents"], json!([]), "{need}: {}", r.json);

@@ -94,6 +94,34 @@ pub const FUNCTION_WORDS: [&str; 38] = [
 /// The index's stop words that are read as words of a need: `it` names a trade as well, `not`
 /// turns a need around.
 pub const STOP_WORDS_KEPT: [&str; 2] = ["it", "not"];
+/// Filler that people type where a need would go: the placeholder text of page layouts and the
+/// names of examples in programming. The vocabulary holds each whole (`lorem`, `ipsum` and
+/// `dolor` are Latin; `sit` and `bar` English), so `lorem ipsum dolor sit amet` and `foo bar baz`
+/// read as real needs and met ten agents each through the nearest fill. Like
+/// [`FUNCTION_WORDS`] they are not read for the rule of [`KNOWN_WORD_SHARE`], but they do not
+/// frame a need either. Only meaning is ruled by this: an agent that holds `bar` still matches
+/// `bar` by words.
+pub const PLACEHOLDER_WORDS: [&str; 14] = [
+    "lorem",
+    "ipsum",
+    "dolor",
+    "sit",
+    "amet",
+    "consectetur",
+    "adipiscing",
+    "elit",
+    "foo",
+    "bar",
+    "baz",
+    "qux",
+    "quux",
+    "foobar",
+];
+/// A word of one character typed this many times or more (`aaaa`, `ooooo`, `哈哈哈`, `啊啊啊`) is
+/// a key held down or a laugh, not a word, whatever the vocabulary holds (it holds `aaaa` whole,
+/// and every Chinese character); known only when a profile holds it. Two is a word often enough
+/// (`妈妈`, `看看`).
+pub const REPEATED_CHARACTERS: usize = 3;
 /// Words of a need read for a known one: each may cost a word search, so a long need of
 /// gibberish costs no more than a short one.
 pub const KNOWN_WORDS_READ: usize = 16;
@@ -114,12 +142,13 @@ const MINUTE: i64 = 60 * SECOND;
 pub enum NeedWords {
     /// A known word, or near words for more than half of them: the whole rule applies.
     Real,
-    /// No word known, and some [`FUNCTION_WORDS`]: a misspelt need or gibberish in a sentence's
-    /// frame, which no word rule tells apart. Matched by meaning at the ordinary threshold (a
+    /// No word known, some [`FUNCTION_WORDS`] and other words: a misspelt need or gibberish in a
+    /// sentence's frame, which no word rule tells apart. Matched by meaning at the ordinary threshold (a
     /// misspelt need stays near the agent it means, 0.27–0.45 on the judged sets and the tests'
     /// profiles; gibberish reaches 0.20 at most there), with no nearest agents to fill.
     Framed,
-    /// No word known, nor any function word: matched by meaning alone only at
+    /// No word known, nor any function word, or no word at all but function words and
+    /// [`PLACEHOLDER_WORDS`] (`the`, `lorem ipsum`): matched by meaning alone only at
     /// [`MADE_UP_THRESHOLD`], with no nearest agents to fill.
     MadeUp,
 }
@@ -395,9 +424,10 @@ impl App {
 
     /// What the need's words say of it ([`NeedWords`], by the rule of [`KNOWN_WORD_SHARE`]):
     /// one of its first [`KNOWN_WORDS_READ`] words known, or more than half of them near words,
-    /// its [`FUNCTION_WORDS`] and single letters left out. Word by word until the first known
-    /// one (the first, for most needs): the tokenizer first, a word search only for a word it
-    /// does not hold whole.
+    /// its [`FUNCTION_WORDS`], [`PLACEHOLDER_WORDS`] and single letters left out, a word of
+    /// [`REPEATED_CHARACTERS`] known only when a profile holds it. Word by word until the first
+    /// known one (the first, for most needs): the tokenizer first, a word search only for a word
+    /// it does not hold whole.
     fn need_words(&self, text: &str) -> NeedWords {
         let held = |word: &str| {
             let query = AgentQuery {
@@ -421,6 +451,11 @@ impl App {
                     || (among(STOP_WORDS, word) && !among(&STOP_WORDS_KEPT, word))
                     || among(&FUNCTION_WORDS, word))
         };
+        let repeated = |word: &str| {
+            let mut chars = word.chars();
+            let first = chars.next();
+            word.chars().count() >= REPEATED_CHARACTERS && chars.all(|c| Some(c) == first)
+        };
         let (mut words, mut near, mut framed) = (0usize, 0usize, false);
         for word in
             agentdir_meaning::need_part(text).split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty())
@@ -429,10 +464,19 @@ impl App {
                 framed = true;
                 continue;
             }
+            if among(&PLACEHOLDER_WORDS, word) {
+                continue;
+            }
             if words == KNOWN_WORDS_READ {
                 break;
             }
             words += 1;
+            if repeated(word) {
+                if held(word) {
+                    return NeedWords::Real;
+                }
+                continue;
+            }
             if agentdir_meaning::chinese_share(word) > 0.0 {
                 return NeedWords::Real;
             }
@@ -447,7 +491,7 @@ impl App {
         }
         if near * 2 > words {
             NeedWords::Real
-        } else if framed {
+        } else if framed && words > 0 {
             NeedWords::Framed
         } else {
             NeedWords::MadeUp
