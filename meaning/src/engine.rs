@@ -456,10 +456,16 @@ pub fn read_part(text: &str) -> String {
 /// ([`Model::need_tokens`]), so two needs with the same part have the same vector.
 pub fn need_part(text: &str) -> String {
     let part = cut(text, MAX_NEED_CHARS);
-    match crate::read_names(&part) {
+    let services = crate::glossary::chinese_service_names(&part);
+    let mut read = match crate::read_names(&part) {
         std::borrow::Cow::Borrowed(_) => part,
         std::borrow::Cow::Owned(read) => read,
+    };
+    if let Some(services) = services {
+        read.push(' ');
+        read.push_str(&services);
     }
+    read
 }
 
 fn cut(text: &str, chars: usize) -> String {

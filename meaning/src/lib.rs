@@ -12,6 +12,7 @@
 
 mod centres;
 mod engine;
+mod glossary;
 mod language_axis;
 mod matrix;
 mod names;
@@ -23,6 +24,7 @@ pub use engine::{
     Model, ModelError, NEED_PREFIX_WEIGHT, NEED_SPECIALS_WEIGHT, NeedTokens, Prefix, Specials, Vocabulary,
     built_in_weights, need_part, read_part, unavailable_reason,
 };
+pub use glossary::{SERVICE_NAMES, SERVICE_NAMES_WORDS, chinese_service_names};
 pub use matrix::{EncodedRow, Hit, Matrix, Unpacked};
 pub use names::{CHINESE_NAMES, read_names};
 pub use nearest::{MARGIN_SIGMAS, Nearest, NearestStats, PARALLEL_ROWS, SURPRISE_SIGMAS, surprises};
