@@ -13,7 +13,9 @@
 
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::AhoCorasick;
+
+use crate::names::{joins, latin_words};
 
 /// Each service as an English need names it (matched whole, in any case, a plural `s` or `es`
 /// allowed) and its name in Chinese.
@@ -137,13 +139,7 @@ pub const SERVICE_NAMES: &[(&str, &str)] = &[
     ("moving", "搬家"),
 ];
 
-static SERVICES: LazyLock<AhoCorasick> = LazyLock::new(|| {
-    AhoCorasickBuilder::new()
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::LeftmostLongest)
-        .build(SERVICE_NAMES.iter().map(|(english, _)| english))
-        .expect("the service names build an automaton")
-});
+static SERVICES: LazyLock<AhoCorasick> = LazyLock::new(|| latin_words(SERVICE_NAMES));
 
 /// The most words (split at anything that is not a letter or a digit) of a need that gains the
 /// Chinese names of its services: a keyword or a sentence of need. Longer needs (a situation in
@@ -160,7 +156,6 @@ pub fn chinese_service_names(text: &str) -> Option<String> {
         return None;
     }
     let bytes = text.as_bytes();
-    let joins = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_alphanumeric);
     let mut added: Vec<&str> = Vec::new();
     for m in SERVICES.find_iter(text) {
         let rest = &bytes[m.end()..];
@@ -168,9 +163,9 @@ pub fn chinese_service_names(text: &str) -> Option<String> {
         let whole = [&b"es"[..], b"s", b""].into_iter().any(|suffix| {
             rest.len() >= suffix.len()
                 && rest[..suffix.len()].eq_ignore_ascii_case(suffix)
-                && !joins(m.end() + suffix.len())
+                && !joins(bytes, m.end() + suffix.len())
         });
-        if !whole || (m.start() > 0 && joins(m.start() - 1)) {
+        if !whole || (m.start() > 0 && joins(bytes, m.start() - 1)) {
             continue;
         }
         let chinese = SERVICE_NAMES[m.pattern().as_usize()].1;

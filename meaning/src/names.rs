@@ -122,23 +122,32 @@ pub const CHINESE_NAMES: &[(&str, &str)] = &[
     ("Hunan", "湖南"),
 ];
 
-static NAMES: LazyLock<AhoCorasick> = LazyLock::new(|| {
+static NAMES: LazyLock<AhoCorasick> = LazyLock::new(|| latin_words(CHINESE_NAMES));
+
+/// An automaton that finds the first words of `pairs` in a text, in any case, the longest where
+/// several start at one place (`WeChat Pay` before `WeChat`).
+pub(crate) fn latin_words(pairs: &[(&str, &str)]) -> AhoCorasick {
     AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::LeftmostLongest)
-        .build(CHINESE_NAMES.iter().map(|(latin, _)| latin))
-        .expect("the names build an automaton")
-});
+        .build(pairs.iter().map(|(latin, _)| latin))
+        .expect("a list of words builds an automaton")
+}
+
+/// Whether the byte at `i` of `bytes` is an ASCII letter or digit, so that a word found next
+/// to it is part of a longer word.
+pub(crate) fn joins(bytes: &[u8], i: usize) -> bool {
+    bytes.get(i).is_some_and(u8::is_ascii_alphanumeric)
+}
 
 /// `text` with every name of [`CHINESE_NAMES`] that stands as a whole word (no ASCII letter or
 /// digit right before or after it) written in Chinese; borrowed when it names none.
 pub fn read_names(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
-    let joins = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_alphanumeric);
     let mut read = String::new();
     let mut copied = 0;
     for m in NAMES.find_iter(text) {
-        if (m.start() > 0 && joins(m.start() - 1)) || joins(m.end()) {
+        if (m.start() > 0 && joins(bytes, m.start() - 1)) || joins(bytes, m.end()) {
             continue;
         }
         read.push_str(&text[copied..m.start()]);
