@@ -18,7 +18,10 @@ use aho_corasick::AhoCorasick;
 use crate::names::{joins, latin_words};
 
 /// Each service as an English need names it (matched whole, in any case, a plural `s` or `es`
-/// allowed) and its name in Chinese.
+/// allowed) and its name in Chinese. Words whose service depends on the rest of the need are
+/// not here (`audit`: of accounts, of security, of a site; `interview`: for a job or of users;
+/// `caption`: subtitles or a post's text), and a longer name comes before the word it holds
+/// (`smart contract` is not a 合同).
 pub const SERVICE_NAMES: &[(&str, &str)] = &[
     // Language, voice and video.
     ("translation", "翻译"),
@@ -27,7 +30,6 @@ pub const SERVICE_NAMES: &[(&str, &str)] = &[
     ("localization", "本地化"),
     ("localisation", "本地化"),
     ("subtitle", "字幕"),
-    ("caption", "字幕"),
     ("transcription", "转写"),
     ("transcribe", "转写"),
     ("interpreter", "口译"),
@@ -54,7 +56,6 @@ pub const SERVICE_NAMES: &[(&str, &str)] = &[
     ("job description", "招聘"),
     ("recruiting", "招聘"),
     ("recruitment", "招聘"),
-    ("interview", "面试"),
     ("tutoring", "辅导"),
     ("tutor", "辅导"),
     ("homework", "作业"),
@@ -71,7 +72,6 @@ pub const SERVICE_NAMES: &[(&str, &str)] = &[
     ("payroll", "工资核算"),
     ("invoice", "发票"),
     ("reimbursement", "报销"),
-    ("audit", "审计"),
     ("contract", "合同"),
     ("lawyer", "律师"),
     ("trademark", "商标"),
@@ -105,6 +105,7 @@ pub const SERVICE_NAMES: &[(&str, &str)] = &[
     ("reviews", "评价"),
     // Software and data.
     ("code review", "代码评审"),
+    ("smart contract", "智能合约"),
     ("software testing", "软件测试"),
     ("penetration test", "渗透测试"),
     ("security audit", "安全审计"),
@@ -136,7 +137,6 @@ pub const SERVICE_NAMES: &[(&str, &str)] = &[
     ("psychological counseling", "心理咨询"),
     ("travel itinerary", "行程规划"),
     ("wedding", "婚礼"),
-    ("moving", "搬家"),
 ];
 
 static SERVICES: LazyLock<AhoCorasick> = LazyLock::new(|| latin_words(SERVICE_NAMES));
