@@ -452,8 +452,10 @@ pub fn read_part(text: &str) -> String {
 
 /// The part of a need the tokenizer is given: [`MAX_NEED_CHARS`] characters, NULs read as
 /// spaces, the Chinese names it spells in Latin letters written in Chinese
-/// ([`crate::read_names`]). The model then reads as much of it as fits in one window
-/// ([`Model::need_tokens`]), so two needs with the same part have the same vector.
+/// ([`crate::read_names`]), and, for a short English need, the Chinese names of the services
+/// it names added at its end ([`crate::chinese_service_names`]). The model then reads as much
+/// of it as fits in one window ([`Model::need_tokens`]), so two needs with the same part have
+/// the same vector.
 pub fn need_part(text: &str) -> String {
     let part = cut(text, MAX_NEED_CHARS);
     let services = crate::glossary::chinese_service_names(&part);
