@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
 
-use crate::names::{joins, latin_words};
+use crate::names::{latin_words, whole_words};
 
 /// Each service as an English need names it (matched whole, in any case, a plural `s` or `es`
 /// allowed) and its name in Chinese. Words whose service depends on the rest of the need are
@@ -155,19 +155,9 @@ pub fn chinese_service_names(text: &str) -> Option<String> {
     if words > SERVICE_NAMES_WORDS || crate::chinese_share(text) > 0.0 {
         return None;
     }
-    let bytes = text.as_bytes();
     let mut added: Vec<&str> = Vec::new();
-    for m in SERVICES.find_iter(text) {
-        let rest = &bytes[m.end()..];
-        // A plural of the name counts as the name.
-        let whole = [&b"es"[..], b"s", b""].into_iter().any(|suffix| {
-            rest.len() >= suffix.len()
-                && rest[..suffix.len()].eq_ignore_ascii_case(suffix)
-                && !joins(bytes, m.end() + suffix.len())
-        });
-        if !whole || (m.start() > 0 && joins(bytes, m.start() - 1)) {
-            continue;
-        }
+    // A plural of the name counts as the name.
+    for m in whole_words(&SERVICES, text, &[b"es", b"s", b""]) {
         let chinese = SERVICE_NAMES[m.pattern().as_usize()].1;
         if !added.contains(&chinese) {
             added.push(chinese);

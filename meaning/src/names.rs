@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, Match, MatchKind};
 
 /// Each name as an English need spells it (matched whole, in any case) and in Chinese.
 pub const CHINESE_NAMES: &[(&str, &str)] = &[
@@ -134,22 +134,32 @@ pub(crate) fn latin_words(pairs: &[(&str, &str)]) -> AhoCorasick {
         .expect("a list of words builds an automaton")
 }
 
-/// Whether the byte at `i` of `bytes` is an ASCII letter or digit, so that a word found next
-/// to it is part of a longer word.
-pub(crate) fn joins(bytes: &[u8], i: usize) -> bool {
-    bytes.get(i).is_some_and(u8::is_ascii_alphanumeric)
+/// The words of `words` found in `text` standing whole: no ASCII letter or digit right before
+/// the word, nor right after it and the first of `endings` that follows it (`b""` for none).
+pub(crate) fn whole_words<'a>(
+    words: &'a AhoCorasick,
+    text: &'a str,
+    endings: &'a [&'a [u8]],
+) -> impl Iterator<Item = Match> + 'a {
+    let bytes = text.as_bytes();
+    let joins = move |i: usize| bytes.get(i).is_some_and(u8::is_ascii_alphanumeric);
+    words.find_iter(text).filter(move |m| {
+        let rest = &bytes[m.end()..];
+        let ends = endings.iter().any(|ending| {
+            rest.len() >= ending.len()
+                && rest[..ending.len()].eq_ignore_ascii_case(ending)
+                && !joins(m.end() + ending.len())
+        });
+        ends && !(m.start() > 0 && joins(m.start() - 1))
+    })
 }
 
 /// `text` with every name of [`CHINESE_NAMES`] that stands as a whole word (no ASCII letter or
 /// digit right before or after it) written in Chinese; borrowed when it names none.
 pub fn read_names(text: &str) -> Cow<'_, str> {
-    let bytes = text.as_bytes();
     let mut read = String::new();
     let mut copied = 0;
-    for m in NAMES.find_iter(text) {
-        if (m.start() > 0 && joins(bytes, m.start() - 1)) || joins(bytes, m.end()) {
-            continue;
-        }
+    for m in whole_words(&NAMES, text, &[b""]) {
         read.push_str(&text[copied..m.start()]);
         read.push_str(CHINESE_NAMES[m.pattern().as_usize()].1);
         copied = m.end();
