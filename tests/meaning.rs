@@ -386,6 +386,17 @@ async fn made_up_words_find_nobody_while_real_words_still_meet_agents() {
         "aaaa bbbb",
         "哈哈哈哈",
         "啊啊啊",
+        // Words that ask without saying what, around gibberish; a code whose short words the
+        // vocabulary spells whole (`xj`).
+        "glarbnok service",
+        "help me with my zibberflax",
+        "snorfle dimblewick agent",
+        "QWERTY-99-XJ",
+        // Chinese characters drawn at random, which hold no dictionary word, and babble.
+        "荣翩瞿颢",
+        "钗鬟甍彧",
+        "阿巴阿巴",
+        "咕噜咕噜",
     ] {
         let r = search(&s, need).await;
         assert_eq!(r.json["agents"], json!([]), "{need}: {}", r.json);
@@ -406,6 +417,12 @@ async fn made_up_words_find_nobody_while_real_words_still_meet_agents() {
         let r = search(&s, need).await;
         assert_eq!(handles(&r).first(), Some(&agent.handle), "{need}: {}", r.json);
         assert_eq!(r.json["total"].as_u64(), Some(handles(&r).len() as u64), "{need}");
+    }
+    // Platforms' names jieba's dictionary lacks, in Chinese (from the list of names) or in
+    // Latin letters, are real needs: the agents nearest them fill the page.
+    for need in ["小红书", "Xiaohongshu", "微信"] {
+        let r = search(&s, need).await;
+        assert!(handles(&r).contains(&growth.handle), "{need}: {}", r.json);
     }
 }
 

@@ -58,6 +58,13 @@ pub(crate) fn jieba() -> Arc<Jieba> {
     JIEBA.get_or_init(|| Arc::new(Jieba::new())).clone()
 }
 
+/// Whether jieba's dictionary holds a word of two Han characters or more within `text`: cut in
+/// its default mode without the HMM, which would join characters it does not know into words of
+/// its own. Characters drawn at random (`荣翩瞿颢`) hold none; most Chinese needs hold several.
+pub fn holds_chinese_word(text: &str) -> bool {
+    jieba().cut(text, false).iter().any(|token| token.word.chars().filter(|&c| is_han(c)).count() >= 2)
+}
+
 fn is_han(c: char) -> bool {
     matches!(c as u32,
         0x3007
@@ -305,6 +312,16 @@ mod tests {
         assert!(t.contains(&"翻译".to_string()), "{t:?}");
         assert!(t.contains(&"本地化".to_string()), "{t:?}");
         assert!(t.contains(&"本地".to_string()), "{t:?}");
+    }
+
+    #[test]
+    fn dictionary_words_tell_chinese_from_characters_drawn_at_random() {
+        for real in ["个税申报", "翻译", "帮我找一个会计", "亚马逊FBA头程"] {
+            assert!(holds_chinese_word(real), "{real}");
+        }
+        for drawn in ["荣翩瞿颢", "鬯爨龘麤", "的", "help me"] {
+            assert!(!holds_chinese_word(drawn), "{drawn}");
+        }
     }
 
     #[test]

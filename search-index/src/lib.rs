@@ -56,7 +56,7 @@ use crate::part::Plan;
 use crate::query::{EXACT_HANDLE_SCORE, exact_term};
 use crate::schema::{AgentFields, CallFields, exact_term_value};
 
-pub use crate::analysis::STOP_WORDS;
+pub use crate::analysis::{STOP_WORDS, holds_chinese_word};
 pub use crate::overlay::MAX_OVERLAY_DOCS;
 pub use crate::relaxed::{ALL_OR_TWO_WORDS, RELAXED_FROM_WORDS, required_words};
 pub use crate::words::{AgentWords, WordCheck};

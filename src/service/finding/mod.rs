@@ -30,7 +30,7 @@ use std::net::IpAddr;
 use std::time::Instant;
 
 use agentdir_meaning::{Hit, NeedTokens, Quantized};
-use agentdir_search_index::{AgentQuery, Page as IndexPage, STOP_WORDS, SearchIndex};
+use agentdir_search_index::{AgentQuery, Page as IndexPage, STOP_WORDS, SearchIndex, holds_chinese_word};
 use rustc_hash::FxHashSet;
 
 use self::score::{Candidate, Scoring, WordPlace};
@@ -66,16 +66,18 @@ pub const MEANING_CANDIDATES: usize = 1_000;
 pub const NEAREST_FILL: usize = 10;
 pub const NEAREST_FLOOR: f32 = 0.12;
 /// A need is made up unless one of its first [`KNOWN_WORDS_READ`] words is a known word (a word
-/// in Chinese, one the model's vocabulary holds whole as one piece, or one some agent's profile
-/// holds by the index's word rule: `invoice`, `kubernetes` are spelled in pieces) or more than
+/// in Chinese that holds a word of jieba's dictionary or of the lists `need_part` reads, one the
+/// model's vocabulary holds whole as one piece, or one some agent's profile holds by the index's
+/// word rule: `invoice`, `kubernetes` are spelled in pieces) or more than
 /// half of them are near words: the vocabulary holds them nearly whole, their longest piece at
 /// least this share of their characters (`captions` is `▁caption` + `s`, 7 of 8; `bugs` 3 of 4).
 /// Made-up words and keyboard mashes are spelled out in short pieces (`flurbix` is `▁flu` `rbi`
 /// `x`, 3 of 7; `qwerty` 4 of 6; `zq86207b2b` 2 of 10) and held by nobody, but a short one can
 /// be a near word by chance (`plugh` is `▁plug` + `h`, `florp` `▁flor` + `p`): one near word
 /// beside gibberish (`xyzzy plugh`) does not make a need real, while a need of real words in
-/// pieces (`tidy bugs`) is. A number (`4471` in `ZX-4471-QP`) is known only when some profile
-/// holds it. A made-up need gets no fill, and matches by meaning alone only at
+/// pieces (`tidy bugs`) is. A number, or a word of [`SHORT_WORD_CHARACTERS`], is near only when
+/// some profile holds it (`4471` in `ZX-4471-QP` is not). A made-up need gets no fill, and
+/// matches by meaning alone only at
 /// [`MADE_UP_THRESHOLD`]: its vector is noise, near a few profiles at up to ~0.25 on the judged
 /// sets (mostly those written in Chinese), while a misspelling of a real need stays near the
 /// agents that meet it (`subtitel translaton` 0.45, docs/search.md).
@@ -90,6 +92,33 @@ pub const FUNCTION_WORDS: [&str; 38] = [
     "but", "nor", "onto", "about", "than", "then", "so", "if", "was", "were", "been", "being", "this",
     "these", "those", "i", "me", "my", "mine", "we", "our", "ours", "you", "your", "yours", "he", "him",
     "his", "she", "her", "hers", "they", "them", "their", "its", "some", "any", "please",
+];
+/// Words that ask for something without saying what: a need of gibberish in them
+/// (`glarbnok service`, `help me with my zibberflax`) met the agents nearest its noise as a real
+/// one. Read as [`FUNCTION_WORDS`] are: they frame a need and are neither known nor counted.
+pub const REQUEST_WORDS: [&str; 22] = [
+    "agent",
+    "agents",
+    "service",
+    "services",
+    "help",
+    "helper",
+    "need",
+    "needs",
+    "needed",
+    "want",
+    "wants",
+    "wanted",
+    "find",
+    "looking",
+    "someone",
+    "somebody",
+    "anyone",
+    "anybody",
+    "something",
+    "hire",
+    "get",
+    "who",
 ];
 /// The index's stop words that are read as words of a need: `it` names a trade as well, `not`
 /// turns a need around.
@@ -120,8 +149,13 @@ pub const PLACEHOLDER_WORDS: [&str; 14] = [
 /// A word of one character typed this many times or more (`aaaa`, `ooooo`, `哈哈哈`, `啊啊啊`) is
 /// a key held down or a laugh, not a word, whatever the vocabulary holds (it holds `aaaa` whole,
 /// and every Chinese character); known only when a profile holds it. Two is a word often enough
-/// (`妈妈`, `看看`).
+/// (`妈妈`, `看看`). So is Chinese babble, a pair of characters said twice or more (`阿巴阿巴`,
+/// `咕噜咕噜`), unless it is a name of the lists `need_part` reads (`哔哩哔哩`).
 pub const REPEATED_CHARACTERS: usize = 3;
+/// An ASCII word of this many characters or fewer (`xj`, `k7`) is spelled whole by the
+/// vocabulary whatever it is: like a number, a near word when a profile holds it (`AI`, `HR`,
+/// `3D`), else neither known nor near.
+pub const SHORT_WORD_CHARACTERS: usize = 2;
 /// Words of a need read for a known one: each may cost a word search, so a long need of
 /// gibberish costs no more than a short one.
 pub const KNOWN_WORDS_READ: usize = 16;
@@ -129,6 +163,12 @@ pub const KNOWN_WORDS_READ: usize = 16;
 pub const MADE_UP_THRESHOLD: f32 = 0.30;
 /// The same for a need the quick encoder read, at its scale (about 0.6 of the full model's).
 pub const QUICK_MADE_UP_THRESHOLD: f32 = 0.18;
+/// The similarity at which a [`NeedWords::Framed`] need matches an agent by meaning alone:
+/// between gibberish in a frame (at most 0.20 on the judged sets; `help me with my zibberflax`
+/// 0.19) and a misspelt need near the agent it means (0.27–0.45).
+pub const FRAMED_THRESHOLD: f32 = 0.24;
+/// The same for a need the quick encoder read.
+pub const QUICK_FRAMED_THRESHOLD: f32 = 0.14;
 /// [`MEANING_THRESHOLD`] and [`NEAREST_FLOOR`] for a need the quick encoder read: its
 /// similarities run lower than the full model's (meaning/STATIC.md: at 0.10 it lets as many
 /// agents that do not fit through as the full model does at 0.18), chosen on the relevance
@@ -142,10 +182,9 @@ const MINUTE: i64 = 60 * SECOND;
 pub enum NeedWords {
     /// A known word, or near words for more than half of them: the whole rule applies.
     Real,
-    /// No word known, some [`FUNCTION_WORDS`] and other words: a misspelt need or gibberish in a
-    /// sentence's frame, which no word rule tells apart. Matched by meaning at the ordinary threshold (a
-    /// misspelt need stays near the agent it means, 0.27–0.45 on the judged sets and the tests'
-    /// profiles; gibberish reaches 0.20 at most there), with no nearest agents to fill.
+    /// No word known, some [`FUNCTION_WORDS`] or [`REQUEST_WORDS`] and other words: a misspelt
+    /// need or gibberish in a sentence's frame, which no word rule tells apart. Matched by
+    /// meaning at [`FRAMED_THRESHOLD`], with no nearest agents to fill.
     Framed,
     /// No word known, nor any function word, or no word at all but function words and
     /// [`PLACEHOLDER_WORDS`] (`the`, `lorem ipsum`): matched by meaning alone only at
@@ -156,7 +195,11 @@ pub enum NeedWords {
 impl NeedWords {
     /// The similarity at which the need matches an agent by meaning alone.
     fn threshold(self, rule: &Similarities) -> f32 {
-        if self == NeedWords::MadeUp { rule.made_up } else { rule.threshold }
+        match self {
+            NeedWords::Real => rule.threshold,
+            NeedWords::Framed => rule.framed,
+            NeedWords::MadeUp => rule.made_up,
+        }
     }
 
     /// Whether the nearest agents may fill a thin result.
@@ -449,12 +492,18 @@ impl App {
             word.is_ascii()
                 && (word.len() == 1
                     || (among(STOP_WORDS, word) && !among(&STOP_WORDS_KEPT, word))
-                    || among(&FUNCTION_WORDS, word))
+                    || among(&FUNCTION_WORDS, word)
+                    || among(&REQUEST_WORDS, word))
         };
         let repeated = |word: &str| {
-            let mut chars = word.chars();
-            let first = chars.next();
-            word.chars().count() >= REPEATED_CHARACTERS && chars.all(|c| Some(c) == first)
+            let chars: Vec<char> = word.chars().collect();
+            let said_over = |unit: usize, times: usize| {
+                chars.len() >= unit * times
+                    && chars.len().is_multiple_of(unit)
+                    && chars.iter().enumerate().all(|(i, &c)| c == chars[i % unit])
+            };
+            said_over(1, REPEATED_CHARACTERS)
+                || (agentdir_meaning::chinese_share(word) > 0.0 && said_over(2, 2))
         };
         let (mut words, mut near, mut framed) = (0usize, 0usize, false);
         for word in
@@ -471,19 +520,39 @@ impl App {
                 break;
             }
             words += 1;
-            if repeated(word) {
+            let chinese = agentdir_meaning::chinese_share(word) > 0.0;
+            let listed = || {
+                agentdir_meaning::CHINESE_NAMES
+                    .iter()
+                    .chain(agentdir_meaning::SERVICE_NAMES)
+                    .any(|(_, name)| name.chars().count() > 1 && word.contains(name))
+            };
+            if repeated(word) && !listed() {
                 if held(word) {
                     return NeedWords::Real;
                 }
                 continue;
             }
-            if agentdir_meaning::chinese_share(word) > 0.0 {
-                return NeedWords::Real;
-            }
             // A number is spelled in the vocabulary's digit pieces whatever it is (`4471` is
-            // `▁44` `71`): known only when a profile holds it.
-            let share =
-                if word.chars().all(|c| c.is_ascii_digit()) { None } else { self.model.whole_share(word) };
+            // `▁44` `71`), a short word whole: near when a profile holds it (`1099`, `AI`), but
+            // one beside gibberish does not make a need real (`99` in `QWERTY-99-XJ`).
+            if word.chars().all(|c| c.is_ascii_digit())
+                || (word.is_ascii() && word.len() <= SHORT_WORD_CHARACTERS)
+            {
+                near += usize::from(held(word));
+                continue;
+            }
+            // A word in Chinese is known when it holds a dictionary word, is one character, or
+            // names a platform or service of the lists (jieba's dictionary predates `微信`);
+            // characters drawn at random are known only when a profile holds them.
+            if chinese {
+                let one_character = word.chars().filter(|c| !c.is_ascii()).count() == 1;
+                if one_character || listed() || holds_chinese_word(word) || held(word) {
+                    return NeedWords::Real;
+                }
+                continue;
+            }
+            let share = self.model.whole_share(word);
             if share.is_some_and(|share| share >= 1.0) || held(word) {
                 return NeedWords::Real;
             }
@@ -562,14 +631,21 @@ pub struct Similarities {
     pub nearest_floor: f32,
     /// A made-up need matches an agent by meaning alone this similar or more.
     pub made_up: f32,
+    /// A framed need (no word known) matches an agent by meaning alone this similar or more.
+    pub framed: f32,
 }
 
-pub const FULL_MODEL: Similarities =
-    Similarities { threshold: MEANING_THRESHOLD, nearest_floor: NEAREST_FLOOR, made_up: MADE_UP_THRESHOLD };
+pub const FULL_MODEL: Similarities = Similarities {
+    threshold: MEANING_THRESHOLD,
+    nearest_floor: NEAREST_FLOOR,
+    made_up: MADE_UP_THRESHOLD,
+    framed: FRAMED_THRESHOLD,
+};
 pub const QUICK_ENCODER: Similarities = Similarities {
     threshold: QUICK_MEANING_THRESHOLD,
     nearest_floor: QUICK_NEAREST_FLOOR,
     made_up: QUICK_MADE_UP_THRESHOLD,
+    framed: QUICK_FRAMED_THRESHOLD,
 };
 
 /// Tokens the model reads for a need (its prefix and two specials included) up to which the
@@ -584,14 +660,15 @@ impl Similarities {
     /// The rule for a need of `tokens` tokens: past [`LONG_NEED_TOKENS`], the threshold of a
     /// match and the floor of the nearest fill are divided by `√(tokens / LONG_NEED_TOKENS)`, at
     /// most [`LONG_NEED_RELIEF`] (a need of 63 tokens or more: 0.12 to match, 0.08 to fill). The
-    /// similarities themselves, and so the scores, are left as they are; a made-up need keeps
-    /// its threshold.
+    /// similarities themselves, and so the scores, are left as they are; a made-up or framed
+    /// need keeps its threshold.
     pub fn for_need_of(self, tokens: u32) -> Similarities {
         let relief = (tokens as f32 / LONG_NEED_TOKENS as f32).sqrt().clamp(1.0, LONG_NEED_RELIEF);
         Similarities {
             threshold: self.threshold / relief,
             nearest_floor: self.nearest_floor / relief,
             made_up: self.made_up,
+            framed: self.framed,
         }
     }
 }
