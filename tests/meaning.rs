@@ -392,6 +392,7 @@ async fn made_up_words_find_nobody_while_real_words_still_meet_agents() {
         "help me with my zibberflax",
         "snorfle dimblewick agent",
         "QWERTY-99-XJ",
+        "ABC-123",
         // Chinese characters drawn at random, which hold no dictionary word, and babble.
         "荣翩瞿颢",
         "钗鬟甍彧",

@@ -130,7 +130,7 @@ pub const STOP_WORDS_KEPT: [&str; 2] = ["it", "not"];
 /// [`FUNCTION_WORDS`] they are not read for the rule of [`KNOWN_WORD_SHARE`], but they do not
 /// frame a need either. Only meaning is ruled by this: an agent that holds `bar` still matches
 /// `bar` by words.
-pub const PLACEHOLDER_WORDS: [&str; 14] = [
+pub const PLACEHOLDER_WORDS: [&str; 16] = [
     "lorem",
     "ipsum",
     "dolor",
@@ -145,6 +145,8 @@ pub const PLACEHOLDER_WORDS: [&str; 14] = [
     "qux",
     "quux",
     "foobar",
+    "abc",
+    "xyz",
 ];
 /// A word of one character typed this many times or more (`aaaa`, `ooooo`, `哈哈哈`, `啊啊啊`) is
 /// a key held down or a laugh, not a word, whatever the vocabulary holds (it holds `aaaa` whole,
