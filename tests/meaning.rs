@@ -24,6 +24,18 @@ async fn agent_with(s: &Server, prefix: &str, profile: Value) -> Agent {
     a
 }
 
+/// An agent described only in Chinese (`description_en` is the `-` a profile needs).
+async fn chinese_only_agent(
+    s: &Server,
+    prefix: &str,
+    [name, tagline, description_zh]: [&str; 3],
+    capabilities: &[&str],
+) -> Agent {
+    let profile = json!({"name": name, "tagline": tagline, "description_en": "-",
+        "description_zh": description_zh, "capabilities": capabilities});
+    agent_with(s, prefix, profile).await
+}
+
 /// The similarity `explain=true` shows for `handle`, if it is listed.
 async fn similarity_of(s: &Server, need: &str, handle: &str) -> Option<f64> {
     let r = s.get(&format!("/api/agents?q={}&explain=true&limit=100", q(need)), None).await;
@@ -152,24 +164,22 @@ async fn chinese_names_and_services_in_english_needs_find_agents_described_in_ch
     let s = Server::start().await;
     // Agents of other trades, in both languages, for the two to be found among.
     trades(&s).await;
-    let xhs = agent_with(&s, "xhs", json!({
-        "name": "小红书运营",
-        "tagline": "小红书、抖音内容运营与涨粉",
-        "description_en": "-",
-        "description_zh": "小红书和抖音账号代运营：账号定位、选题、笔记和短视频脚本撰写、发布排期、评论互动，按月复盘涨粉数据。",
-        "capabilities": ["小红书运营", "内容营销"],
-    }))
+    let xhs = chinese_only_agent(
+        &s,
+        "xhs",
+        [
+            "小红书运营",
+            "小红书、抖音内容运营与涨粉",
+            "小红书和抖音账号代运营：账号定位、选题、笔记和短视频脚本撰写、发布排期、评论互动，按月复盘涨粉数据。",
+        ],
+        &["小红书运营", "内容营销"],
+    )
     .await;
-    let books = agent_with(
+    let books = chinese_only_agent(
         &s,
         "books",
-        json!({
-            "name": "代账小办",
-            "tagline": "深圳小公司代理记账",
-            "description_en": "-",
-            "description_zh": "为深圳的小微企业代理记账、每月报税、开具发票和年报。",
-            "capabilities": ["代理记账", "报税"],
-        }),
+        ["代账小办", "深圳小公司代理记账", "为深圳的小微企业代理记账、每月报税、开具发票和年报。"],
+        &["代理记账", "报税"],
     )
     .await;
     // The model spells `Xiaohongshu` and `Shenzhen` out in pinyin pieces that say nothing;
@@ -186,16 +196,15 @@ async fn chinese_names_and_services_in_english_needs_find_agents_described_in_ch
     // A short English need that names a service is given to the model with the service's
     // Chinese name beside it: `resume writing` is then near the agent that writes 简历 (0.30;
     // 0.21 without the Chinese name, as near as the judged sets' unrelated agents run).
-    let resumes = agent_with(
+    let resumes = chinese_only_agent(
         &s,
         "resumes",
-        json!({
-            "name": "简历优化",
-            "tagline": "中英文简历修改",
-            "description_en": "-",
-            "description_zh": "帮求职者修改中英文简历：梳理经历、突出成果、匹配岗位要求，附求职信修改。",
-            "capabilities": ["简历优化", "求职信"],
-        }),
+        [
+            "简历优化",
+            "中英文简历修改",
+            "帮求职者修改中英文简历：梳理经历、突出成果、匹配岗位要求，附求职信修改。",
+        ],
+        &["简历优化", "求职信"],
     )
     .await;
     let similarity = similarity_of(&s, "resume writing", &resumes.handle).await.unwrap();

@@ -26,7 +26,7 @@ pub use engine::{
 };
 pub use glossary::{SERVICE_NAMES, SERVICE_NAMES_WORDS, chinese_service_names};
 pub use matrix::{EncodedRow, Hit, Matrix, Unpacked};
-pub use names::{CHINESE_NAMES, read_names};
+pub use names::{CHINESE_NAMES, names_in_chinese, read_names};
 pub use nearest::{MARGIN_SIGMAS, Nearest, NearestStats, PARALLEL_ROWS, SURPRISE_SIGMAS, surprises};
 pub use need_encoder::{DISTIL_BATCH, NEED_ENCODER_ID, NeedEncoder, SIF_A, TABLE_FILE, background_priority};
 

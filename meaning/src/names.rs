@@ -124,6 +124,21 @@ pub const CHINESE_NAMES: &[(&str, &str)] = &[
 
 static NAMES: LazyLock<AhoCorasick> = LazyLock::new(|| latin_words(CHINESE_NAMES));
 
+/// The Chinese of the names of [`CHINESE_NAMES`] and of the services of
+/// [`SERVICE_NAMES`](crate::SERVICE_NAMES), those of two characters or more (`云` alone would
+/// be found in every word that holds it).
+static IN_CHINESE: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    let names = CHINESE_NAMES.iter().chain(crate::SERVICE_NAMES).map(|(_, chinese)| *chinese);
+    AhoCorasick::new(names.filter(|chinese| chinese.chars().count() > 1))
+        .expect("a list of words builds an automaton")
+});
+
+/// Whether `text` holds the Chinese of a name or a service of the lists a need is read with
+/// (`微信`, `小红书`, `哔哩哔哩`): words the directory knows whatever a dictionary holds.
+pub fn names_in_chinese(text: &str) -> bool {
+    IN_CHINESE.is_match(text)
+}
+
 /// An automaton that finds the first words of `pairs` in a text, in any case, the longest where
 /// several start at one place (`WeChat Pay` before `WeChat`).
 pub(crate) fn latin_words(pairs: &[(&str, &str)]) -> AhoCorasick {
@@ -174,6 +189,17 @@ pub fn read_names(text: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_and_services_are_found_in_chinese_text() {
+        for text in ["微信小程序", "小红书", "哔哩哔哩", "做简历"] {
+            assert!(names_in_chinese(text), "{text}");
+        }
+        // `云` is on a list, but alone it is in too many words to count.
+        for text in ["荣翩瞿颢", "云朵", "Xiaohongshu"] {
+            assert!(!names_in_chinese(text), "{text}");
+        }
+    }
 
     #[test]
     fn names_standing_whole_are_read_in_chinese() {

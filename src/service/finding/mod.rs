@@ -497,15 +497,14 @@ impl App {
                     || among(&FUNCTION_WORDS, word)
                     || among(&REQUEST_WORDS, word))
         };
-        let repeated = |word: &str| {
+        let repeated = |word: &str, chinese: bool| {
             let chars: Vec<char> = word.chars().collect();
             let said_over = |unit: usize, times: usize| {
                 chars.len() >= unit * times
                     && chars.len().is_multiple_of(unit)
                     && chars.iter().enumerate().all(|(i, &c)| c == chars[i % unit])
             };
-            said_over(1, REPEATED_CHARACTERS)
-                || (agentdir_meaning::chinese_share(word) > 0.0 && said_over(2, 2))
+            said_over(1, REPEATED_CHARACTERS) || (chinese && said_over(2, 2))
         };
         let (mut words, mut near, mut framed) = (0usize, 0usize, false);
         for word in
@@ -523,13 +522,8 @@ impl App {
             }
             words += 1;
             let chinese = agentdir_meaning::chinese_share(word) > 0.0;
-            let listed = || {
-                agentdir_meaning::CHINESE_NAMES
-                    .iter()
-                    .chain(agentdir_meaning::SERVICE_NAMES)
-                    .any(|(_, name)| name.chars().count() > 1 && word.contains(name))
-            };
-            if repeated(word) && !listed() {
+            let listed = || chinese && agentdir_meaning::names_in_chinese(word);
+            if repeated(word, chinese) && !listed() {
                 if held(word) {
                     return NeedWords::Real;
                 }
