@@ -24,7 +24,7 @@ use crate::domain::agent::{TextHash, profile_text, text_hash};
 use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::Result;
 use crate::store::vectors::{self as store, EvidenceCounts, StoredVector};
-use crate::store::{search, unmapped};
+use crate::store::search;
 use crate::time::{DAY, now_ms};
 
 /// Agents' keys read in one step of a load at start.
@@ -119,16 +119,14 @@ impl Vectors {
         let started = Instant::now();
         let (evidence, span, stamp) = {
             let conn = open()?;
-            unmapped(&conn, |conn| {
-                let snapshot = conn.unchecked_transaction()?;
-                let span = search::agent_key_span(&snapshot)?;
-                self.write().matrix.reserve(store::count(&snapshot)?);
-                // Read before the shares' snapshots begin: whatever is stored after is applied below.
-                let stamp = store::newest_stamp(&snapshot)?;
-                let evidence = store::all_evidence(&snapshot, live_after())?;
-                snapshot.finish()?;
-                Ok((evidence, span, stamp))
-            })?
+            let snapshot = conn.unchecked_transaction()?;
+            let span = search::agent_key_span(&snapshot)?;
+            self.write().matrix.reserve(store::count(&snapshot)?);
+            // Read before the shares' snapshots begin: whatever is stored after is applied below.
+            let stamp = store::newest_stamp(&snapshot)?;
+            let evidence = store::all_evidence(&snapshot, live_after())?;
+            snapshot.finish()?;
+            (evidence, span, stamp)
         };
         if let Some((first, last)) = span {
             let threads = threads.max(1) as i64;
@@ -140,7 +138,7 @@ impl Vectors {
                         let (open, evidence) = (&open, &evidence);
                         scope.spawn(move || -> Result<()> {
                             let conn = open()?;
-                            unmapped(&conn, |conn| self.load_share(conn, evidence, from, to))
+                            self.load_share(&conn, evidence, from, to)
                         })
                     })
                     .collect();
@@ -180,8 +178,8 @@ impl Vectors {
         let mut from = first;
         while from <= last {
             let to = last.min(from + LOAD_STEP - 1);
-            // Without the map, pages come through the connection's own cache; on a replica's
-            // copy a page the follower rewrote since the last step would be served old from it
+            // Pages come through the connection's own cache; on a replica's copy a page the
+            // follower rewrote since the last step would be served old from it
             // (`store::replica`), so each step starts with none.
             conn.release_memory()?;
             let snapshot = conn.unchecked_transaction()?;

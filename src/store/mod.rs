@@ -42,28 +42,16 @@ use crate::error::Result;
 pub type Pool = r2d2::Pool<SqliteConnectionManager>;
 pub type Conn = r2d2::PooledConnection<SqliteConnectionManager>;
 
-/// Every connection reads through a memory map of the database file: a page read is then a
-/// memory access into the OS page cache shared by all connections, instead of a `pread` copy
-/// into each connection's own page cache, whose allocator and LRU sit behind process-wide
-/// mutexes in this SQLite build (SQLITE_ENABLE_MEMORY_MANAGEMENT). With 16 concurrent searches
-/// hydrating their pages, those mutexes doubled the CPU per search. The map is address space,
-/// not memory: its pages are the OS page cache, shared and reclaimable, though RSS counts a
-/// page once per connection that touched it, so RSS overstates what the process holds.
-const READ_PRAGMAS: &str = "PRAGMA busy_timeout = 5000;
-PRAGMA mmap_size = 2147418112;";
-
-/// Runs `f` on a read connection without the memory map: a load at start reads every page of
-/// the agents once, and through the map each page it touched would stay counted in the
-/// process's RSS for as long as the connection lives. Without it the pages pass through the
-/// OS page cache, which is not. On a replica's copy the connection's own cache may then hold
-/// pages the follower has rewritten since (`replica`): `f` drops them before each read
-/// transaction (`Connection::release_memory`).
-pub fn unmapped<R>(conn: &Connection, f: impl FnOnce(&Connection) -> Result<R>) -> Result<R> {
-    conn.execute_batch("PRAGMA mmap_size = 0;")?;
-    let result = f(conn);
-    conn.execute_batch(READ_PRAGMAS)?;
-    result
-}
+/// Every connection reads through its own page cache (SQLite's default, 2 MiB), and pages it
+/// lacks come from the OS page cache by `pread`. The bundled SQLite is compiled without
+/// SQLITE_ENABLE_MEMORY_MANAGEMENT and with SQLITE_DEFAULT_MEMSTATUS=0 (`.cargo/config.toml`):
+/// with the first, every connection's cache shares one LRU behind a process-wide mutex, with
+/// the second every allocation counts itself under another, and with 16 concurrent searches
+/// hydrating their pages those mutexes doubled the CPU per search. Without them the connections
+/// share nothing, so no memory map is needed to get around them. A memory map (the way round
+/// before) made the process's RSS count each page of the file once per connection that touched
+/// it: 0.45 GB once started at a million agents, 2.2 GB after a few thousand searches.
+const READ_PRAGMAS: &str = "PRAGMA busy_timeout = 5000;";
 
 /// A connection that writes: WAL so readers never wait for it, and `synchronous = FULL` so an
 /// acknowledged write survives a power loss (the server's writer pays one fsync per batch, not

@@ -10,9 +10,8 @@
 //!   lock for as long as it is open, which blocks the follower forever; the header is switched
 //!   to rollback mode once, before the read connections open;
 //! - the follower does not move SQLite's change counter unless page 1 changed, so a connection's
-//!   page cache would serve old pages: reads go through the memory map (`READ_PRAGMAS`), which
-//!   always shows the file as it is now, and every connection drops its cached pages before it
-//!   is used (`App::read`), for the pages SQLite read outside the map;
+//!   page cache would serve old pages: every connection drops its cached pages before it is
+//!   used (`App::read`), and its reads then come from the file as it is now;
 //! - the follower waits for open read transactions, so reads stay short.
 
 use std::path::{Path, PathBuf};
