@@ -1,12 +1,41 @@
 //! What the vector scan checks of each agent as it passes over its row: the filters a search
 //! may set, kept beside the vectors in the scan's own order so that rows failing them cost no
-//! lookup. A capability or language is one bit of 64 (a hash of the value), so a row that
-//! passes here may still be refused by the exact check of its facts; a row refused here
-//! never holds the value.
+//! lookup. A capability or language is one bit of 64 (of its [`NameId`]), so a row that passes
+//! here may still be refused by the exact check of its facts; a row refused here never holds
+//! the value.
 
-use std::hash::{Hash, Hasher};
+use std::sync::{LazyLock, PoisonError, RwLock};
 
 use agentdir_search_index::AgentQuery;
+use rustc_hash::FxHashMap;
+
+/// A capability or language value (trimmed and lower-cased, as the index's exact filters
+/// compare them) by its place in the table of every such value agents have held since the
+/// server started. An agent's facts hold these, 4 bytes each, instead of their own copies of
+/// the strings: at a million agents the copies were ~0.2 GB of the server's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NameId(u32);
+
+/// The values, each once. A value stays when the last agent that held it drops it: the table
+/// grows only with values agents write (each bounded in length and number by the profile's
+/// limits), and a search only looks values up ([`known_name`]), so a filter nobody holds adds
+/// nothing.
+static NAMES: LazyLock<RwLock<FxHashMap<Box<str>, NameId>>> = LazyLock::new(Default::default);
+
+/// The id of an agent's value, added to the table when new.
+pub fn name_id(value: &str) -> NameId {
+    if let Some(id) = known_name(value) {
+        return id;
+    }
+    let mut names = NAMES.write().unwrap_or_else(PoisonError::into_inner);
+    let next = NameId(u32::try_from(names.len()).unwrap_or(u32::MAX));
+    *names.entry(value.into()).or_insert(next)
+}
+
+/// The id of a value some agent has held, none for a value no agent ever held.
+pub fn known_name(value: &str) -> Option<NameId> {
+    NAMES.read().unwrap_or_else(PoisonError::into_inner).get(value).copied()
+}
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Row {
@@ -26,16 +55,54 @@ impl Row {
         verified: bool,
         live: bool,
         joined_at: i64,
-        capabilities: &[String],
-        languages: &[String],
+        capabilities: &[NameId],
+        languages: &[NameId],
     ) -> Row {
         Row {
             level,
             verified,
             live,
             joined_at,
-            capabilities: capabilities.iter().fold(0, |bits, c| bits | bit(c)),
-            languages: languages.iter().fold(0, |bits, l| bits | bit(l)),
+            capabilities: capabilities.iter().fold(0, |bits, c| bits | bit(*c)),
+            languages: languages.iter().fold(0, |bits, l| bits | bit(*l)),
+        }
+    }
+}
+
+/// What a search asks of one named filter (capability or language).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Named {
+    /// The search names none.
+    Any,
+    /// A value some agent has held.
+    Value(NameId),
+    /// A value no agent has held: nothing passes.
+    Unheld,
+}
+
+impl Named {
+    pub fn of(value: Option<&str>) -> Named {
+        match normalised(value) {
+            None => Named::Any,
+            Some(v) => known_name(&v).map_or(Named::Unheld, Named::Value),
+        }
+    }
+
+    /// Whether an agent holding `have` passes.
+    pub fn held_in(self, have: &[NameId]) -> bool {
+        match self {
+            Named::Any => true,
+            Named::Value(id) => have.contains(&id),
+            Named::Unheld => false,
+        }
+    }
+
+    /// Whether a row whose values' bits are `bits` can pass.
+    fn admits(self, bits: u64) -> bool {
+        match self {
+            Named::Any => true,
+            Named::Value(id) => bits & bit(id) != 0,
+            Named::Unheld => false,
         }
     }
 }
@@ -46,21 +113,19 @@ pub struct RowFilter {
     verified: Option<bool>,
     live: Option<bool>,
     joined_since: Option<i64>,
-    /// 0 when the search names none.
-    capability: u64,
-    language: u64,
+    capability: Named,
+    language: Named,
 }
 
 impl RowFilter {
     pub fn of(q: &AgentQuery) -> RowFilter {
-        let value = |v: Option<&str>| normalised(v).map_or(0, |v| bit(&v));
         RowFilter {
             min_level: q.min_level.map_or(0, |l| u8::try_from(l).unwrap_or(u8::MAX)),
             verified: q.mailbox_verified,
             live: q.live,
             joined_since: q.joined_since,
-            capability: value(q.capability),
-            language: value(q.language),
+            capability: Named::of(q.capability),
+            language: Named::of(q.language),
         }
     }
 
@@ -73,8 +138,8 @@ impl RowFilter {
             && self.verified.is_none_or(|v| v == r.verified)
             && self.live.is_none_or(|v| v == r.live)
             && self.joined_since.is_none_or(|t| r.joined_at >= t)
-            && (self.capability == 0 || r.capabilities & self.capability == self.capability)
-            && (self.language == 0 || r.languages & self.language == self.language)
+            && self.capability.admits(r.capabilities)
+            && self.language.admits(r.languages)
     }
 }
 
@@ -84,10 +149,8 @@ pub fn normalised(value: Option<&str>) -> Option<String> {
     value.map(|v| v.trim().to_lowercase()).filter(|v| !v.is_empty())
 }
 
-fn bit(value: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    value.hash(&mut h);
-    1 << (h.finish() % 64)
+fn bit(id: NameId) -> u64 {
+    1 << (id.0 % 64)
 }
 
 #[cfg(test)]
@@ -96,14 +159,8 @@ mod tests {
 
     #[test]
     fn a_row_is_refused_only_when_it_cannot_pass_the_exact_filters() {
-        let row = Row {
-            level: 1,
-            verified: true,
-            live: false,
-            joined_at: 100,
-            capabilities: bit("ocr"),
-            languages: bit("zh"),
-        };
+        let (ocr, zh) = (name_id("ocr"), name_id("zh"));
+        let row = Row::new(1, true, false, 100, &[ocr], &[zh]);
         let query = |f: &dyn Fn(&mut AgentQuery)| {
             let mut q = AgentQuery::default();
             f(&mut q);
@@ -111,7 +168,8 @@ mod tests {
         };
         assert!(query(&|_| {}));
         assert!(query(&|q| q.capability = Some(" OCR ")));
-        assert!(!query(&|q| q.capability = Some("translation")) || bit("translation") == bit("ocr"));
+        let translation = name_id("translation");
+        assert!(!query(&|q| q.capability = Some("translation")) || bit(translation) == bit(ocr));
         assert!(query(&|q| q.language = Some("zh")));
         assert!(query(&|q| q.min_level = Some(1)));
         assert!(!query(&|q| q.min_level = Some(2)));
@@ -119,5 +177,18 @@ mod tests {
         assert!(!query(&|q| q.live = Some(true)));
         assert!(query(&|q| q.joined_since = Some(100)));
         assert!(!query(&|q| q.joined_since = Some(101)));
+    }
+
+    #[test]
+    fn a_value_no_agent_holds_passes_nothing_and_is_not_added() {
+        let row = Row::new(1, true, false, 100, &[name_id("ocr")], &[]);
+        let mut q = AgentQuery::default();
+        q.capability = Some("a capability nobody has written 7f3c");
+        assert!(!RowFilter::of(&q).admits(&row));
+        assert_eq!(known_name("a capability nobody has written 7f3c"), None);
+        assert!(!Named::of(Some("a capability nobody has written 7f3c")).held_in(&[name_id("ocr")]));
+        assert!(Named::of(Some(" OCR")).held_in(&[name_id("ocr")]));
+        assert!(Named::of(None).held_in(&[]));
+        assert_eq!(name_id("ocr"), name_id("ocr"));
     }
 }

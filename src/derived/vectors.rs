@@ -19,7 +19,7 @@ use rusqlite::Connection;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::call_vectors::CallVectors;
-use super::vector_rows::Row;
+use super::vector_rows::{NameId, Row, name_id};
 use crate::domain::agent::{TextHash, profile_text, text_hash};
 use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::Result;
@@ -35,7 +35,7 @@ const VECTOR_BATCH: u32 = 2_000;
 /// What ranking and filters need of one public agent.
 #[derive(Debug, Clone)]
 pub struct Facts {
-    pub handle: String,
+    pub handle: Box<str>,
     pub level: u8,
     pub verified: bool,
     /// Has a live endpoint it owns (the `live` filter).
@@ -43,8 +43,8 @@ pub struct Facts {
     pub joined_at: i64,
     pub last_active_at: i64,
     /// Lower-cased and trimmed, as the index's exact filters compare them.
-    pub capabilities: Vec<String>,
-    pub languages: Vec<String>,
+    pub capabilities: Box<[NameId]>,
+    pub languages: Box<[NameId]>,
     pub evidence: EvidenceCounts,
     pub text_hash: TextHash,
 }
@@ -52,9 +52,9 @@ pub struct Facts {
 impl Facts {
     /// The facts of a public agent, from its document and its evidence.
     pub fn of(doc: &AgentDoc, evidence: EvidenceCounts) -> Facts {
-        let normalise = |v: &[String]| v.iter().map(|s| s.trim().to_lowercase()).collect();
+        let normalise = |v: &[String]| v.iter().map(|s| name_id(&s.trim().to_lowercase())).collect();
         Facts {
-            handle: doc.handle.clone(),
+            handle: doc.handle.as_str().into(),
             level: u8::try_from(doc.level).unwrap_or(u8::MAX),
             verified: doc.mailbox_verified,
             live: doc.live,

@@ -39,7 +39,7 @@ use crate::app::model::SearchMode;
 use crate::app::needs::ReadNeed;
 use crate::app::runtime::Bound;
 use crate::app::shares::Refused;
-use crate::derived::vector_rows::{RowFilter, normalised};
+use crate::derived::vector_rows::{Named, RowFilter};
 use crate::derived::vectors::{Facts, State};
 use crate::domain::agent::{self, AgentHit, AgentList, AgentSearch};
 use crate::domain::list::Page;
@@ -373,7 +373,7 @@ impl App {
             for (key, ranking) in ordered {
                 let ranking = ranking.unwrap_or_else(|| scored(&state, &recency, key, None, None).1);
                 if let Some(f) = state.facts.get(&key) {
-                    rankings.insert(f.handle.clone(), ranking);
+                    rankings.insert(f.handle.to_string(), ranking);
                 }
             }
         }
@@ -765,7 +765,7 @@ impl WordMatches<'_> {
         let keys: HashSet<u64> = hits.iter().map(|h| h.key).collect();
         let held = beyond.index.agents_holding(beyond.query, &keys).map_err(index_failed)?;
         let named =
-            |key: &u64| beyond.handle.is_some_and(|h| state.facts.get(key).is_some_and(|f| f.handle == h));
+            |key: &u64| beyond.handle.is_some_and(|h| state.facts.get(key).is_some_and(|f| &*f.handle == h));
         Ok(hits.into_iter().filter(|h| !held.contains(&h.key) && !named(&h.key)).collect())
     }
 }
@@ -803,19 +803,18 @@ fn fuse(
 /// The capability and the language a search names, as the index's exact filters compare them
 /// (normalised once a search, not once for each row it checks).
 struct NamedValues {
-    capability: Option<String>,
-    language: Option<String>,
+    capability: Named,
+    language: Named,
 }
 
 impl NamedValues {
     fn of(q: &AgentQuery) -> NamedValues {
-        NamedValues { capability: normalised(q.capability), language: normalised(q.language) }
+        NamedValues { capability: Named::of(q.capability), language: Named::of(q.language) }
     }
 
     /// Whether an agent holds both: the scan's [`RowFilter`] checks the other filters exactly,
-    /// these two only by one bit of their hash.
+    /// these two only by one bit of their id.
     fn held_by(&self, f: &Facts) -> bool {
-        let exact = |want: &Option<String>, have: &[String]| want.as_ref().is_none_or(|w| have.contains(w));
-        exact(&self.capability, &f.capabilities) && exact(&self.language, &f.languages)
+        self.capability.held_in(&f.capabilities) && self.language.held_in(&f.languages)
     }
 }

@@ -165,7 +165,7 @@ pub fn score(s: &Scoring<'_>, c: &Candidate<'_>) -> Ranking {
         + PENALTY_PER_SUSPENSION * e.suspensions.min(2) as f32;
     let evidence = (EVIDENCE_BASE + EVIDENCE_TRUST * trust + activity - penalty).max(0.1);
     let fit = (relevance / FIT_FULL).min(1.0);
-    let exact_handle = f.is_some_and(|f| s.handle == Some(f.handle.as_str()));
+    let exact_handle = f.is_some_and(|f| s.handle == Some(&*f.handle));
     // A link proof costs a sign-up no more than its own web page: it does not vouch for it.
     let vouched = level > 0 || e.collaborations > 0;
     let newcomer = !vouched && f.is_some_and(|f| s.now - f.joined_at < NEW_WINDOW_DAYS * DAY);
