@@ -182,8 +182,7 @@ mod tests {
     #[test]
     fn a_value_no_agent_holds_passes_nothing_and_is_not_added() {
         let row = Row::new(1, true, false, 100, &[name_id("ocr")], &[]);
-        let mut q = AgentQuery::default();
-        q.capability = Some("a capability nobody has written 7f3c");
+        let q = AgentQuery { capability: Some("a capability nobody has written 7f3c"), ..Default::default() };
         assert!(!RowFilter::of(&q).admits(&row));
         assert_eq!(known_name("a capability nobody has written 7f3c"), None);
         assert!(!Named::of(Some("a capability nobody has written 7f3c")).held_in(&[name_id("ocr")]));

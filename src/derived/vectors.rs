@@ -23,8 +23,8 @@ use super::vector_rows::{NameId, Row, name_id};
 use crate::domain::agent::{TextHash, profile_text, text_hash};
 use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::Result;
-use crate::store::vectors::{self as store, EvidenceCounts, StoredVector};
 use crate::store::search;
+use crate::store::vectors::{self as store, EvidenceCounts, StoredVector};
 use crate::time::{DAY, now_ms};
 
 /// Agents' keys read in one step of a load at start.

@@ -88,10 +88,7 @@ fn memory(pid: u32) -> Result<Memory, Error> {
 
 fn row(what: &str, took: Option<Duration>, m: &Memory) {
     let took = took.map_or("—".to_string(), |t| format!("{:.1} s", t.as_secs_f64()));
-    println!(
-        "| {what} | {took} | {:.0} | {:.0} | {:.0} | {:.0} |",
-        m.rss, m.peak, m.anonymous, m.files
-    );
+    println!("| {what} | {took} | {:.0} | {:.0} | {:.0} | {:.0} |", m.rss, m.peak, m.anonymous, m.files);
 }
 
 fn url(base: &str, q: &Query) -> Result<reqwest::Url, Error> {
@@ -143,7 +140,9 @@ async fn main() -> Result<(), Error> {
     let pid = server.pid();
     let http = http_client()?;
     let needs = distinct_needs(o.one + o.bursts * CLIENTS * o.per_client, Target::Agents);
-    println!("\n| after | took | VmRSS MB | VmHWM MB | RssAnon MB | RssFile MB |\n|---|---:|---:|---:|---:|---:|");
+    println!(
+        "\n| after | took | VmRSS MB | VmHWM MB | RssAnon MB | RssFile MB |\n|---|---:|---:|---:|---:|---:|"
+    );
     row("start-up, to listening", Some(took), &memory(pid)?);
     let t = Instant::now();
     search(&http, &server.base, &needs[..o.one], 0).await?;
