@@ -409,6 +409,23 @@ mod tests {
         std::fs::metadata(path).expect("stat").permissions().mode() & 0o7777
     }
 
+    /// The build's SQLite is the one `READ_PRAGMAS` counts on: connections that share no page
+    /// cache and count no allocation under a process-wide mutex (`.cargo/config.toml`). A build
+    /// that lost those flags would read as before, only slower under concurrent searches.
+    #[test]
+    fn the_bundled_sqlite_shares_no_page_cache_between_connections() {
+        let conn = Connection::open_in_memory().expect("open");
+        let options: Vec<String> = conn
+            .prepare("PRAGMA compile_options")
+            .expect("prepare")
+            .query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows");
+        assert!(!options.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"), "{options:?}");
+        assert!(options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"), "{options:?}");
+    }
+
     /// SQLite creates the `-wal` and `-shm` files with the database file's own mode, past the
     /// umask (it sets the mode on the files it creates), so a database created private keeps
     /// its side files private: nothing readable by others is ever written.
