@@ -336,8 +336,8 @@ fn bench(o: &Options, dir: &Path) -> Result<(), Error> {
         status_mb("RssAnon:")
     );
     println!(
-        "peak anonymous memory (sampled every 50 ms): {:.0} MB; the rest of RSS is the \
-         memory-mapped database file, counted once per pooled connection (2 pools of 16 here)",
+        "peak anonymous memory (sampled every 50 ms): {:.0} MB; the rest of RSS is the files \
+         the process maps (the index's, the model's, the binary)",
         measure::peak_anon_mb()
     );
     println!(

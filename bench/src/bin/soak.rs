@@ -126,8 +126,8 @@ end
 }
 
 /// What a process holds: resident memory, and of it the anonymous part (heap, caches) and the
-/// file-backed part (the memory-mapped database, its pages counted once per connection that
-/// touched them), in MiB; and its open file descriptors.
+/// file-backed part (the files it maps: the index's segments, the model, the binary), in MiB;
+/// and its open file descriptors.
 #[derive(Default)]
 struct Held {
     rss_mib: f64,
@@ -312,8 +312,8 @@ async fn main() -> Result<(), Error> {
     let last = &steady[steady.len() - 1];
     let grew = |from: f64, to: f64| (to - from) / from * 100.0;
     // Judged on anonymous memory, what the process itself holds: the file-backed part is the
-    // memory-mapped database, which grows with the data the soak's writes add (the database
-    // doubles in ten minutes) and is page cache the kernel reclaims, not memory held.
+    // mapped index segments, which grow with the data the soak's writes add, and is page cache
+    // the kernel reclaims, not memory held.
     let growth = grew(first.held.anon_mib, last.held.anon_mib);
     let rss_growth = grew(first.held.rss_mib, last.held.rss_mib);
     let p99s: Vec<f64> = steady.iter().map(|s| s.run.p99_ms).collect();

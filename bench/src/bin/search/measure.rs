@@ -204,7 +204,7 @@ fn proc_mb(path: &str, field: &str) -> f64 {
 static PEAK_ANON_KB: AtomicU64 = AtomicU64::new(0);
 
 /// Notes the anonymous resident memory now (the process's own heap and stacks, without the
-/// memory-mapped database file, which `VmHWM` counts once per connection that touched a page).
+/// files it maps: the index's, the model's, the binary).
 fn sample_anon() {
     let kb = (status_mb("RssAnon:") * 1024.0) as u64;
     PEAK_ANON_KB.fetch_max(kb, Ordering::Relaxed);
