@@ -50,7 +50,8 @@ pub type Conn = r2d2::PooledConnection<SqliteConnectionManager>;
 /// hydrating their pages those mutexes doubled the CPU per search. Without them the connections
 /// share nothing, so no memory map is needed to get around them. A memory map (the way round
 /// before) made the process's RSS count each page of the file once per connection that touched
-/// it: 0.45 GB once started at a million agents, 2.2 GB after a few thousand searches.
+/// it: at a million agents 0.7 GB of it once listening, 3.4 GB after 2,700 searches (the memory
+/// benchmark, `bench/src/bin/memory.rs`).
 const READ_PRAGMAS: &str = "PRAGMA busy_timeout = 5000;";
 
 /// A connection that writes: WAL so readers never wait for it, and `synchronous = FULL` so an
