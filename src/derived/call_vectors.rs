@@ -14,7 +14,7 @@ use agentdir_search_index::{CallDoc, Change};
 use rusqlite::Connection;
 use strum::VariantArray;
 
-use super::vector_rows::normalised;
+use super::vector_rows::{NameId, Named, name_id, normalised};
 use crate::domain::call::CallKind;
 use crate::error::Result;
 use crate::store::call_vectors::{self as store, CallFilterValues, StoredCallVector};
@@ -22,37 +22,36 @@ use crate::store::call_vectors::{self as store, CallFilterValues, StoredCallVect
 /// Stored vectors read per query while following.
 const VECTOR_BATCH: u32 = 2_000;
 
-/// What a call search filters on, of one call, as the index's exact filters compare it.
+/// What a call search filters on, of one call, as the index's exact filters compare it: the
+/// tags as ids of the one table of values (`vector_rows::NameId`), not copies of the strings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallRow {
     kind: Option<CallKind>,
-    tags: Box<[Box<str>]>,
+    tags: Box<[NameId]>,
 }
 
 impl CallRow {
     fn new(kind: &str, tags: &[String]) -> CallRow {
         CallRow {
             kind: CallKind::VARIANTS.iter().copied().find(|k| k.as_str() == kind),
-            tags: tags.iter().filter_map(|t| normalised(Some(t))).map(String::into_boxed_str).collect(),
+            tags: tags.iter().filter_map(|t| normalised(Some(t))).map(|t| name_id(&t)).collect(),
         }
     }
 }
 
 /// The filters of a call search, as [`CallRow`]s are checked against them (exactly).
 pub struct CallFilter {
-    pub kind: Option<CallKind>,
-    /// Trimmed and lower-cased.
-    pub tag: Option<String>,
+    kind: Option<CallKind>,
+    tag: Named,
 }
 
 impl CallFilter {
     pub fn new(kind: Option<CallKind>, tag: Option<&str>) -> CallFilter {
-        CallFilter { kind, tag: normalised(tag) }
+        CallFilter { kind, tag: Named::of(tag) }
     }
 
     pub fn admits(&self, row: &CallRow) -> bool {
-        self.kind.is_none_or(|k| row.kind == Some(k))
-            && self.tag.as_deref().is_none_or(|t| row.tags.iter().any(|have| &**have == t))
+        self.kind.is_none_or(|k| row.kind == Some(k)) && self.tag.held_in(&row.tags)
     }
 }
 

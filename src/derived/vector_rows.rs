@@ -9,20 +9,21 @@ use std::sync::{LazyLock, PoisonError, RwLock};
 use agentdir_search_index::AgentQuery;
 use rustc_hash::FxHashMap;
 
-/// A capability or language value (trimmed and lower-cased, as the index's exact filters
-/// compare them) by its place in the table of every such value agents have held since the
-/// server started. An agent's facts hold these, 4 bytes each, instead of their own copies of
-/// the strings: at a million agents the copies were ~0.2 GB of the server's memory.
+/// A capability, language or call tag (trimmed and lower-cased, as the index's exact filters
+/// compare them) by its place in the table of every such value agents and calls have held
+/// since the server started. An agent's facts and a call's row hold these, 4 bytes each,
+/// instead of their own copies of the strings: at a million agents the copies were ~0.2 GB of
+/// the server's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct NameId(u32);
 
-/// The values, each once. A value stays when the last agent that held it drops it: the table
-/// grows only with values agents write (each bounded in length and number by the profile's
-/// limits), and a search only looks values up ([`known_name`]), so a filter nobody holds adds
-/// nothing.
+/// The values, each once. A value stays when the last agent or call that held it drops it: the
+/// table grows only with values agents and calls write (each bounded in length and number by
+/// their limits), and a search only looks values up ([`known_name`]), so a filter nobody holds
+/// adds nothing.
 static NAMES: LazyLock<RwLock<FxHashMap<Box<str>, NameId>>> = LazyLock::new(Default::default);
 
-/// The id of an agent's value, added to the table when new.
+/// The id of an agent's or a call's value, added to the table when new.
 pub fn name_id(value: &str) -> NameId {
     if let Some(id) = known_name(value) {
         return id;
@@ -32,7 +33,7 @@ pub fn name_id(value: &str) -> NameId {
     *names.entry(value.into()).or_insert(next)
 }
 
-/// The id of a value some agent has held, none for a value no agent ever held.
+/// The id of a value some agent or call has held, none for a value none ever held.
 pub fn known_name(value: &str) -> Option<NameId> {
     NAMES.read().unwrap_or_else(PoisonError::into_inner).get(value).copied()
 }
@@ -69,14 +70,14 @@ impl Row {
     }
 }
 
-/// What a search asks of one named filter (capability or language).
+/// What a search asks of one named filter (capability, language, tag).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Named {
     /// The search names none.
     Any,
-    /// A value some agent has held.
+    /// A value some agent or call has held.
     Value(NameId),
-    /// A value no agent has held: nothing passes.
+    /// A value none has held: nothing passes.
     Unheld,
 }
 
