@@ -14,7 +14,7 @@ use agentdir_search_index::{CallDoc, Change};
 use rusqlite::Connection;
 use strum::VariantArray;
 
-use super::vector_rows::{NameId, Named, name_id, normalised};
+use super::vector_rows::{Name, Named, name, normalised};
 use crate::domain::call::CallKind;
 use crate::error::Result;
 use crate::store::call_vectors::{self as store, CallFilterValues, StoredCallVector};
@@ -23,18 +23,18 @@ use crate::store::call_vectors::{self as store, CallFilterValues, StoredCallVect
 const VECTOR_BATCH: u32 = 2_000;
 
 /// What a call search filters on, of one call, as the index's exact filters compare it: the
-/// tags as ids of the one table of values (`vector_rows::NameId`), not copies of the strings.
+/// tags as the one table's values (`vector_rows::Name`), not copies of the strings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallRow {
     kind: Option<CallKind>,
-    tags: Box<[NameId]>,
+    tags: Box<[Name]>,
 }
 
 impl CallRow {
     fn new(kind: &str, tags: &[String]) -> CallRow {
         CallRow {
             kind: CallKind::VARIANTS.iter().copied().find(|k| k.as_str() == kind),
-            tags: tags.iter().filter_map(|t| normalised(Some(t))).map(|t| name_id(&t)).collect(),
+            tags: tags.iter().filter_map(|t| normalised(Some(t))).map(|t| name(&t)).collect(),
         }
     }
 }

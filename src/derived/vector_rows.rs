@@ -1,41 +1,97 @@
 //! What the vector scan checks of each agent as it passes over its row: the filters a search
 //! may set, kept beside the vectors in the scan's own order so that rows failing them cost no
-//! lookup. A capability or language is one bit of 64 (of its [`NameId`]), so a row that passes
-//! here may still be refused by the exact check of its facts; a row refused here never holds
-//! the value.
+//! lookup. A capability or language is one bit of 64 (a hash of the value), so a row that
+//! passes here may still be refused by the exact check of its facts; a row refused here never
+//! holds the value.
 
-use std::sync::{LazyLock, PoisonError, RwLock};
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, LazyLock, PoisonError, RwLock};
 
 use agentdir_search_index::AgentQuery;
-use rustc_hash::FxHashMap;
+use rustc_hash::FxHashSet;
 
 /// A capability, language or call tag (trimmed and lower-cased, as the index's exact filters
-/// compare them) by its place in the table of every such value agents and calls have held
-/// since the server started. An agent's facts and a call's row hold these, 4 bytes each,
-/// instead of their own copies of the strings: at a million agents the copies were ~0.2 GB of
-/// the server's memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct NameId(u32);
+/// compare them), held once in the table of the values agents and calls hold. An agent's facts
+/// and a call's row hold it by this pointer, 8 bytes, instead of their own copies of the
+/// strings (at a million agents the copies were ~0.2 GB of the server's memory). Two are the
+/// same value exactly when they are the same pointer: the table never holds one value twice,
+/// and lets a value go only when nothing else holds it.
+#[derive(Debug, Clone)]
+pub struct Name(Arc<Box<str>>);
 
-/// The values, each once. A value stays when the last agent or call that held it drops it: the
-/// table grows only with values agents and calls write (each bounded in length and number by
-/// their limits), and a search only looks values up ([`known_name`]), so a filter nobody holds
-/// adds nothing.
-static NAMES: LazyLock<RwLock<FxHashMap<Box<str>, NameId>>> = LazyLock::new(Default::default);
-
-/// The id of an agent's or a call's value, added to the table when new.
-pub fn name_id(value: &str) -> NameId {
-    if let Some(id) = known_name(value) {
-        return id;
+impl PartialEq for Name {
+    fn eq(&self, other: &Name) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
-    let mut names = NAMES.write().unwrap_or_else(PoisonError::into_inner);
-    let next = NameId(u32::try_from(names.len()).unwrap_or(u32::MAX));
-    *names.entry(value.into()).or_insert(next)
 }
 
-/// The id of a value some agent or call has held, none for a value none ever held.
-pub fn known_name(value: &str) -> Option<NameId> {
-    NAMES.read().unwrap_or_else(PoisonError::into_inner).get(value).copied()
+impl Eq for Name {}
+
+/// One value of the table, found by its string.
+struct Entry(Arc<Box<str>>);
+
+impl Borrow<str> for Entry {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Hash for Entry {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (**self.0).hash(state);
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        **self.0 == **other.0
+    }
+}
+
+impl Eq for Entry {}
+
+struct Names {
+    values: FxHashSet<Entry>,
+    /// Values left after the last sweep.
+    kept: usize,
+}
+
+/// Values the table may gain past twice what its last sweep kept before it sweeps again.
+const SWEEP_SLACK: usize = 4096;
+
+/// The values agents and calls hold, each once. Only their writes add to it (a search looks a
+/// value up, [`known_name`]), and a value nothing holds any more is let go: when the table
+/// has grown past twice what the last sweep kept (plus [`SWEEP_SLACK`]), the next value added
+/// sweeps it first. So it holds at most about twice the values in use, whatever strangers
+/// write and delete over time, and each value costs one sweep's pass at most once.
+static NAMES: LazyLock<RwLock<Names>> =
+    LazyLock::new(|| RwLock::new(Names { values: FxHashSet::default(), kept: 0 }));
+
+/// An agent's or a call's value, added to the table when new.
+pub fn name(value: &str) -> Name {
+    if let Some(name) = known_name(value) {
+        return name;
+    }
+    let mut names = NAMES.write().unwrap_or_else(PoisonError::into_inner);
+    if let Some(entry) = names.values.get(value) {
+        return Name(entry.0.clone());
+    }
+    if names.values.len() >= 2 * names.kept + SWEEP_SLACK {
+        // Under the write lock nobody can take a value from the table, so a value only the
+        // table holds stays unheld until it is gone.
+        names.values.retain(|entry| Arc::strong_count(&entry.0) > 1);
+        names.kept = names.values.len();
+    }
+    let value = Arc::new(Box::<str>::from(value));
+    names.values.insert(Entry(value.clone()));
+    Name(value)
+}
+
+/// A value some agent or call holds (or held since the last sweep), none for a value none
+/// holds.
+pub fn known_name(value: &str) -> Option<Name> {
+    NAMES.read().unwrap_or_else(PoisonError::into_inner).values.get(value).map(|entry| Name(entry.0.clone()))
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -56,28 +112,28 @@ impl Row {
         verified: bool,
         live: bool,
         joined_at: i64,
-        capabilities: &[NameId],
-        languages: &[NameId],
+        capabilities: &[Name],
+        languages: &[Name],
     ) -> Row {
         Row {
             level,
             verified,
             live,
             joined_at,
-            capabilities: capabilities.iter().fold(0, |bits, c| bits | bit(*c)),
-            languages: languages.iter().fold(0, |bits, l| bits | bit(*l)),
+            capabilities: capabilities.iter().fold(0, |bits, c| bits | bit(c)),
+            languages: languages.iter().fold(0, |bits, l| bits | bit(l)),
         }
     }
 }
 
 /// What a search asks of one named filter (capability, language, tag).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Named {
     /// The search names none.
     Any,
-    /// A value some agent or call has held.
-    Value(NameId),
-    /// A value none has held: nothing passes.
+    /// A value some agent or call holds, and its bit.
+    Value(Name, u64),
+    /// A value none holds: nothing passes.
     Unheld,
 }
 
@@ -85,24 +141,27 @@ impl Named {
     pub fn of(value: Option<&str>) -> Named {
         match normalised(value) {
             None => Named::Any,
-            Some(v) => known_name(&v).map_or(Named::Unheld, Named::Value),
+            Some(v) => known_name(&v).map_or(Named::Unheld, |name| {
+                let bit = bit(&name);
+                Named::Value(name, bit)
+            }),
         }
     }
 
-    /// Whether an agent holding `have` passes.
-    pub fn held_in(self, have: &[NameId]) -> bool {
+    /// Whether an agent or a call holding `have` passes.
+    pub fn held_in(&self, have: &[Name]) -> bool {
         match self {
             Named::Any => true,
-            Named::Value(id) => have.contains(&id),
+            Named::Value(name, _) => have.contains(name),
             Named::Unheld => false,
         }
     }
 
     /// Whether a row whose values' bits are `bits` can pass.
-    fn admits(self, bits: u64) -> bool {
+    fn admits(&self, bits: u64) -> bool {
         match self {
             Named::Any => true,
-            Named::Value(id) => bits & bit(id) != 0,
+            Named::Value(_, bit) => bits & bit != 0,
             Named::Unheld => false,
         }
     }
@@ -150,8 +209,10 @@ pub fn normalised(value: Option<&str>) -> Option<String> {
     value.map(|v| v.trim().to_lowercase()).filter(|v| !v.is_empty())
 }
 
-fn bit(id: NameId) -> u64 {
-    1 << (id.0 % 64)
+fn bit(name: &Name) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.0.hash(&mut h);
+    1 << (h.finish() % 64)
 }
 
 #[cfg(test)]
@@ -160,8 +221,8 @@ mod tests {
 
     #[test]
     fn a_row_is_refused_only_when_it_cannot_pass_the_exact_filters() {
-        let (ocr, zh) = (name_id("ocr"), name_id("zh"));
-        let row = Row::new(1, true, false, 100, &[ocr], &[zh]);
+        let (ocr, zh) = (name("ocr"), name("zh"));
+        let row = Row::new(1, true, false, 100, std::slice::from_ref(&ocr), &[zh]);
         let query = |f: &dyn Fn(&mut AgentQuery)| {
             let mut q = AgentQuery::default();
             f(&mut q);
@@ -169,8 +230,8 @@ mod tests {
         };
         assert!(query(&|_| {}));
         assert!(query(&|q| q.capability = Some(" OCR ")));
-        let translation = name_id("translation");
-        assert!(!query(&|q| q.capability = Some("translation")) || bit(translation) == bit(ocr));
+        let translation = name("translation");
+        assert!(!query(&|q| q.capability = Some("translation")) || bit(&translation) == bit(&ocr));
         assert!(query(&|q| q.language = Some("zh")));
         assert!(query(&|q| q.min_level = Some(1)));
         assert!(!query(&|q| q.min_level = Some(2)));
@@ -182,13 +243,33 @@ mod tests {
 
     #[test]
     fn a_value_no_agent_holds_passes_nothing_and_is_not_added() {
-        let row = Row::new(1, true, false, 100, &[name_id("ocr")], &[]);
+        let ocr = name("ocr");
+        let row = Row::new(1, true, false, 100, std::slice::from_ref(&ocr), &[]);
         let q = AgentQuery { capability: Some("a capability nobody has written 7f3c"), ..Default::default() };
         assert!(!RowFilter::of(&q).admits(&row));
         assert_eq!(known_name("a capability nobody has written 7f3c"), None);
-        assert!(!Named::of(Some("a capability nobody has written 7f3c")).held_in(&[name_id("ocr")]));
-        assert!(Named::of(Some(" OCR")).held_in(&[name_id("ocr")]));
+        assert!(!Named::of(Some("a capability nobody has written 7f3c")).held_in(std::slice::from_ref(&ocr)));
+        assert!(Named::of(Some(" OCR")).held_in(std::slice::from_ref(&ocr)));
         assert!(Named::of(None).held_in(&[]));
-        assert_eq!(name_id("ocr"), name_id("ocr"));
+        assert_eq!(name("ocr"), ocr);
+        assert_ne!(name("ocr "), ocr);
+    }
+
+    /// Strangers can write values and delete them again: the table lets go of what nothing
+    /// holds, and keeps what something does.
+    #[test]
+    fn values_nothing_holds_are_let_go_and_held_ones_stay() {
+        let held = name("a tag someone keeps 51c0");
+        drop(name("a tag written once 51c0"));
+        let mut added = 0;
+        while known_name("a tag written once 51c0").is_some() {
+            drop(name(&format!("a tag of a deleted call 51c0 {added}")));
+            added += 1;
+            assert!(added < 1_000_000, "the table never let go of a value nothing holds");
+        }
+        assert_eq!(known_name("a tag someone keeps 51c0"), Some(held.clone()));
+        assert_eq!(name("a tag someone keeps 51c0"), held);
+        let table = NAMES.read().unwrap_or_else(PoisonError::into_inner).values.len();
+        assert!(table < 2 * added + SWEEP_SLACK, "{table} values after {added} added");
     }
 }

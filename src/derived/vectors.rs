@@ -19,7 +19,7 @@ use rusqlite::Connection;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::call_vectors::CallVectors;
-use super::vector_rows::{NameId, Row, name_id};
+use super::vector_rows::{Name, Row, name};
 use crate::domain::agent::{TextHash, profile_text, text_hash};
 use crate::domain::trust::LINK_PROOF_DAYS;
 use crate::error::Result;
@@ -43,8 +43,8 @@ pub struct Facts {
     pub joined_at: i64,
     pub last_active_at: i64,
     /// Lower-cased and trimmed, as the index's exact filters compare them.
-    pub capabilities: Box<[NameId]>,
-    pub languages: Box<[NameId]>,
+    pub capabilities: Box<[Name]>,
+    pub languages: Box<[Name]>,
     pub evidence: EvidenceCounts,
     pub text_hash: TextHash,
 }
@@ -52,7 +52,7 @@ pub struct Facts {
 impl Facts {
     /// The facts of a public agent, from its document and its evidence.
     pub fn of(doc: &AgentDoc, evidence: EvidenceCounts) -> Facts {
-        let normalise = |v: &[String]| v.iter().map(|s| name_id(&s.trim().to_lowercase())).collect();
+        let normalise = |v: &[String]| v.iter().map(|s| name(&s.trim().to_lowercase())).collect();
         Facts {
             handle: doc.handle.as_str().into(),
             level: u8::try_from(doc.level).unwrap_or(u8::MAX),
