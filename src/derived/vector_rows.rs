@@ -201,6 +201,14 @@ impl RowFilter {
             && self.capability.admits(r.capabilities)
             && self.language.admits(r.languages)
     }
+
+    /// Whether an agent holding these values passes the named filters exactly: [`admits`]
+    /// checked them only by one bit of their hash.
+    ///
+    /// [`admits`]: RowFilter::admits
+    pub fn holds(&self, capabilities: &[Name], languages: &[Name]) -> bool {
+        self.capability.held_in(capabilities) && self.language.held_in(languages)
+    }
 }
 
 /// A filter value as the index's exact filters compare it: trimmed and lower-cased, none when

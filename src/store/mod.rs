@@ -410,19 +410,23 @@ mod tests {
         std::fs::metadata(path).expect("stat").permissions().mode() & 0o7777
     }
 
+    /// The first column of every row `sql` gives.
+    fn column<T: rusqlite::types::FromSql>(conn: &Connection, sql: &str) -> Vec<T> {
+        conn.prepare(sql)
+            .expect("prepare")
+            .query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<rusqlite::Result<_>>()
+            .expect("rows")
+    }
+
     /// The build's SQLite is the one `READ_PRAGMAS` counts on: connections that share no page
     /// cache and count no allocation under a process-wide mutex (`.cargo/config.toml`). A build
     /// that lost those flags would read as before, only slower under concurrent searches.
     #[test]
     fn the_bundled_sqlite_shares_no_page_cache_between_connections() {
         let conn = Connection::open_in_memory().expect("open");
-        let options: Vec<String> = conn
-            .prepare("PRAGMA compile_options")
-            .expect("prepare")
-            .query_map([], |r| r.get(0))
-            .expect("query")
-            .collect::<rusqlite::Result<_>>()
-            .expect("rows");
+        let options: Vec<String> = column(&conn, "PRAGMA compile_options");
         assert!(!options.iter().any(|o| o == "ENABLE_MEMORY_MANAGEMENT"), "{options:?}");
         assert!(options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"), "{options:?}");
     }
@@ -463,13 +467,7 @@ mod tests {
             .expect("record");
         }
         migrate(&mut conn).expect("migrate");
-        let versions: Vec<i64> = conn
-            .prepare("SELECT version FROM schema_migrations ORDER BY version")
-            .expect("prepare")
-            .query_map([], |r| r.get(0))
-            .expect("query")
-            .collect::<rusqlite::Result<_>>()
-            .expect("rows");
+        let versions: Vec<i64> = column(&conn, "SELECT version FROM schema_migrations ORDER BY version");
         assert_eq!(versions, MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>());
         conn.execute_batch("SELECT seq FROM events LIMIT 1").expect("the events table exists");
     }

@@ -39,8 +39,8 @@ use crate::app::model::SearchMode;
 use crate::app::needs::ReadNeed;
 use crate::app::runtime::Bound;
 use crate::app::shares::Refused;
-use crate::derived::vector_rows::{Named, RowFilter};
-use crate::derived::vectors::{Facts, State};
+use crate::derived::vector_rows::RowFilter;
+use crate::derived::vectors::State;
 use crate::domain::agent::{self, AgentHit, AgentList, AgentSearch};
 use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
@@ -684,9 +684,8 @@ fn meaning_matches(
     words_total: u64,
     read: NeedWords,
 ) -> Result<Vec<Hit>> {
-    let named = NamedValues::of(query);
-    let passes = |hit: &Hit| passes_filters_alone(state, &named, words, &hit.key);
     let rows = RowFilter::of(query);
+    let passes = |hit: &Hit| passes_filters_alone(state, &rows, words, &hit.key);
     let threshold = read.threshold(rule);
     let fill_possible = (words_total as usize) < NEAREST_FILL && read.fills();
     let floor = if fill_possible { rule.nearest_floor } else { threshold };
@@ -773,8 +772,9 @@ impl WordMatches<'_> {
 /// Whether a row the scan let through can be a meaning-only match, before the index is asked
 /// about words past the window: a public agent that holds the named values and is not in the
 /// word window.
-fn passes_filters_alone(state: &State, named: &NamedValues, words: &WordMatches<'_>, key: &u64) -> bool {
-    state.facts.get(key).is_some_and(|f| named.held_by(f)) && !words.window.contains(key)
+fn passes_filters_alone(state: &State, rows: &RowFilter, words: &WordMatches<'_>, key: &u64) -> bool {
+    state.facts.get(key).is_some_and(|f| rows.holds(&f.capabilities, &f.languages))
+        && !words.window.contains(key)
 }
 
 /// Fused: the word window and the meaning-only matches, scored, best first (equal scores by
@@ -798,23 +798,4 @@ fn fuse(
         .collect();
     fused.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
     fused
-}
-
-/// The capability and the language a search names, as the index's exact filters compare them
-/// (normalised once a search, not once for each row it checks).
-struct NamedValues {
-    capability: Named,
-    language: Named,
-}
-
-impl NamedValues {
-    fn of(q: &AgentQuery) -> NamedValues {
-        NamedValues { capability: Named::of(q.capability), language: Named::of(q.language) }
-    }
-
-    /// Whether an agent holds both: the scan's [`RowFilter`] checks the other filters exactly,
-    /// these two only by one bit of their id.
-    fn held_by(&self, f: &Facts) -> bool {
-        self.capability.held_in(&f.capabilities) && self.language.held_in(&f.languages)
-    }
 }
