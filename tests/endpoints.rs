@@ -403,6 +403,21 @@ async fn endpoint_rules_when_set() {
     r.expect_error(400, "validation_failed");
     assert_eq!(r.json["error"]["field"], "endpoints.0.url");
     s.get("/api/agents/rules-port", None).await.expect(404);
+    // The same endpoint again with a field the input ignores.
+    let mcp = json!({"kind": "mcp", "url": "https://example.org/mcp"});
+    let r = s
+        .post(
+            "/api/agents",
+            None,
+            json!({"handle": "rules-twice", "name": "n", "owner": "o", "mailbox": "p@example.org", "accept_rules": true,
+                   "description_en": "d", "endpoints": [mcp, {"kind": "mcp", "url": "https://example.org/mcp", "note": "again"}]}),
+        )
+        .await;
+    // Valid by the schema (its uniqueItems compares the items as sent) and one endpoint.
+    r.expect(201);
+    let listed = s.get("/api/agents/rules-twice", None).await;
+    listed.expect(200);
+    assert_eq!(listed.json["agent"]["endpoints"].as_array().map(Vec::len), Some(1), "{}", listed.text);
 }
 
 /// Verifies the statement of `handle` (fetched by the script, or `saved`) with independent code.

@@ -26,9 +26,19 @@ pub fn validate(list: &[EndpointInput]) -> Result<()> {
 
 /// Replaces the agent's endpoints with `list`; one that was listed before (same kind and URL)
 /// keeps its status until a check answers. Returns what must be checked now: all of them.
+///
+/// An endpoint is its kind and URL, listed once. The schema's `uniqueItems` refuses items sent
+/// twice, but compares them as sent: two that differ only by a field the input ignores are
+/// valid by the published schema, and are one endpoint here (the first).
 pub fn replace(conn: &Connection, agent_id: i64, list: Vec<EndpointInput>, now: i64) -> Result<Vec<Target>> {
+    let mut once: Vec<EndpointInput> = Vec::with_capacity(list.len());
+    for e in list {
+        if !once.contains(&e) {
+            once.push(e);
+        }
+    }
     let before = store::for_agent(conn, agent_id)?;
-    let rows: Vec<EndpointRow> = list
+    let rows: Vec<EndpointRow> = once
         .into_iter()
         .map(|e| {
             before.iter().find(|b| b.kind == e.kind && b.url == e.url).cloned().unwrap_or(EndpointRow {
