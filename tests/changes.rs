@@ -297,7 +297,12 @@ async fn bad_cursors_and_limits_are_400_and_pages_carry_etags() {
     let a = s.register("etag").await;
     s.seeking(&a, "Tagged").await;
     let (_, next) = read_all(&s, None, 100).await;
-    for bad in ["nope", "0_0", "abc_1_2", "", &format!("{next}000000000000"), "zzzzzzzz_1"] {
+    let epoch = next.split_once('_').expect("epoch_seq").0;
+    // A seq past the published pattern's twelve digits (one past the database's signed seq read
+    // the feed from its start), and the epoch as the server does not write it.
+    let (too_long, upper) = (format!("{epoch}_1zzzzzzzzzzzz"), format!("{}_1", epoch.to_uppercase()));
+    for bad in ["nope", "0_0", "abc_1_2", "", &format!("{next}000000000000"), "zzzzzzzz_1", &too_long, &upper]
+    {
         let r = s.get(&format!("/api/changes?after={bad}"), None).await;
         r.expect_error(400, "validation_failed");
         assert_eq!(r.json["error"]["field"], "after", "{bad}: {}", r.text);
@@ -309,6 +314,13 @@ async fn bad_cursors_and_limits_are_400_and_pages_carry_etags() {
     r.expect(200);
     assert_eq!(r.json["changes"], Value::Array(vec![]));
     assert_eq!(r.json["next"], ahead.as_str());
+    // A seq written with leading zeros (the pattern admits them) is the same position: with
+    // nothing new it comes back as it was given.
+    let padded = format!("{epoch}_00000{}", &ahead[epoch.len() + 1..]);
+    let r = s.get(&format!("/api/changes?after={padded}"), None).await;
+    r.expect(200);
+    assert_eq!(r.json["changes"], Value::Array(vec![]));
+    assert_eq!(r.json["next"], padded.as_str());
     for bad in ["0", "1001", "-1", "many"] {
         let r = s.get(&format!("/api/changes?limit={bad}"), None).await;
         r.expect_error(400, "validation_failed");

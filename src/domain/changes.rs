@@ -50,14 +50,19 @@ impl Cursor {
         format!("^{}_[0-9a-z]{{1,{CURSOR_SEQ_DIGITS}}}$", base36(epoch))
     }
 
-    /// Reads a cursor as the server writes it; anything else is `None`.
+    /// Reads a cursor the published [`pattern`](Cursor::pattern) admits: the epoch as the server
+    /// writes it, a seq of at most [`CURSOR_SEQ_DIGITS`] lower-case digits (so it fits the
+    /// database's signed seq); anything else is `None`.
     pub fn parse(text: &str) -> Option<Cursor> {
-        let (epoch, seq) = text.split_once('_')?;
-        let plain = |s: &str| !s.is_empty() && s.len() <= 16 && s.bytes().all(|b| b.is_ascii_alphanumeric());
-        if !plain(epoch) || !plain(seq) || seq.bytes().any(|b| b.is_ascii_uppercase()) {
+        let (epoch_text, seq) = text.split_once('_')?;
+        let digits = |s: &str, most: usize| {
+            (1..=most).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+        };
+        if !digits(seq, CURSOR_SEQ_DIGITS) || !digits(epoch_text, CURSOR_MAX as usize) {
             return None;
         }
-        Some(Cursor { epoch: u64::from_str_radix(epoch, 36).ok()?, seq: u64::from_str_radix(seq, 36).ok()? })
+        let epoch = u64::from_str_radix(epoch_text, 36).ok()?;
+        (base36(epoch) == epoch_text).then_some(Cursor { epoch, seq: u64::from_str_radix(seq, 36).ok()? })
     }
 }
 
@@ -143,4 +148,28 @@ pub struct ChangeFeed {
     pub next: String,
     /// Whether more entries follow at once: ask again with `next` without waiting.
     pub has_more: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_is_read_only_as_the_published_pattern_admits_it() {
+        let epoch = 0x5eed_u64 << 20;
+        let pattern = regex::Regex::new(&Cursor::pattern(epoch)).expect("pattern");
+        let widest = format!("{}_{}", base36(epoch), "z".repeat(CURSOR_SEQ_DIGITS));
+        let read = Cursor::parse(&widest).expect("the widest seq the pattern admits");
+        assert!(pattern.is_match(&widest) && i64::try_from(read.seq).is_ok());
+        let c = Cursor { epoch, seq: 46 };
+        assert_eq!(Cursor::parse(&c.to_string()), Some(c));
+        assert_eq!(Cursor::parse(&format!("{}_001a", base36(epoch))), Some(c));
+        let too_long = format!("{}_1{}", base36(epoch), "z".repeat(CURSOR_SEQ_DIGITS));
+        let upper = format!("{}_1a", base36(epoch).to_uppercase());
+        let padded_epoch = format!("0{}_1a", base36(epoch));
+        for bad in [too_long, upper, padded_epoch, "_1".into(), format!("{}_", base36(epoch)), "x".into()] {
+            assert!(!pattern.is_match(&bad), "{bad}");
+            assert_eq!(Cursor::parse(&bad), None, "{bad}");
+        }
+    }
 }

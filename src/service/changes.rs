@@ -57,7 +57,12 @@ impl App {
             let has_more = rows.len() > limit as usize;
             rows.truncate(limit as usize);
             let mut data = app.current(&snapshot, &rows)?;
-            let next = rows.last().map_or(after, |c| Cursor { epoch, seq: c.seq.get() });
+            // With nothing new, the cursor given, as it was written.
+            let next = match (rows.last(), q.after) {
+                (Some(c), _) => Cursor { epoch, seq: c.seq.get() }.to_string(),
+                (None, Some(given)) => given,
+                (None, None) => after.to_string(),
+            };
             let changes = rows
                 .into_iter()
                 .map(|c| {
@@ -72,7 +77,7 @@ impl App {
                     }
                 })
                 .collect();
-            Rendered::of(&ChangeFeed { notice: NOTICE, changes, next: next.to_string(), has_more })
+            Rendered::of(&ChangeFeed { notice: NOTICE, changes, next, has_more })
         })
         .await
     }
