@@ -844,6 +844,52 @@ async fn foreign_hosts_and_origins_are_refused() {
     assert_eq!(server.get("/api/stats", None).await.status, 200);
 }
 
+/// A body that is no JSON-RPC message is answered with JSON-RPC's own error (400), not rmcp's
+/// plain-text 415: the media type was right. A wrong media type is still 415.
+#[tokio::test]
+async fn bodies_that_are_no_message_get_json_rpc_errors() {
+    let server = Server::start().await;
+    let post = |body: &str, content_type: &str| {
+        server
+            .http
+            .post(server.url("/mcp"))
+            .header("content-type", content_type)
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_owned())
+            .send()
+    };
+    let lone_surrogate = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_agents","arguments":{"q":"\ud800"}}}"#;
+    let cases = [
+        (lone_surrogate, -32700, "invalid_json"),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"tools/li"#, -32700, "invalid_json"),
+        ("", -32700, "invalid_json"),
+        (r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}"#, -32600, "invalid_request"),
+        (r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#, -32600, "invalid_request"),
+        (r#"{"hello":"world"}"#, -32600, "invalid_request"),
+    ];
+    for (body, code, envelope) in cases {
+        let response = post(body, "application/json").await.expect("request");
+        assert_eq!(response.status().as_u16(), 400, "{body}");
+        assert_eq!(
+            response.headers().get("content-type").and_then(|v| v.to_str().ok()),
+            Some("application/json"),
+            "{body}"
+        );
+        let answer: Value = response.json().await.expect("a JSON-RPC error");
+        assert_eq!(answer["jsonrpc"], "2.0", "{answer}");
+        assert_eq!(answer["id"], Value::Null, "{answer}");
+        assert_eq!(answer["error"]["code"], code, "{body}: {answer}");
+        assert_eq!(answer["error"]["data"]["error"]["code"], envelope, "{answer}");
+        assert!(answer["error"]["data"]["error"]["message_zh"].as_str().is_some_and(|m| !m.is_empty()));
+    }
+    let plain =
+        post(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#, "text/plain").await.expect("request");
+    assert_eq!(plain.status().as_u16(), 415);
+    let fine =
+        post(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#, "application/json").await.expect("request");
+    assert_eq!(fine.status().as_u16(), 200);
+}
+
 /// Under revision 2026-07-28 the fixed lists say any cache may keep them for a while: they are
 /// the same for everyone and change only with the server's version.
 #[tokio::test]

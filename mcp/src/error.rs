@@ -78,6 +78,26 @@ impl ToolError {
         )
     }
 
+    /// A request body that is not JSON (REST answers the same `invalid_json`).
+    pub(crate) fn not_json() -> Self {
+        Self::new(
+            ErrorKind::Invalid,
+            "invalid_json",
+            "The request body is not valid JSON.",
+            "请求体不是有效的 JSON。",
+        )
+    }
+
+    /// A JSON body that is not a JSON-RPC 2.0 message the endpoint reads.
+    pub(crate) fn not_a_message() -> Self {
+        Self::new(
+            ErrorKind::Invalid,
+            "invalid_request",
+            "The request body is not a JSON-RPC 2.0 message (one object with jsonrpc, method, and an integer or string id).",
+            "请求体不是 JSON-RPC 2.0 消息（应为一个对象，含 jsonrpc、method，以及整数或字符串形式的 id）。",
+        )
+    }
+
     /// The REST error body for this error.
     pub fn envelope(&self) -> Value {
         serde_json::json!({ "error": self })

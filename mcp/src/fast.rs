@@ -31,6 +31,7 @@ use lru::LruCache;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::error::ToolError;
 use crate::guard::BoxResponse;
 use crate::port::{Arguments, ToolOutput};
 use crate::{DirectoryRead, render, resources};
@@ -202,15 +203,25 @@ fn plain_headers(h: &HeaderMap) -> bool {
         types.sort_unstable();
         types == ["application/json", "text/event-stream"]
     });
-    let json = single(header::CONTENT_TYPE).is_some_and(|c| {
-        let essence = c.split_once(';').map_or(c, |(e, _)| e);
-        essence.trim().eq_ignore_ascii_case("application/json")
-    });
+    let json = json_body(h);
     let mcp_headers_plain = h.keys().filter(|k| k.as_str().starts_with("mcp-")).all(|k| {
         k.as_str() == "mcp-protocol-version"
             && single(k.clone()).is_some_and(|v| PLAIN_REVISIONS.contains(&v))
     });
     accepts && json && mcp_headers_plain
+}
+
+/// Whether the request says its body is JSON (one `Content-Type`, `application/json`), as rmcp
+/// requires before it reads the body.
+fn json_body(h: &HeaderMap) -> bool {
+    let mut all = h.get_all(header::CONTENT_TYPE).iter();
+    match (all.next().and_then(|v| v.to_str().ok()), all.next()) {
+        (Some(c), None) => {
+            let essence = c.split_once(';').map_or(c, |(e, _)| e);
+            essence.trim().eq_ignore_ascii_case("application/json")
+        }
+        _ => false,
+    }
 }
 
 /// A JSON-RPC id rmcp reads as it is written: an integer or a string.
@@ -241,10 +252,36 @@ where
     if let Some(res) = fast.answer(&parts, &bytes).await {
         return res;
     }
-    match slow.call(Request::from_parts(parts, Full::new(bytes))).await {
+    let said_json = parts.method == Method::POST && json_body(&parts.headers);
+    let res = match slow.call(Request::from_parts(parts, Full::new(bytes.clone()))).await {
         Ok(res) => res,
         Err(never) => match never {},
+    };
+    // rmcp answers a JSON body it cannot read as a message "415 Unsupported Media Type" in
+    // plain text; the media type was right, so the client gets JSON-RPC's own answer.
+    if said_json && res.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return unreadable(&bytes);
     }
+    res
+}
+
+/// 400 with the JSON-RPC error for a body that is no message: -32700 when it is not JSON at
+/// all, -32600 when it is JSON but not a request, notification or response; `data` holds the
+/// bilingual envelope.
+fn unreadable(body: &[u8]) -> BoxResponse {
+    let (code, error) = match serde_json::from_slice::<serde_json::Value>(body) {
+        Err(_) => (-32700, ToolError::not_json()),
+        Ok(_) => (-32600, ToolError::not_a_message()),
+    };
+    let message = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code, "message": error.message_en, "data": error.envelope()},
+    });
+    let mut res = Response::new(Full::new(Bytes::from(message.to_string())).boxed());
+    *res.status_mut() = StatusCode::BAD_REQUEST;
+    res.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    res
 }
 
 #[cfg(test)]
