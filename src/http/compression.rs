@@ -50,8 +50,12 @@ impl Encoding {
             for item in value.split(',') {
                 let mut parts = item.split(';').map(str::trim);
                 let coding = parts.next().unwrap_or_default().to_ascii_lowercase();
+                // The weight's name is case-insensitive (RFC 9110 §12.4.2): `Q=0` refuses too.
                 let refused = parts.any(|p| {
-                    p.strip_prefix("q=").and_then(|q| q.trim().parse::<f32>().ok()).is_some_and(|q| q <= 0.0)
+                    p.split_once('=').is_some_and(|(name, q)| {
+                        name.trim().eq_ignore_ascii_case("q")
+                            && q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0)
+                    })
                 });
                 if !coding.is_empty() {
                     accepted.push((coding, !refused));
@@ -152,6 +156,8 @@ mod tests {
         assert_eq!(accept("zstd;q=0, gzip;q=0.5"), Some(Encoding::Gzip));
         assert_eq!(accept("*"), Some(Encoding::Zstd));
         assert_eq!(accept("*, zstd;q=0"), Some(Encoding::Br));
+        assert_eq!(accept("gzip;Q=0"), None);
+        assert_eq!(accept("zstd; Q=0, br;q=0.0, gzip"), Some(Encoding::Gzip));
         assert_eq!(accept("identity"), None);
         assert_eq!(accept("deflate"), None);
         assert_eq!(Encoding::negotiate(&HeaderMap::new()), None);
