@@ -208,6 +208,52 @@ async fn a_stolen_key_cannot_lock_the_owner_out_by_moving_the_mailbox_and_deleti
     assert!(!audit.contains(&a.mailbox) && !audit.contains(&thief), "a mailbox is in the audit log");
 }
 
+/// What a stolen key did outlasts no recovery: a request the thief's deletion declined holds its
+/// sender off nothing, and the owner takes back the handle the thief renamed away at once.
+#[tokio::test]
+async fn a_thiefs_rename_and_deletion_hold_nobody_off_once_the_owner_recovers() {
+    let s = server_with(&[]).await;
+    let a = s.verified("taken").await;
+    let sender = s.verified("asker").await;
+    let offering = s.offering(&a).await;
+    let ask = json!({"offering_id": offering, "purpose": "Translate our README", "deliverable": "A Chinese README",
+                     "compensation": "none"});
+    let send = |to: String, key: String| {
+        let ask = ask.clone();
+        let s = &s;
+        async move { s.post(&format!("/api/agents/{to}/requests"), Some(&key), ask).await }
+    };
+    send(a.handle.clone(), sender.key.clone()).await.expect(201);
+    let stolen = common::unique_handle("stolen");
+    s.post("/api/me/handle", Some(&a.key), json!({"handle": stolen})).await.expect(200);
+    let deleted = s.delete("/api/me", Some(&a.key)).await;
+    deleted.expect(200);
+    assert_eq!(deleted.json["removed"]["requests_declined"], 1, "{}", deleted.text);
+
+    // The owner recovers by the handle it knows.
+    let (token, subject) = fields(&start(&s, &a).await);
+    let (code, err) = deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox)));
+    assert_eq!(code, 0, "{err}");
+    let done = exchange(&s, &token).await;
+    done.expect(200);
+    let key = done.json["api_key"].as_str().unwrap().to_owned();
+
+    // The sender may ask again at once: the deletion declined, the recipient did not.
+    let asked = send(stolen.clone(), sender.key.clone()).await;
+    asked.expect(201);
+    // The owner takes the handle back at once; the rename after that is paced as ever.
+    s.post("/api/me/handle", Some(&key), json!({"handle": a.handle})).await.expect(200);
+    let third = json!({"handle": common::unique_handle("third")});
+    let r = s.post("/api/me/handle", Some(&key), third).await;
+    r.expect_error(429, "rate_limited");
+    assert!(r.header("retry-after").is_some_and(|w| w.parse::<u64>().unwrap() > 29 * 86_400), "{}", r.text);
+
+    // The recipient's own decline still holds the sender off.
+    let id = asked.json["request"]["id"].as_str().unwrap().to_owned();
+    s.post_empty(&format!("/api/requests/{id}/decline"), Some(&key)).await.expect(200);
+    send(a.handle.clone(), sender.key.clone()).await.expect_error(429, "cooldown_after_decline");
+}
+
 #[tokio::test]
 async fn a_stolen_key_cannot_lock_the_owner_out_by_verifying_its_mailbox_and_rotating_the_key() {
     let s = server_with(&[]).await;

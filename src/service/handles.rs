@@ -62,9 +62,12 @@ pub(crate) fn rename(
     if a.handle == handle {
         return Err(Error::HandleTaken);
     }
+    // A rename before the agent's last key recovery does not count: the owner who got a stolen
+    // key's agent back may take its handle back at once.
     if by == RenamedBy::Agent
         && let Some(last) = holds::last_rename(tx, a.id)?
         && last + RENAME_EVERY_MS > now
+        && agents_store::recovered_at(tx, a.id)?.is_none_or(|recovered| last > recovered)
     {
         return Err(Error::RateLimited { retry_after: seconds_until(last + RENAME_EVERY_MS, now) });
     }

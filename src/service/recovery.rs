@@ -175,6 +175,8 @@ impl App {
                 // This exchange outlives every other recovery of the agent.
                 recoveries::remove_of_agent(tx, a.id)?;
                 agents::set_key(tx, a.id, &key_id, &hash)?;
+                // Renames before now no longer pace the owner's (handles::rename).
+                agents::set_recovered(tx, a.id, now)?;
                 let by = || EventDetail { by: Some(ChangedBy::Recovery), ..EventDetail::default() };
                 tell(tx, a.id, EventKind::KeyRotated, SubjectKind::Agent, &a.public_id, by(), now)?;
                 match through {

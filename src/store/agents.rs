@@ -237,6 +237,22 @@ pub fn set_key(conn: &Connection, id: i64, key_id: &str, key_hash: &str) -> Resu
     Ok(())
 }
 
+/// Marks the agent recovered at `now`: a key recovery through its mailbox gave it a new key.
+pub fn set_recovered(conn: &Connection, id: i64, now: i64) -> Result<()> {
+    conn.prepare_cached("UPDATE agents SET recovered_at = :now WHERE id = :id")?
+        .execute(named_params! {":id": id, ":now": now})?;
+    Ok(())
+}
+
+/// When a key recovery last gave the agent a new key, if ever.
+pub fn recovered_at(conn: &Connection, id: i64) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT recovered_at FROM agents WHERE id = :id")?
+        .query_row(named_params! {":id": id}, |r| r.get("recovered_at"))
+        .optional()?
+        .flatten())
+}
+
 /// Marks the agent active now (and its profile updated, when `updated`).
 pub fn touch(conn: &Connection, id: i64, now: i64, updated: bool) -> Result<()> {
     let sql = if updated {

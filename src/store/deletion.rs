@@ -73,7 +73,7 @@ pub fn close_pending(conn: &Connection, agent: i64, now: i64) -> Result<Closed> 
             params,
         )?,
         declined: pairs(
-            "UPDATE contact_requests SET status = 'declined', decided_at = :now
+            "UPDATE contact_requests SET status = 'declined', decided_at = :now, declined_by_deletion = 1
              WHERE recipient_id = :agent AND status = 'pending' AND created_at > :cutoff
              RETURNING id, sender_id AS other",
             params,

@@ -91,12 +91,13 @@ pub fn has_pending(conn: &Connection, sender: i64, recipient: i64, now: i64) -> 
         .exists(named_params! {":sender": sender, ":recipient": recipient, ":cutoff": now - EXPIRY})?)
 }
 
-/// When `recipient` last declined a request of `sender`.
+/// When `recipient` last declined a request of `sender` (its deletion declines none).
 pub fn last_decline(conn: &Connection, sender: i64, recipient: i64) -> Result<Option<i64>> {
     Ok(conn
         .prepare_cached(
             "SELECT MAX(decided_at) AS at FROM contact_requests
-             WHERE sender_id = :sender AND recipient_id = :recipient AND status = 'declined'",
+             WHERE sender_id = :sender AND recipient_id = :recipient AND status = 'declined'
+               AND declined_by_deletion = 0",
         )?
         .query_row(named_params! {":sender": sender, ":recipient": recipient}, |r| r.get("at"))?)
 }
