@@ -519,6 +519,31 @@ async fn a_waiting_poll_is_answered_when_its_event_arrives_and_holds_no_slot() {
     waiting_bystander.abort();
 }
 
+/// A poll that outlives its key is answered 401, not with the events that came after: a
+/// rotation ends the key (and wakes the poll with its own event), and so does a deletion, after
+/// which a thief's poll would otherwise hear of the owner's recovery.
+#[tokio::test]
+async fn a_waiting_poll_ends_with_its_key() {
+    let s = Server::start_with(RELAXED_LIMITS).await;
+    let a = s.register("lp-rotated").await;
+    let waiting = poll(&s, &a, &end_of(&s, &a).await, 25);
+    until_waiting(&s, 1).await;
+    let rotated = s.post_empty("/api/me/rotate-key", Some(&a.key)).await;
+    rotated.expect(200);
+    let (r, took) = waiting.await.unwrap();
+    r.expect_error(401, "unauthorized");
+    assert!(took < Duration::from_secs(10), "answered after {took:?}");
+
+    let b = s.register("lp-deleted").await;
+    let waiting = poll(&s, &b, &end_of(&s, &b).await, 25);
+    until_waiting(&s, 1).await;
+    s.delete("/api/me", Some(&b.key)).await.expect(200);
+    s.post_empty(&format!("/api/agents/{}/recover", b.handle), None).await.expect(200);
+    let (r, _) = waiting.await.unwrap();
+    r.expect_error(401, "unauthorized");
+    assert!(!r.text.contains("recovery_started"), "{}", r.text);
+}
+
 #[tokio::test]
 async fn waiting_polls_are_bounded_per_agent_and_in_all() {
     let mut env = RELAXED_LIMITS.to_vec();

@@ -295,12 +295,9 @@ impl App {
         let (key_id, hash) = (key.key_id.clone(), key.hash.clone());
         let old_key_id = caller.key_id.clone();
         self.write(move |tx| {
-            let a = caller.row(tx)?;
             // Of several rotations with one key, the first wins; the others find their key
             // already rotated away.
-            if a.key_id != caller.key_id {
-                return Err(Error::Unauthorized);
-            }
+            let a = caller.current(tx)?;
             let now = now_ms();
             agents_store::set_key(tx, a.id, &key_id, &hash)?;
             let detail = EventDetail { by: Some(ChangedBy::Agent), ..EventDetail::default() };

@@ -159,7 +159,7 @@ pub enum Polled {
 
 /// A poll waiting for the caller's next event.
 pub struct Waiter {
-    caller: i64,
+    caller: Caller,
     after: u64,
     limit: u32,
     until: Instant,
@@ -182,28 +182,35 @@ impl App {
             return Ok(Polled::Now(found));
         }
         let ticket = self.waiting.enter(caller.id)?;
-        Ok(Polled::Later(Waiter { caller: caller.id, after, limit, until, ticket }))
+        Ok(Polled::Later(Waiter { caller, after, limit, until, ticket }))
     }
 
     /// Waits for the next event of the waiting poll's agent, or the end of its wait, then
     /// answers as `poll_events` does. Holds no database connection while it waits: each look is
     /// a short read. The wake-up is registered before each look, so an event committed after
-    /// the look wakes it.
+    /// the look wakes it. Each look checks the caller's key again: a wait that outlives it (a
+    /// rotation, a recovery, a deletion: say a thief's poll, and the owner's recovery the event
+    /// it waited for) answers 401.
     pub async fn events_when_they_come(&self, waiter: Waiter) -> Result<EventPage> {
         let Waiter { caller, after, limit, until, ticket } = waiter;
         let notify = ticket.notify();
+        let look = |caller: Caller| {
+            self.blocking(move |app| {
+                let conn = app.read()?;
+                caller.current(&conn)?;
+                page(&conn, caller.id, after, limit, now_ms())
+            })
+        };
         loop {
             let woken = notify.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            let now = now_ms();
-            let found = self.blocking(move |app| page(&*app.read()?, caller, after, limit, now)).await?;
+            let found = look(caller.clone()).await?;
             if !found.events.is_empty() || Instant::now() >= until {
                 return Ok(found);
             }
             if tokio::time::timeout_at(until, woken).await.is_err() {
-                let now = now_ms();
-                return self.blocking(move |app| page(&*app.read()?, caller, after, limit, now)).await;
+                return look(caller).await;
             }
         }
     }

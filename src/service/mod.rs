@@ -51,4 +51,10 @@ impl Caller {
     pub(crate) fn row(&self, conn: &rusqlite::Connection) -> Result<AgentRow> {
         agents_store::by_id(conn, self.id)?.ok_or(Error::Unauthorized)
     }
+
+    /// The caller's own row while the key it authenticated with is still the agent's, else 401:
+    /// a rotation, a recovery or a deletion since then ended that key.
+    pub(crate) fn current(&self, conn: &rusqlite::Connection) -> Result<AgentRow> {
+        Some(self.row(conn)?).filter(|a| a.key_id == self.key_id).ok_or(Error::Unauthorized)
+    }
 }
