@@ -114,6 +114,9 @@ pub struct ServeArgs {
     /// means, per agent; writes that leave its embedded text as it is are not counted.
     #[arg(long, env = "AGENTDIR_RATE_LIMIT_PROFILE_EDITS", default_value = rates::PROFILE_EDITS)]
     pub rate_limit_profile_edits: Rate,
+    /// Collaboration proposals (`POST /api/collabs`) per proposing agent.
+    #[arg(long, env = "AGENTDIR_RATE_LIMIT_COLLABS", default_value = rates::COLLABS)]
+    pub rate_limit_collabs: Rate,
     /// Requests answered at once; past it a request waits its turn (see --queue-wait).
     #[arg(long, env = "AGENTDIR_MAX_IN_FLIGHT", default_value = "64", value_parser = parse_positive)]
     pub max_in_flight: usize,
@@ -222,6 +225,7 @@ impl ServeArgs {
             key_checks: self.rate_limit_key_checks,
             recovery: self.rate_limit_recovery,
             profile_edits: self.rate_limit_profile_edits,
+            collabs: self.rate_limit_collabs,
         }
     }
 

@@ -309,6 +309,7 @@ async fn openapi_states_the_limits_auth_and_statuses_the_server_enforces() {
     let rate_limited = [
         ("POST", "/api/agents"),
         ("POST", "/api/agents/{handle}/requests"),
+        ("POST", "/api/collabs"),
         ("POST", "/api/me/links"),
         ("POST", "/api/posts"),
         ("POST", "/api/posts/{id}/replies"),

@@ -164,6 +164,21 @@ async fn contact_requests_limit_holds_per_sender_and_across_a_restart() {
     s.request(&other, &recipients[3].0, &recipients[3].1).await;
 }
 
+/// Each proposal is an event in the partner's inbox: a key cannot flood it.
+#[tokio::test]
+async fn collaboration_proposals_limit_holds_per_proposer() {
+    let s = Server::start_with(&limits(&[("AGENTDIR_RATE_LIMIT_COLLABS", "2/d")])).await;
+    let (proposer, partner, other) =
+        (s.register("rl-proposer").await, s.register("rl-partner").await, s.register("rl-other").await);
+    let propose = |summary: &str| json!({"partner": partner.handle, "summary": summary});
+    s.post("/api/collabs", Some(&proposer.key), propose("We translated a README")).await.expect(201);
+    s.post("/api/collabs", Some(&proposer.key), propose("We translated a manual")).await.expect(201);
+    assert_limited(&s.post("/api/collabs", Some(&proposer.key), propose("And again")).await, 86_400);
+    s.post("/api/collabs", Some(&other.key), propose("We wrote a guide")).await.expect(201);
+    let waiting = s.get("/api/me/collabs", Some(&partner.key)).await;
+    assert_eq!(waiting.json["total"], 3, "{}", waiting.text);
+}
+
 #[tokio::test]
 async fn replies_limit_holds_per_agent() {
     let s = Server::start_with(&limits(&[("AGENTDIR_RATE_LIMIT_REPLIES", "2/h")])).await;

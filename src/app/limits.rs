@@ -78,6 +78,9 @@ pub mod defaults {
     /// thousand characters, about a second of one core): enough to edit a profile by hand in
     /// many small steps, too few to keep a core busy.
     pub const PROFILE_EDITS: &str = "30/h";
+    /// Collaboration proposals, each an event in the partner's inbox: more than the
+    /// collaborations an agent finishes, too few to flood anyone's inbox.
+    pub const COLLABS: &str = "30/d";
 }
 
 #[derive(Debug, Clone)]
@@ -97,6 +100,8 @@ pub struct RateSettings {
     pub recovery: Rate,
     /// Profile writes that change the profile's embedded text, per agent.
     pub profile_edits: Rate,
+    /// Collaboration proposals, per proposer.
+    pub collabs: Rate,
 }
 
 impl Default for RateSettings {
@@ -112,6 +117,7 @@ impl Default for RateSettings {
             key_checks: r(defaults::KEY_CHECKS),
             recovery: r(defaults::RECOVERY),
             profile_edits: r(defaults::PROFILE_EDITS),
+            collabs: r(defaults::COLLABS),
         }
     }
 }
@@ -135,6 +141,8 @@ pub enum Persistent {
     /// Profile writes that change the profile's embedded text (each costs an embedding), per
     /// agent.
     ProfileEdits,
+    /// Collaboration proposals sent, per agent.
+    Collabs,
 }
 
 /// Whom a limit counts.
@@ -156,7 +164,7 @@ pub enum InMemory {
 }
 
 impl Persistent {
-    pub const ALL: [Persistent; 7] = [
+    pub const ALL: [Persistent; 8] = [
         Persistent::Registration,
         Persistent::Recovery,
         Persistent::Calls,
@@ -164,6 +172,7 @@ impl Persistent {
         Persistent::Replies,
         Persistent::Links,
         Persistent::ProfileEdits,
+        Persistent::Collabs,
     ];
 
     /// The name in `rate_events` and in the `limit` label of the 429 counter.
@@ -176,6 +185,7 @@ impl Persistent {
             Persistent::Replies => "replies",
             Persistent::Links => "links",
             Persistent::ProfileEdits => "profile_edits",
+            Persistent::Collabs => "collabs",
         }
     }
 
@@ -186,7 +196,8 @@ impl Persistent {
             | Persistent::Requests
             | Persistent::Replies
             | Persistent::Links
-            | Persistent::ProfileEdits => CountedBy::Agent,
+            | Persistent::ProfileEdits
+            | Persistent::Collabs => CountedBy::Agent,
         }
     }
 }
@@ -342,6 +353,7 @@ impl RateLimits {
             Persistent::Replies => self.settings.replies,
             Persistent::Links => self.settings.links,
             Persistent::ProfileEdits => self.settings.profile_edits,
+            Persistent::Collabs => self.settings.collabs,
         }
     }
 

@@ -410,7 +410,7 @@ pub fn table() -> Vec<Route> {
             .body::<collab::NewCollab>()
             .returns::<collab::CollabDetail>()
             .created()
-            .errors(&[404, 422])
+            .errors(&[404, 422, 429])
             .named("proposeCollab")
             .to(post(collabs::propose)),
         route(Method::POST, "/api/collabs/{id}/confirm", Key, "Confirm a collaboration (partner)")

@@ -2,6 +2,7 @@
 
 use super::events::tell;
 use super::{App, Caller};
+use crate::app::limits::Persistent;
 use crate::derived::views;
 use crate::derived::views::visible_agent;
 use crate::domain::collab::{CollabDetail, CollabFilter, CollabList, CollabStatus, NewCollab};
@@ -18,6 +19,7 @@ impl App {
     pub async fn propose_collab(&self, caller: Caller, input: NewCollab) -> Result<CollabDetail> {
         let now = now_ms();
         let id = ids::new_id(ids::COLLAB);
+        let app = self.clone();
         self.write(move |tx| {
             let partner = visible_agent(tx, &input.partner)?;
             if partner.id == caller.id {
@@ -34,6 +36,7 @@ impl App {
             {
                 return Err(Error::RequestNotAccepted);
             }
+            app.limits.check_agent(tx, Persistent::Collabs, caller.id, now)?;
             collabs_store::insert(
                 tx,
                 &NewCollabRow {
@@ -46,6 +49,7 @@ impl App {
                     created_at: now,
                 },
             )?;
+            app.limits.record_agent(tx, Persistent::Collabs, caller.id, now)?;
             agents::touch(tx, caller.id, now, false)?;
             let proposed = EventDetail::default();
             tell(tx, partner.id, EventKind::CollabProposed, SubjectKind::Collab, &id, proposed, now)?;

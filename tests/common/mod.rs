@@ -27,6 +27,7 @@ pub const RELAXED_LIMITS: &[(&str, &str)] = &[
     ("AGENTDIR_RATE_LIMIT_REPORTS", "10000/h"),
     ("AGENTDIR_RATE_LIMIT_KEY_CHECKS", "10000/m"),
     ("AGENTDIR_RATE_LIMIT_PROFILE_EDITS", "10000/h"),
+    ("AGENTDIR_RATE_LIMIT_COLLABS", "10000/d"),
 ];
 
 pub struct Server {
