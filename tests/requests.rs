@@ -196,7 +196,7 @@ async fn weekly_cap_counts_every_request_received_in_seven_days() {
     let first = s.request(&a, &to, &offering).await;
     // Withdrawn requests still count.
     s.post_empty(&format!("/api/requests/{first}/withdraw"), Some(&a.key)).await.expect(200);
-    s.request(&b, &to, &offering).await;
+    let second = s.request(&b, &to, &offering).await;
     let r = send(&s, &c, &to, ask(Some(&offering))).await;
     r.expect_error(429, "weekly_cap_reached");
     let wait: u64 = r.header("retry-after").unwrap().parse().unwrap();
@@ -204,6 +204,16 @@ async fn weekly_cap_counts_every_request_received_in_seven_days() {
     // A week later the window has moved on.
     age_request(&s, &first, 8);
     send(&s, &c, &to, ask(Some(&offering))).await.expect(201);
+
+    // The cap lowered below what the window holds: the wait lasts until enough have left it,
+    // not until the oldest has (b's came 6 days ago, c's just now: one may come in 7 days).
+    age_request(&s, &second, 6);
+    s.patch("/api/me", Some(&to.key), json!({"contact_policy": {"weekly_cap": 1}})).await.expect(200);
+    let d = s.verified("d").await;
+    let r = send(&s, &d, &to, ask(Some(&offering))).await;
+    r.expect_error(429, "weekly_cap_reached");
+    let wait: u64 = r.header("retry-after").unwrap().parse().unwrap();
+    assert!(wait > 6 * 86_400 && wait <= 7 * 86_400, "{wait}");
 }
 
 /// On the moved clock of the `test-clock` feature: the fourteen days pass without waiting.

@@ -100,9 +100,15 @@ impl App {
                 let retry_after = seconds_until(declined_at + COOLDOWN_AFTER_DECLINE, now);
                 return Err(Error::CooldownAfterDecline { retry_after });
             }
-            let (received, oldest) = requests_store::received_since(tx, recipient.id, now - CAP_WINDOW)?;
-            if received >= u64::from(policy.weekly_cap) {
-                let retry_after = seconds_until(oldest.unwrap_or(now) + CAP_WINDOW, now);
+            let since = now - CAP_WINDOW;
+            let (received, cap) =
+                (requests_store::received_since(tx, recipient.id, since)?, u64::from(policy.weekly_cap));
+            if received >= cap {
+                // A request is taken once fewer than the cap remain in the window: when the
+                // request that many places from the oldest leaves it (the oldest, unless the
+                // cap was lowered below what the window already holds).
+                let leaving = requests_store::received_at(tx, recipient.id, since, received - cap)?;
+                let retry_after = seconds_until(leaving.unwrap_or(now) + CAP_WINDOW, now);
                 return Err(Error::WeeklyCapReached { retry_after });
             }
             app.limits.check_agent(tx, Persistent::Requests, sender.id, now)?;

@@ -102,16 +102,29 @@ pub fn last_decline(conn: &Connection, sender: i64, recipient: i64) -> Result<Op
         .query_row(named_params! {":sender": sender, ":recipient": recipient}, |r| r.get("at"))?)
 }
 
-/// Requests `recipient` received since `since`: how many, and when the oldest of them came.
-pub fn received_since(conn: &Connection, recipient: i64, since: i64) -> Result<(u64, Option<i64>)> {
+/// How many requests `recipient` received since `since`.
+pub fn received_since(conn: &Connection, recipient: i64, since: i64) -> Result<u64> {
+    let n: i64 = conn
+        .prepare_cached(
+            "SELECT COUNT(*) AS n FROM contact_requests WHERE recipient_id = :recipient AND created_at > :since",
+        )?
+        .query_row(named_params! {":recipient": recipient, ":since": since}, |r| r.get("n"))?;
+    Ok(n as u64)
+}
+
+/// When the request `recipient` received since `since` that is `skip` places from the oldest
+/// came, if there is one.
+pub fn received_at(conn: &Connection, recipient: i64, since: i64, skip: u64) -> Result<Option<i64>> {
     Ok(conn
         .prepare_cached(
-            "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM contact_requests
-             WHERE recipient_id = :recipient AND created_at > :since",
+            "SELECT created_at FROM contact_requests WHERE recipient_id = :recipient AND created_at > :since
+             ORDER BY created_at LIMIT 1 OFFSET :skip",
         )?
-        .query_row(named_params! {":recipient": recipient, ":since": since}, |r| {
-            Ok((r.get::<_, i64>("n")? as u64, r.get("oldest")?))
-        })?)
+        .query_row(
+            named_params! {":recipient": recipient, ":since": since, ":skip": i64::try_from(skip).unwrap_or(i64::MAX)},
+            |r| r.get("created_at"),
+        )
+        .optional()?)
 }
 
 /// Moves a live pending request to `to`. Returns false when it was no longer live and pending,
