@@ -3,7 +3,7 @@
 
 #![no_main]
 
-use agentdir::domain::changes::{CURSOR_MAX, Cursor};
+use agentdir::domain::changes::{CURSOR_MAX, CURSOR_SEQ_DIGITS, Cursor};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -11,11 +11,13 @@ fuzz_target!(|data: &[u8]| {
     if let Some(cursor) = Cursor::parse(&text) {
         round_trip(cursor);
     }
-    // Any cursor the server can issue.
+    // Any cursor the server can issue: any epoch, a seq of at most the published pattern's
+    // digits (a database's seq, counted from 1, stays far below 36^12).
     if let Some(bytes) = data.get(..16) {
         let (epoch, seq) = bytes.split_at(8);
         let u64_of = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
-        round_trip(Cursor { epoch: u64_of(epoch), seq: u64_of(seq) });
+        let seqs = 36u64.pow(CURSOR_SEQ_DIGITS as u32);
+        round_trip(Cursor { epoch: u64_of(epoch), seq: u64_of(seq) % seqs });
     }
 });
 
