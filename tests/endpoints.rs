@@ -772,6 +772,33 @@ async fn handles_for(s: &Server, q: &str) -> Vec<String> {
         .collect()
 }
 
+/// A proof counts only where the endpoint itself answers: not through a redirect of its
+/// origin's well-known path to a page (where a site's users may write), and not in a card that a
+/// redirect fetched from another origin.
+#[tokio::test]
+async fn a_proof_reached_through_a_redirect_proves_nothing() {
+    let s = checking_server().await;
+    let handle = common::unique_handle("redirected-proof");
+    let redirected = Endpoint::start("mcp-tides-redirected", Some(&handle));
+    let elsewhere = Endpoint::start("a2a-elsewhere", Some(&handle));
+    register_with(
+        &s,
+        &handle,
+        json!([{"kind": "mcp", "url": redirected.url("/mcp")}, {"kind": "a2a", "url": elsewhere.url("/")}]),
+    )
+    .await;
+    let e = endpoints_when(&s, &handle, "both live", |e| e.iter().all(|e| status_of(e) == "live")).await;
+    for endpoint in &e {
+        let shown = [&endpoint["proof"], &endpoint["tools"], &endpoint["skills"]];
+        assert_eq!(shown, [&Value::Null, &Value::Null, &Value::Null], "{e:#?}");
+    }
+    assert_eq!(e[0]["tool_count"], 1, "{e:#?}");
+    assert!(
+        !handles_for(&s, "tide").await.contains(&handle),
+        "an unproven endpoint's tools are not searched"
+    );
+}
+
 #[tokio::test]
 async fn what_a_proven_endpoint_exposes_is_shown_and_searched_as_the_agents() {
     let s = checking_server().await;

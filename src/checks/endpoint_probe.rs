@@ -133,7 +133,7 @@ async fn a2a(url: &str, reach: Reach<'_>) -> (Finding, Vec<String>) {
     if let Some(found) = &own
         && found.status() == EndpointStatus::Live
     {
-        return (found.clone(), vec![String::from_utf8_lossy(&first.body).into_owned()]);
+        return (found.clone(), own_words(url, &first));
     }
     let well_known = url::Url::parse(url).ok().and_then(|u| u.join(A2A_WELL_KNOWN).ok());
     let Some(well_known) = well_known.filter(|w| w.as_str() != url) else {
@@ -149,27 +149,49 @@ async fn a2a(url: &str, reach: Reach<'_>) -> (Finding, Vec<String>) {
     let (there, text) = match reach.exchange(well_known.as_str(), &get()).await {
         Ok(a) if success(a.status) => (
             json_object(&a.body).map_or_else(|| unreadable(&a, Why::NotA2aCard), |card| a2a_card(&card)),
-            String::from_utf8_lossy(&a.body).into_owned(),
+            own_words(url, &a),
         ),
-        Ok(a) => (not_success(a.status), String::new()),
-        Err(e) => (failed(&e), String::new()),
+        Ok(a) => (not_success(a.status), Vec::new()),
+        Err(e) => (failed(&e), Vec::new()),
     };
-    if there.status() == EndpointStatus::Live {
-        (there, vec![text])
-    } else {
-        (own.unwrap_or(there), Vec::new())
-    }
+    if there.status() == EndpointStatus::Live { (there, text) } else { (own.unwrap_or(there), Vec::new()) }
 }
 
-/// Whether the endpoint's origin publishes the agent's proof text at `PROOF_WELL_KNOWN`.
+/// Whether the endpoint's origin publishes the agent's proof text at `PROOF_WELL_KNOWN`: that
+/// path itself answers it, not a page a redirect leads to (a site that sends unknown paths to
+/// its users' pages must not prove every endpoint there for whoever writes on one).
 async fn proven_at_origin(url: &str, handle: &str, reach: Reach<'_>) -> bool {
     let Some(at) = url::Url::parse(url).ok().and_then(|u| u.join(PROOF_WELL_KNOWN).ok()) else {
         return false;
     };
     match reach.exchange(at.as_str(), &Request::get()).await {
-        Ok(a) if success(a.status) => holds_proof(&String::from_utf8_lossy(&a.body), handle),
+        Ok(a) if success(a.status) && same_origin(&at, &a.url) && a.url.path() == at.path() => {
+            holds_proof(&String::from_utf8_lossy(&a.body), handle)
+        }
         _ => false,
     }
+}
+
+/// The text of an answer that may prove whose the endpoint `url` is: none when a redirect led
+/// to another origin, whose answer is that origin's word, not the endpoint's.
+fn own_words(url: &str, answer: &Answer) -> Vec<String> {
+    match url::Url::parse(url) {
+        Ok(asked) if same_origin(&asked, &answer.url) => {
+            vec![String::from_utf8_lossy(&answer.body).into_owned()]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Whether `answered` is `asked`'s origin, or the same host's default https where `asked` is its
+/// default http (a site that upgrades every request).
+fn same_origin(asked: &url::Url, answered: &url::Url) -> bool {
+    asked.origin() == answered.origin()
+        || asked.scheme() == "http"
+            && answered.scheme() == "https"
+            && asked.host() == answered.host()
+            && asked.port().is_none()
+            && answered.port().is_none()
 }
 
 fn json_object(body: &[u8]) -> Option<serde_json::Map<String, Value>> {

@@ -387,6 +387,8 @@ impl Request {
 /// `max_bytes` of the body.
 #[derive(Debug, Clone)]
 pub struct Answer {
+    /// The URL that answered: the one asked, or where its redirects led.
+    pub url: Url,
     pub status: u16,
     pub headers: reqwest::header::HeaderMap,
     pub body: Vec<u8>,
@@ -424,7 +426,8 @@ pub async fn exchange_until(
     let url = check_url(url)?;
     let allowed = allowed_by(policy);
     let answer = async {
-        let (_, mut response, _hop) = send(url, request, policy, &SystemResolver, &allowed, gate).await?;
+        let (answered, mut response, _hop) =
+            send(url, request, policy, &SystemResolver, &allowed, gate).await?;
         let status = response.status().as_u16();
         let headers = std::mem::take(response.headers_mut());
         let mut body = Vec::new();
@@ -439,7 +442,7 @@ pub async fn exchange_until(
                 break;
             }
         }
-        Ok(Answer { status, headers, body, truncated })
+        Ok(Answer { url: answered, status, headers, body, truncated })
     };
     tokio::time::timeout(policy.timeout, answer).await.unwrap_or(Err(LinkFetchError::Timeout))
 }

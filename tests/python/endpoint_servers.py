@@ -24,6 +24,11 @@ KIND is one of:
   mcp-tides-proven  the same server whose instructions hold `agentdir-proof:HANDLE`
   mcp-tides-well-known  the same server whose origin publishes `agentdir-proof:HANDLE` at
             /.well-known/agentdir-proof
+  mcp-tides-redirected  the same server whose /.well-known/agentdir-proof answers 302 -> /about
+            (a site that sends unknown paths to a page its users write on)
+  a2a-elsewhere  the a2a card (with HANDLE's proof) at localhost only: asked at 127.0.0.1, the
+            card's path answers 302 to the same path at localhost (another origin), as an open
+            redirect of someone else's site would
 
 With HANDLE, the A2A card's description carries `agentdir-proof:HANDLE`, so the card's URL
 doubles as a link proof of that agent on the endpoint's origin (the endpoint is then owned).
@@ -102,10 +107,27 @@ class Elsewhere:
         await self.app(scope, receive, send)
 
 
+class CardElsewhere:
+    """Sends a request for the card that is not addressed to localhost on to localhost."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        host = dict(scope.get("headers") or []).get(b"host", b"").decode()
+        if scope["type"] == "http" and not host.startswith("localhost"):
+            port = scope["server"][1]
+            response = RedirectResponse(f"http://localhost:{port}{scope['path']}", status_code=302)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def tides_app(proof_of: str | None, where: str) -> Starlette:
     """An MCP server with one tool nobody else describes; `where` says where the proof stands:
-    `page` (a page of the origin, not the endpoint's answer), `answer` (its instructions) or
-    `well-known` (the origin's /.well-known/agentdir-proof)."""
+    `page` (a page of the origin, not the endpoint's answer), `answer` (its instructions),
+    `well-known` (the origin's /.well-known/agentdir-proof) or `well-known-redirected` (the
+    page, which the well-known path redirects to)."""
     from mcp.server.mcpserver import MCPServer
     from starlette.responses import PlainTextResponse
     from starlette.routing import Mount
@@ -126,6 +148,12 @@ def tides_app(proof_of: str | None, where: str) -> Starlette:
     routes = [Route("/about", page)]
     if where == "well-known":
         routes.append(Route("/.well-known/agentdir-proof", page))
+    if where == "well-known-redirected":
+
+        async def to_page(_request):
+            return RedirectResponse("/about", status_code=302)
+
+        routes.append(Route("/.well-known/agentdir-proof", to_page))
     routes.append(Mount("/", app=mcp))
     return Starlette(routes=routes, lifespan=mcp.router.lifespan_context)
 
@@ -204,6 +232,8 @@ def main() -> None:
         "mcp-tides": lambda: tides_app(proof_of, "page"),
         "mcp-tides-proven": lambda: tides_app(proof_of, "answer"),
         "mcp-tides-well-known": lambda: tides_app(proof_of, "well-known"),
+        "mcp-tides-redirected": lambda: tides_app(proof_of, "well-known-redirected"),
+        "a2a-elsewhere": lambda: CardElsewhere(a2a_app(True, proof_of)),
     }[kind]()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
