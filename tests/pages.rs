@@ -72,6 +72,14 @@ async fn the_front_page_is_for_people_and_the_index_for_machines_that_ask_for_js
     assert_eq!(r.status(), 404);
     assert!(header(&r, "content-type").starts_with("text/html"));
     s.get("/no/such/page", None).await.expect_error(404, "not_found");
+    // Its language switch stays on this site, whatever path was asked.
+    for path in ["//evil.example/x", "/\\evil.example/x", "/no/such/page"] {
+        let r = page(&s, path, &[("accept", browser)]).await;
+        assert_eq!(r.status(), 404, "{path}");
+        let html = r.text().await.expect("body");
+        assert!(html.contains("href=\"?lang="), "{path}: {html}");
+        assert!(!html.contains("evil.example"), "{path}: {html}");
+    }
 }
 
 #[tokio::test]

@@ -67,10 +67,12 @@ fn error_page(choice: Choice, path: &str, error: &Error) -> Response {
     res
 }
 
-/// A path no route knows, for a reader who asked for a page.
+/// A path no route knows, for a reader who asked for a page. Its language switch is the query
+/// alone (`?lang=zh`): the path is whatever was asked, and one such as `//evil.example/x` would
+/// make the directory's own link lead to another site.
 pub async fn not_found(req: Request) -> Response {
     let (parts, _) = req.into_parts();
-    error_page(choice(&parts), parts.uri.path(), &Error::NotFound)
+    error_page(choice(&parts), "", &Error::NotFound)
 }
 
 /// `/` for people: what the directory is, a search box, the counts of `/api/stats`, and the way

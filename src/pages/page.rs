@@ -104,6 +104,13 @@ struct Kept {
     page: Arc<Page>,
 }
 
+impl Kept {
+    /// What it counts against the budget, under a key of `key_bytes`.
+    fn weight(&self, key_bytes: usize) -> usize {
+        self.page.body.len() + key_bytes + self.source.len()
+    }
+}
+
 /// Card and call pages, least recently used out first past `PAGE_CACHE_BYTES`. A page is good
 /// exactly while the document it shows is the one the core serves, so nothing here needs to
 /// follow the change log: the core's cache does, and its ETag says which version this is.
@@ -142,18 +149,22 @@ impl PageCache {
     }
 
     pub fn keep(&self, key: PageKey, source: String, page: Arc<Page>) {
-        let weight = page.body.len() + key.0.bytes() + source.len();
+        let kept = Kept { source, page };
+        let key_bytes = key.0.bytes();
+        let weight = kept.weight(key_bytes);
         if weight > self.budget {
             return;
         }
         let mut shelf = self.shelf();
-        if let Some(old) = shelf.pages.put(key, Kept { source, page }) {
-            shelf.bytes -= old.page.body.len() + old.source.len();
+        // A page replaced under its key gives back all it weighed, its key's bytes too (else
+        // each new version of a page would leave them counted, until the shelf held nothing).
+        if let Some(old) = shelf.pages.put(key, kept) {
+            shelf.bytes -= old.weight(key_bytes);
         }
         shelf.bytes += weight;
         while shelf.bytes > self.budget {
             match shelf.pages.pop_lru() {
-                Some((key, old)) => shelf.bytes -= old.page.body.len() + key.0.bytes() + old.source.len(),
+                Some((key, old)) => shelf.bytes -= old.weight(key.0.bytes()),
                 None => break,
             }
         }
@@ -186,6 +197,13 @@ mod tests {
         let (n, bytes) = cache.held();
         assert!(bytes <= 100 && n == 2, "{n} pages, {bytes} bytes");
         assert!(cache.get(&key("a"), "\"v1\"").is_none(), "the least recently used went first");
+        // New versions of one page replace it and weigh what one version does.
+        for version in 0..1_000 {
+            cache.keep(key("b"), format!("\"v{version}\""), Arc::new(Page::new("y".repeat(40))));
+        }
+        let (n, bytes) = cache.held();
+        assert!(cache.get(&key("b"), "\"v999\"").is_some(), "{n} pages, {bytes} bytes");
+        assert!(cache.get(&key("c"), "\"v1\"").is_some(), "{n} pages, {bytes} bytes");
         assert_eq!(Page::new("same").etag, Page::new("same").etag);
         assert_ne!(Page::new("same").etag, Page::new("other").etag);
     }
