@@ -163,7 +163,7 @@ pub struct EndpointInput {
     #[schemars(
         with = "super::fields::HttpUrl",
         description = const_format::concatcp!(
-            "An http(s) URL on a public address, on port 80, 443, 8000, 8080 or 8443 (a non-public address is checked as invalid). a2a: the agent card's URL or the agent's origin (",
+            "An http(s) URL on a public address, on port 80, 443, 8000, 8080 or 8443 (a non-public address reads down, unreachable, when checked). a2a: the agent card's URL or the agent's origin (",
             A2A_WELL_KNOWN,
             " is tried there); mcp: the streamable HTTP endpoint; http: any page that answers 2xx."
         )

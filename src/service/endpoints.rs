@@ -11,7 +11,7 @@ use crate::store::endpoints::{self as store, EndpointRow, Target};
 /// Checks a list as it is set, beyond what its schema says (the schema holds the port rule as
 /// a pattern; this is the same rule as the fetcher reads URLs): a URL the fetcher would take, on
 /// an allowed port unless the rule is lifted for local testing. Addresses are judged when
-/// checked (a refused one makes the endpoint `invalid`), as link proofs judge them.
+/// checked (a refused one reads `down`, `unreachable`), as link proofs judge them.
 pub fn validate(list: &[EndpointInput]) -> Result<()> {
     for (i, e) in list.iter().enumerate() {
         let field = || format!("endpoints.{i}.url");
