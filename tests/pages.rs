@@ -319,4 +319,8 @@ async fn crawlers_get_a_sitemap_of_public_cards_and_robots_keep_them_off_search(
     assert_eq!(page(&s, "/sitemaps/3.xml", &[]).await.status(), 404);
     assert_eq!(page(&s, "/sitemaps/0.xml", &[]).await.status(), 404);
     assert_eq!(page(&s, "/sitemaps/x.xml", &[]).await.status(), 404);
+    // One stretch has one name.
+    for other_name in ["/sitemaps/+1.xml", "/sitemaps/01.xml", "/sitemaps/.xml"] {
+        assert_eq!(page(&s, other_name, &[]).await.status(), 404, "{other_name}");
+    }
 }

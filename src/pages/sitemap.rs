@@ -89,9 +89,10 @@ pub async fn part(
     file: Result<Path<String>, axum::extract::rejection::PathRejection>,
 ) -> Result<Response, Error> {
     let Ok(Path(file)) = file else { return Err(Error::NotFound) };
+    // Only the names the index lists: digits, no sign, no leading zero.
     let n: u64 = file
         .strip_suffix(".xml")
-        .filter(|n| !n.starts_with('0'))
+        .filter(|n| !n.starts_with('0') && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|n| n.parse().ok())
         .ok_or(Error::NotFound)?;
     let per = app.settings().sitemap_urls;
