@@ -89,7 +89,16 @@ async fn a_replica_sends_nothing_to_any_host_but_its_primary() {
     let primary = Server::start().await;
     let alice = primary.register("alice").await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let replica = replica_of(&primary, dir.path(), &[("AGENTDIR_REPLICA_WAIT", "1")]).await;
+    // The recorder is also the proxy the replica's environment names: the primary is reached
+    // directly all the same.
+    let proxy = format!("http://127.0.0.1:{}", recorder.port);
+    let extra = [
+        ("AGENTDIR_REPLICA_WAIT", "1"),
+        ("HTTP_PROXY", proxy.as_str()),
+        ("HTTPS_PROXY", proxy.as_str()),
+        ("ALL_PROXY", proxy.as_str()),
+    ];
+    let replica = replica_of(&primary, dir.path(), &extra).await;
     let addr = replica.addr();
     let target = format!("127.0.0.1:{}", recorder.port);
     let key = &alice.key;

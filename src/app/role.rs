@@ -173,10 +173,13 @@ pub struct Lag {
 
 impl Replica {
     pub(super) fn new(settings: ReplicaSettings, data_dir: &Path) -> anyhow::Result<Replica> {
+        // Straight to the primary: a proxy named in the environment for other tools must not
+        // carry the forwarded requests, API keys and all.
         let client = reqwest::Client::builder()
             .timeout(FORWARD_TIMEOUT)
             .connect_timeout(Duration::from_secs(3))
             .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
             .build()?;
         let (_, txid_file) = crate::store::replica::copy_paths(data_dir);
         Ok(Replica {
