@@ -191,14 +191,7 @@ impl Framed {
 
 /// Whether the headers are the plain form (see the module's documentation).
 fn plain_headers(h: &HeaderMap) -> bool {
-    let single = |name: header::HeaderName| {
-        let mut all = h.get_all(name).iter();
-        match (all.next(), all.next()) {
-            (Some(v), None) => v.to_str().ok(),
-            _ => None,
-        }
-    };
-    let accepts = single(header::ACCEPT).is_some_and(|a| {
+    let accepts = single(h, header::ACCEPT).is_some_and(|a| {
         let mut types: Vec<&str> = a.split(',').map(str::trim).collect();
         types.sort_unstable();
         types == ["application/json", "text/event-stream"]
@@ -206,7 +199,7 @@ fn plain_headers(h: &HeaderMap) -> bool {
     let json = json_body(h);
     let mcp_headers_plain = h.keys().filter(|k| k.as_str().starts_with("mcp-")).all(|k| {
         k.as_str() == "mcp-protocol-version"
-            && single(k.clone()).is_some_and(|v| PLAIN_REVISIONS.contains(&v))
+            && single(h, k.clone()).is_some_and(|v| PLAIN_REVISIONS.contains(&v))
     });
     accepts && json && mcp_headers_plain
 }
@@ -214,13 +207,18 @@ fn plain_headers(h: &HeaderMap) -> bool {
 /// Whether the request says its body is JSON (one `Content-Type`, `application/json`), as rmcp
 /// requires before it reads the body.
 fn json_body(h: &HeaderMap) -> bool {
-    let mut all = h.get_all(header::CONTENT_TYPE).iter();
-    match (all.next().and_then(|v| v.to_str().ok()), all.next()) {
-        (Some(c), None) => {
-            let essence = c.split_once(';').map_or(c, |(e, _)| e);
-            essence.trim().eq_ignore_ascii_case("application/json")
-        }
-        _ => false,
+    single(h, header::CONTENT_TYPE).is_some_and(|c| {
+        let essence = c.split_once(';').map_or(c, |(e, _)| e);
+        essence.trim().eq_ignore_ascii_case("application/json")
+    })
+}
+
+/// The header's value when it is sent once, as text.
+fn single(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    let mut all = h.get_all(name).iter();
+    match (all.next(), all.next()) {
+        (Some(v), None) => v.to_str().ok(),
+        _ => None,
     }
 }
 

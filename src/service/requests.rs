@@ -100,15 +100,12 @@ impl App {
                 let retry_after = seconds_until(declined_at + COOLDOWN_AFTER_DECLINE, now);
                 return Err(Error::CooldownAfterDecline { retry_after });
             }
-            let since = now - CAP_WINDOW;
-            let (received, cap) =
-                (requests_store::received_since(tx, recipient.id, since)?, u64::from(policy.weekly_cap));
-            if received >= cap {
-                // A request is taken once fewer than the cap remain in the window: when the
-                // request that many places from the oldest leaves it (the oldest, unless the
-                // cap was lowered below what the window already holds).
-                let leaving = requests_store::received_at(tx, recipient.id, since, received - cap)?;
-                let retry_after = seconds_until(leaving.unwrap_or(now) + CAP_WINDOW, now);
+            // The window holds the cap's worth when its cap-th newest request is in it; a request
+            // is taken again once that one has left (the oldest, unless the cap was lowered
+            // below what the window already holds).
+            let cap = u32::from(policy.weekly_cap);
+            if let Some(at) = requests_store::nth_newest_since(tx, recipient.id, now - CAP_WINDOW, cap)? {
+                let retry_after = seconds_until(at + CAP_WINDOW, now);
                 return Err(Error::WeeklyCapReached { retry_after });
             }
             app.limits.check_agent(tx, Persistent::Requests, sender.id, now)?;

@@ -102,26 +102,16 @@ pub fn last_decline(conn: &Connection, sender: i64, recipient: i64) -> Result<Op
         .query_row(named_params! {":sender": sender, ":recipient": recipient}, |r| r.get("at"))?)
 }
 
-/// How many requests `recipient` received since `since`.
-pub fn received_since(conn: &Connection, recipient: i64, since: i64) -> Result<u64> {
-    let n: i64 = conn
-        .prepare_cached(
-            "SELECT COUNT(*) AS n FROM contact_requests WHERE recipient_id = :recipient AND created_at > :since",
-        )?
-        .query_row(named_params! {":recipient": recipient, ":since": since}, |r| r.get("n"))?;
-    Ok(n as u64)
-}
-
-/// When the request `recipient` received since `since` that is `skip` places from the oldest
-/// came, if there is one.
-pub fn received_at(conn: &Connection, recipient: i64, since: i64, skip: u64) -> Result<Option<i64>> {
+/// When the `nth` newest (from 1) of the requests `recipient` received since `since` came; none
+/// when it received fewer.
+pub fn nth_newest_since(conn: &Connection, recipient: i64, since: i64, nth: u32) -> Result<Option<i64>> {
     Ok(conn
         .prepare_cached(
             "SELECT created_at FROM contact_requests WHERE recipient_id = :recipient AND created_at > :since
-             ORDER BY created_at LIMIT 1 OFFSET :skip",
+             ORDER BY created_at DESC LIMIT 1 OFFSET :skip",
         )?
         .query_row(
-            named_params! {":recipient": recipient, ":since": since, ":skip": i64::try_from(skip).unwrap_or(i64::MAX)},
+            named_params! {":recipient": recipient, ":since": since, ":skip": i64::from(nth.saturating_sub(1))},
             |r| r.get("created_at"),
         )
         .optional()?)
