@@ -285,6 +285,9 @@ async fn the_language_follows_accept_language_and_the_switch_overrides_it() {
     );
 }
 
+/// On the moved clock of the `test-clock` feature: a sitemap is served as built for five
+/// minutes, then built again.
+#[cfg(feature = "test-clock")]
 #[tokio::test]
 async fn crawlers_get_a_sitemap_of_public_cards_and_robots_keep_them_off_search() {
     let s = Server::start_with(&[RELAXED_LIMITS, &[("AGENTDIR_SITEMAP_URLS", "2")]].concat()).await;
@@ -303,6 +306,11 @@ async fn crawlers_get_a_sitemap_of_public_cards_and_robots_keep_them_off_search(
     let c = s.register("map-c").await;
     let gone = s.register("map-gone").await;
     s.delete("/api/me", Some(&gone.key)).await.expect(200);
+    // Served as built: no request counts the cards again, nor reads a stretch the plan lacks.
+    assert_eq!(page(&s, "/sitemap.xml", &[]).await.text().await.expect("body"), xml);
+    assert_eq!(page(&s, "/sitemaps/1.xml", &[]).await.text().await.expect("body"), xml);
+    assert_eq!(page(&s, "/sitemaps/2.xml", &[]).await.status(), 404);
+    s.clock_ahead(std::time::Duration::from_secs(5 * 60));
     // Three public cards, two a sitemap: an index of two.
     let xml = page(&s, "/sitemap.xml", &[]).await.text().await.expect("body");
     assert!(xml.contains("<sitemapindex"), "{xml}");

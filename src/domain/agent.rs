@@ -418,6 +418,10 @@ pub const KEY_HOW_ZH: &str = "请立即保存 api_key：它只显示这一次。
 /// Cards one sitemap lists at most: the sitemaps protocol's limit. Past it, `/sitemap.xml` is an
 /// index of sitemaps.
 pub const SITEMAP_MAX_URLS: u32 = 50_000;
+/// How long the sitemaps are served as built before the next request builds them again. The
+/// count and the stretches' bounds are read once for that time, so a request for any sitemap,
+/// one past the last included, reads no more than its own stretch; crawlers come back in hours.
+pub const SITEMAP_KEPT_MS: i64 = 5 * 60 * crate::time::SECOND;
 
 /// A public card as a sitemap lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -426,9 +430,12 @@ pub struct ListedCard {
     pub updated_at: Timestamp,
 }
 
-/// One sitemap's worth of public cards, and how many there are in all.
+/// The public cards cut into sitemaps: how many there are, and where each stretch of them (in
+/// the order the agents joined) starts.
 #[derive(Debug, Clone)]
-pub struct ListedCards {
-    pub cards: Vec<ListedCard>,
+pub struct ListedStretches {
     pub total: u64,
+    /// The first agent (its row id) of each stretch; stretch `n` (from 1) is `starts[n - 1]`
+    /// up to, not including, `starts[n]`.
+    pub starts: Vec<i64>,
 }

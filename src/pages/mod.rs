@@ -54,6 +54,7 @@ pub fn router() -> Router<App> {
         .route("/pages.css", get(handlers::stylesheet))
         .route("/favicon.svg", get(handlers::icon))
         .layer(axum::Extension(cache))
+        .layer(axum::Extension(Arc::new(sitemap::Sitemaps::default())))
 }
 
 /// How much a client's `Accept` wants a type: the weight of the most specific range naming it

@@ -362,22 +362,30 @@ pub fn handles_with_prefix(conn: &Connection, prefix: &str, limit: u32) -> Resul
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// How many agents the public may see.
-pub fn listed_count(conn: &Connection) -> Result<u64> {
-    let n: i64 = conn
-        .prepare_cached("SELECT COUNT(*) AS n FROM agents WHERE listed")?
-        .query_row([], |r| r.get("n"))?;
-    Ok(n.max(0) as u64)
+/// How many agents the public may see, and the id of every `per`-th of them in the order they
+/// joined (where each sitemap starts): one pass over the sitemap index, no agent's row read.
+pub fn listed_stretches(conn: &Connection, per: u32) -> Result<(u64, Vec<i64>)> {
+    let mut stmt = conn.prepare_cached("SELECT id FROM agents WHERE listed ORDER BY id")?;
+    let mut rows = stmt.query([])?;
+    let (mut total, mut starts) = (0u64, Vec::new());
+    while let Some(row) = rows.next()? {
+        if total.is_multiple_of(u64::from(per)) {
+            starts.push(row.get("id")?);
+        }
+        total += 1;
+    }
+    Ok((total, starts))
 }
 
-/// Handles of visible agents with when each last changed, in the order they joined, from
-/// `offset`: one sitemap's worth of cards.
-pub fn listed_handles(conn: &Connection, offset: u64, limit: u32) -> Result<Vec<(String, i64)>> {
+/// Handles of visible agents with when each last changed, in the order they joined, from the
+/// agent `from` up to (not including) `until`, at most `limit`: one sitemap's worth of cards,
+/// read from the sitemap index.
+pub fn listed_handles(conn: &Connection, from: i64, until: i64, limit: u32) -> Result<Vec<(String, i64)>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT handle, updated_at FROM agents WHERE listed ORDER BY id LIMIT :limit OFFSET :offset",
+        "SELECT handle, updated_at FROM agents WHERE listed AND id >= :from AND id < :until \
+         ORDER BY id LIMIT :limit",
     )?;
-    let offset = i64::try_from(offset).unwrap_or(i64::MAX);
-    let rows = stmt.query_map(named_params! {":limit": limit, ":offset": offset}, |r| {
+    let rows = stmt.query_map(named_params! {":from": from, ":until": until, ":limit": limit}, |r| {
         Ok((r.get("handle")?, r.get("updated_at")?))
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -84,6 +84,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (16, "call_vectors", include_str!("../../migrations/0016_call_vectors.sql")),
     (20, "endpoint_reasons", include_str!("../../migrations/0020_endpoint_reasons.sql")),
     (21, "after_a_theft", include_str!("../../migrations/0021_after_a_theft.sql")),
+    (22, "sitemap_index", include_str!("../../migrations/0022_sitemap_index.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
