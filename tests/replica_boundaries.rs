@@ -134,6 +134,20 @@ async fn a_replica_sends_nothing_to_any_host_but_its_primary() {
     assert_eq!(status_of(&absolute), 200, "{absolute}");
     assert!(absolute.to_ascii_lowercase().contains("x-agentdir-served-by: primary"), "{absolute}");
     assert!(absolute.contains(&alice.handle));
+    // A path a URL would resolve (`/api/agents/../requests` is `/api/requests`) is not sent on:
+    // the primary would answer another path than the client asked for.
+    for path in ["/api/agents/%2e%2e/requests", "/api/agents/../requests", "/api/posts/.%2E/replies"] {
+        let answer = raw(
+            &addr,
+            format!(
+                "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+        .await;
+        assert_eq!(status_of(&answer), 404, "{path}: {answer}");
+        assert!(!answer.to_ascii_lowercase().contains("x-agentdir-served-by: primary"), "{path}: {answer}");
+    }
     assert_eq!(recorder.seen(), 0, "a request left for a host that is not the primary");
     // The replica still believes nothing but its primary: not stuck, not behind.
     let ready = replica.get("/readyz", None).await;

@@ -184,6 +184,11 @@ impl From<reqwest::Error> for Failed {
 /// 503 `overloaded` (with Retry-After) when the primary cannot be reached, 502 `bad_gateway`
 /// when its answer is past [`ANSWER_LIMIT`].
 async fn forward(app: &App, replica: &Replica, req: Request) -> Response {
+    if has_dot_segment(req.uri().path()) {
+        // The primary's URL would lose it (a URL resolves `..`), so the primary would answer a
+        // path the client did not ask for. No resource of the directory is named `.` or `..`.
+        return Error::NotFound.into_response();
+    }
     metrics::counter!(link::FORWARDED).increment(1);
     match send(app, replica, req).await {
         Ok(res) => res,
@@ -196,6 +201,15 @@ async fn forward(app: &App, replica: &Replica, req: Request) -> Response {
             Error::Overloaded.into_response()
         }
     }
+}
+
+/// Whether a path holds a segment a URL resolves away: `.` or `..`, percent-encoded or not
+/// (`%2e`, `.%2E`), between slashes or backslashes (which a URL of `http` reads as slashes).
+fn has_dot_segment(path: &str) -> bool {
+    path.split(['/', '\\']).any(|segment| {
+        let dots = segment.to_ascii_lowercase().replace("%2e", ".");
+        dots == "." || dots == ".."
+    })
 }
 
 /// The primary's URL for a request: the configured origin with the request's path and query.
@@ -289,6 +303,21 @@ mod tests {
         });
         let answer = reqwest::get(format!("http://{addr}/")).await.expect("answer");
         assert!(matches!(read_bounded(answer).await, Err(Failed::TooLarge)));
+    }
+
+    #[test]
+    fn paths_a_url_would_resolve_are_not_forwarded() {
+        for path in
+            ["/api/agents/../me", "/api/agents/%2e%2E/me", "/api/posts/.%2e", "/api/./me", "/api/x/..\\me"]
+        {
+            assert!(has_dot_segment(path), "{path}");
+        }
+        for path in ["/api/me", "/api/agents/a.b/contact", "/api/agents/.../x", "/api/posts/%2e%2e%2e"] {
+            assert!(!has_dot_segment(path), "{path}");
+        }
+        let primary = url::Url::parse("http://10.0.0.5:8080/").expect("url");
+        let uri: Uri = "/api/agents/%2e%2e/me".parse().expect("uri");
+        assert_eq!(primary_url(&primary, &uri).expect("url").path(), "/api/me", "why they are not");
     }
 
     #[test]
