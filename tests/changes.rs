@@ -307,16 +307,21 @@ async fn bad_cursors_and_limits_are_400_and_pages_carry_etags() {
         r.expect_error(400, "validation_failed");
         assert_eq!(r.json["error"]["field"], "after", "{bad}: {}", r.text);
     }
-    // A cursor of this feed ahead of its newest change is "nothing new yet", as the published
-    // pattern allows.
+    // A cursor of this feed past the newest seq handed out was never issued: a client holding
+    // one would silently miss what comes next.
     let ahead = format!("{next}0");
     let r = s.get(&format!("/api/changes?after={ahead}"), None).await;
+    r.expect_error(400, "validation_failed");
+    assert_eq!(r.json["error"]["field"], "after", "{}", r.text);
+    // Nor does anything that happens later make it one: the seqs it would skip were handed out
+    // since, to other cursors.
+    let r = s.get(&format!("/api/changes?after={next}"), None).await;
     r.expect(200);
     assert_eq!(r.json["changes"], Value::Array(vec![]));
-    assert_eq!(r.json["next"], ahead.as_str());
+    assert_eq!(r.json["next"], next.as_str());
     // A seq written with leading zeros (the pattern admits them) is the same position: with
     // nothing new it comes back as it was given.
-    let padded = format!("{epoch}_00000{}", &ahead[epoch.len() + 1..]);
+    let padded = format!("{epoch}_00000{}", &next[epoch.len() + 1..]);
     let r = s.get(&format!("/api/changes?after={padded}"), None).await;
     r.expect(200);
     assert_eq!(r.json["changes"], Value::Array(vec![]));

@@ -229,11 +229,15 @@ async fn the_published_cursor_pattern_admits_exactly_this_feeds_cursors() {
     {
         assert!(!pattern.is_match(refused), "{refused:?} matches {pattern}");
     }
-    // Whatever the pattern admits is taken: the newest cursor, one far ahead, the first.
-    for taken in [next.clone(), format!("{epoch}_zzzzzzzzzzzz"), format!("{epoch}_0")] {
+    // The pattern admits the cursors issued (the newest, the first) and the server takes them;
+    // it says nothing of which seqs were issued, so one far ahead matches and is still refused.
+    for taken in [next.clone(), format!("{epoch}_0")] {
         assert!(pattern.is_match(&taken), "{taken}");
         s.get(&format!("/api/changes?after={taken}"), None).await.expect(200);
     }
+    let ahead = format!("{epoch}_zzzzzzzzzzzz");
+    assert!(pattern.is_match(&ahead), "{ahead}");
+    s.get(&format!("/api/changes?after={ahead}"), None).await.expect_error(400, "validation_failed");
 }
 
 #[tokio::test]
@@ -908,14 +912,20 @@ parameters = {{ "path.id" = {{ dictionary = "request_ids", probability = 0.8 }} 
 include-path-regex = "^/api/collabs/"
 parameters = {{ "path.id" = {{ dictionary = "collab_ids", probability = 0.8 }} }}
 
-# The published pattern of `after` admits only this feed's cursors, so every schema-valid one is
-# taken (the default expectations hold). Real cursors are tried too.
+# A cursor is taken only when this server issued it (CONTRACT.md): the published pattern says
+# its shape, not which seqs were handed out, so a schema-valid one past the newest is 400 (and
+# one older than the remembered deletions 410). Real cursors are tried too.
 [dictionaries.cursors]
 values = {cursors}
 
 [[operations]]
 include-path = "/api/changes"
 parameters = {{ "query.after" = {{ dictionary = "cursors", probability = 0.7 }} }}
+checks.positive_data_acceptance.expected-statuses = ["2xx", "304", "400", "410"]
+
+[[operations]]
+include-path = "/api/moderation"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "304", "400"]
 "#,
         handles = list(&f.handles),
         offerings = list(&f.offering_ids),

@@ -360,8 +360,20 @@ async fn the_public_moderation_log_shows_every_operator_action_and_nothing_priva
     let rest = s.get(&format!("/api/moderation?after={next}&limit=1000"), None).await;
     assert_eq!(rest.json["actions"].as_array().unwrap().len(), before - 3);
     assert_eq!(rest.json["has_more"], false);
-    for bad in ["after=A", "after=1_2", "limit=0", "limit=1001"] {
-        s.get(&format!("/api/moderation?{bad}"), None).await.expect_error(400, "validation_failed");
+    // The newest cursor is taken; one past it was never issued (as the feed's).
+    let newest = rest.json["next"].as_str().expect("next").to_owned();
+    s.get(&format!("/api/moderation?after={newest}"), None).await.expect(200);
+    let ahead = format!("{newest}0");
+    for bad in
+        ["after=A", "after=1_2", "limit=0", "limit=1001", &format!("after={ahead}"), "after=zzzzzzzzzzzz"]
+    {
+        let r = s.get(&format!("/api/moderation?{bad}"), None).await;
+        r.expect_error(400, "validation_failed");
+        assert!(
+            r.text.contains(if bad.starts_with("after") { "after" } else { "limit" }),
+            "{bad}: {}",
+            r.text
+        );
     }
 }
 

@@ -26,7 +26,7 @@ pub const CURSOR_SEQ_DIGITS: usize = 12;
 #[schemars(transform = super::reject_null)]
 pub struct ChangesQuery {
     /// A cursor from an earlier answer (`next`, or an entry's `cursor`); leave it out to read
-    /// from the beginning.
+    /// from the beginning. One this server did not issue (past its newest) is 400.
     #[schemars(length(min = 1, max = CURSOR_MAX))]
     pub after: Option<String>,
     #[schemars(

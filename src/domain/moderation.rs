@@ -108,7 +108,7 @@ pub struct ModerationLog {
 #[schemars(transform = super::reject_null)]
 pub struct ModerationQuery {
     /// A cursor from an earlier answer (`next`, or an action's `cursor`); leave it out to read
-    /// from the first action.
+    /// from the first action. One this server did not issue (past its newest) is 400.
     #[schemars(length(min = 1, max = CURSOR_DIGITS as u32), regex(pattern = CURSOR_PATTERN))]
     pub after: Option<String>,
     #[schemars(

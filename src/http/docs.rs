@@ -472,8 +472,8 @@ fn query_parameters(schema: Value) -> Vec<Value> {
         .collect()
 }
 
-/// The feed's `after` takes exactly the cursors of this directory's feed: the schema says so,
-/// so a request the published schema allows is never refused as invalid.
+/// The feed's `after` has the shape of this directory's feed cursors: its epoch and a seq. The
+/// schema cannot say which seqs were handed out, so one past the newest is still 400.
 fn publish_cursor_pattern(paths: &mut Map<String, Value>, feed_epoch: u64) {
     let Some(params) = paths.get_mut("/api/changes").and_then(|p| p.pointer_mut("/get/parameters")) else {
         return;

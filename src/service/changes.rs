@@ -43,11 +43,16 @@ impl App {
             let epoch = changes::epoch(&snapshot)?;
             let after = match q.after.as_deref() {
                 None => Cursor { epoch, seq: 0 },
-                // A cursor of this feed ahead of its newest change reads as "nothing new yet": any
-                // cursor the published pattern allows is taken.
-                Some(text) => Cursor::parse(text)
-                    .filter(|c| c.epoch == epoch)
-                    .ok_or(Error::validation("after", Rule::Cursor))?,
+                // Past the newest seq ever handed out, the primary never issued it. A replica's
+                // copy may not have reached a cursor its primary issued: there it reads as
+                // "nothing new yet".
+                Some(text) => {
+                    let newest = changes::max_seq(&snapshot)?.get();
+                    Cursor::parse(text)
+                        .filter(|c| c.epoch == epoch)
+                        .filter(|c| app.role().replica().is_some() || c.seq <= newest)
+                        .ok_or(Error::validation("after", Rule::Cursor))?
+                }
             };
             // A reader at the very beginning holds nothing a forgotten deletion could be about.
             if after.seq > 0 && after.seq < changes::pruned_through(&snapshot)?.get() {

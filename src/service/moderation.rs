@@ -64,12 +64,22 @@ impl App {
     /// `GET /api/moderation`: operator actions after the cursor, oldest first.
     pub async fn moderation_log(&self, q: ModerationQuery) -> Result<ModerationLog> {
         let after = match q.after.as_deref() {
-            None => 0,
-            Some(text) => parse_cursor(text).ok_or(Error::validation("after", Rule::Cursor))?,
+            None => None,
+            Some(text) => Some(parse_cursor(text).ok_or(Error::validation("after", Rule::Cursor))?),
         };
         let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
         self.blocking(move |app| {
-            let mut rows = store::after(&*app.read()?, after, limit + 1)?;
+            let conn = app.read()?;
+            let snapshot = conn.unchecked_transaction()?;
+            // As the change feed: past the newest seq handed out, a primary never issued it.
+            let after = match after {
+                Some(seq) if app.role().replica().is_none() && seq > store::max_seq(&snapshot)? => {
+                    return Err(Error::validation("after", Rule::Cursor));
+                }
+                Some(seq) => seq,
+                None => 0,
+            };
+            let mut rows = store::after(&snapshot, after, limit + 1)?;
             let has_more = rows.len() > limit as usize;
             rows.truncate(limit as usize);
             let next = rows.last().map_or(after, |r| r.seq);
