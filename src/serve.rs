@@ -88,7 +88,11 @@ async fn server_card(state: State<App>) -> Response {
 async fn front(state: State<App>, req: Request) -> Response {
     if crate::pages::prefers_json(req.headers()) {
         let mut res = meta::index().await.into_response();
-        res.headers_mut().insert(axum::http::header::VARY, axum::http::HeaderValue::from_static("Accept"));
+        // What the page varies by too: a cache holds one answer for both.
+        res.headers_mut().insert(
+            axum::http::header::VARY,
+            axum::http::HeaderValue::from_static("Accept, Accept-Language"),
+        );
         res
     } else {
         crate::pages::home(state, req).await
@@ -96,13 +100,22 @@ async fn front(state: State<App>, req: Request) -> Response {
 }
 
 /// A path no route knows: the envelope, or a page for a browser (one that asks for HTML over
-/// JSON).
+/// JSON); either says it varies by `Accept`, so a cache does not hand one to the other.
 async fn unknown(req: Request) -> Response {
-    if crate::pages::prefers_html(req.headers()) {
+    let mut res = if crate::pages::prefers_html(req.headers()) {
         crate::pages::not_found(req).await
     } else {
         error::not_found().await.into_response()
+    };
+    let headers = res.headers_mut();
+    let vary = match headers.get(axum::http::header::VARY).and_then(|v| v.to_str().ok()) {
+        Some(also) if !also.is_empty() => format!("Accept, {also}"),
+        _ => "Accept".to_owned(),
+    };
+    if let Ok(vary) = axum::http::HeaderValue::from_str(&vary) {
+        headers.insert(axum::http::header::VARY, vary);
     }
+    res
 }
 
 /// The whole application as served: the routes of `router` inside `middleware`, and outside it

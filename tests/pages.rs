@@ -40,6 +40,17 @@ fn header<'a>(r: &'a reqwest::Response, name: &str) -> &'a str {
     r.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
+/// What an answer varies by, every `Vary` line read, lower-cased.
+fn vary(r: &reqwest::Response) -> Vec<String> {
+    r.headers()
+        .get_all("vary")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|v| v.trim().to_ascii_lowercase())
+        .collect()
+}
+
 #[tokio::test]
 async fn the_front_page_is_for_people_and_the_index_for_machines_that_ask_for_json() {
     let s = Server::start().await;
@@ -63,7 +74,11 @@ async fn the_front_page_is_for_people_and_the_index_for_machines_that_ask_for_js
     let r = page(&s, "/", &[("accept", "application/json")]).await;
     assert_eq!(r.status(), 200);
     assert!(header(&r, "content-type").starts_with("application/json"));
-    assert!(header(&r, "vary").contains("Accept"));
+    assert!(
+        vary(&r).contains(&"accept".into()) && vary(&r).contains(&"accept-language".into()),
+        "{:?}",
+        vary(&r)
+    );
     let index: serde_json::Value = r.json().await.expect("the /api index");
     assert_eq!(index, s.get("/api", None).await.json);
 
@@ -71,6 +86,18 @@ async fn the_front_page_is_for_people_and_the_index_for_machines_that_ask_for_js
     let r = page(&s, "/no/such/page", &[("accept", browser)]).await;
     assert_eq!(r.status(), 404);
     assert!(header(&r, "content-type").starts_with("text/html"));
+    assert!(
+        vary(&r).contains(&"accept".into()) && vary(&r).contains(&"accept-language".into()),
+        "{:?}",
+        vary(&r)
+    );
+    let r = page(&s, "/no/such/page", &[("accept", "application/json")]).await;
+    assert_eq!(r.status(), 404);
+    assert!(
+        vary(&r).contains(&"accept".into()),
+        "a cache keeps the page and the envelope apart: {:?}",
+        vary(&r)
+    );
     s.get("/no/such/page", None).await.expect_error(404, "not_found");
     // Its language switch stays on this site, whatever path was asked.
     for path in ["//evil.example/x", "/\\evil.example/x", "/no/such/page"] {
