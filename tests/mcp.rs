@@ -836,12 +836,86 @@ async fn foreign_hosts_and_origins_are_refused() {
 
     for origin in ["http://evil.example", "null", "http://127.0.0.1:1", &format!("https://127.0.0.1:{port}")]
     {
-        assert_eq!(raw(&server, list.clone(), &[("origin", origin)]).await.0, 403, "Origin {origin}");
+        let (status, _, body) = raw(&server, list.clone(), &[("origin", origin)]).await;
+        assert_eq!(status, 403, "Origin {origin}");
+        assert_refusal(&body, "forbidden");
     }
     // DNS rebinding: the attacker's name in Host.
-    assert_eq!(raw(&server, list.clone(), &[("host", "evil.example")]).await.0, 403, "foreign Host");
+    let (status, _, body) = raw(&server, list.clone(), &[("host", "evil.example")]).await;
+    assert_eq!(status, 403, "foreign Host");
+    assert_refusal(&body, "forbidden");
     // The REST API on the same port is not affected by the MCP origin policy.
     assert_eq!(server.get("/api/stats", None).await.status, 200);
+}
+
+/// JSON-RPC's error for a request refused before any message was read: `id` null, the
+/// bilingual envelope with `code` as `data`.
+fn assert_refusal(body: &Value, code: &str) {
+    assert_eq!(body["jsonrpc"], "2.0", "{body}");
+    assert_eq!(body["id"], Value::Null, "{body}");
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+    let envelope = &body["error"]["data"]["error"];
+    assert_eq!(envelope["code"], code, "{body}");
+    for language in ["message_en", "message_zh"] {
+        assert!(envelope[language].as_str().is_some_and(|m| !m.is_empty()), "{language}: {body}");
+    }
+}
+
+/// What the transport refuses (a wrong media type, an `Accept` without the event stream, a
+/// protocol revision not spoken, a method other than POST) is told in JSON-RPC with the
+/// bilingual envelope, as everything else `/mcp` answers, and with the status the transport
+/// gives it.
+#[tokio::test]
+async fn transport_refusals_are_json_rpc_errors_in_both_languages() {
+    let server = Server::start().await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    // `raw`'s headers are added to its own; these replace them.
+    let post = |content_type: &'static str, accept: &'static str| {
+        let server = &server;
+        let body = ping.to_string();
+        async move {
+            let response = server
+                .http
+                .post(server.url("/mcp"))
+                .header("content-type", content_type)
+                .header("accept", accept)
+                .body(body)
+                .send()
+                .await
+                .expect("request");
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (status, body) = post("text/plain", "application/json, text/event-stream").await;
+    assert_eq!(status, 415, "{body}");
+    assert_refusal(&body, "unsupported_media_type");
+    let (status, body) = post("application/json", "application/json").await;
+    assert_eq!(status, 406, "{body}");
+    assert_refusal(&body, "not_acceptable");
+    let (status, _, body) = raw(&server, ping.clone(), &[("mcp-protocol-version", "1999-01-01")]).await;
+    assert_eq!(status, 400);
+    assert_refusal(&body, "unsupported_protocol_version");
+    for method in [reqwest::Method::GET, reqwest::Method::PUT, reqwest::Method::DELETE] {
+        let response = server
+            .http
+            .request(method.clone(), server.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(response.status().as_u16(), 405, "{method}");
+        assert_eq!(response.headers().get("allow").and_then(|v| v.to_str().ok()), Some("POST"), "{method}");
+        assert_eq!(
+            response.headers().get("content-type").and_then(|v| v.to_str().ok()),
+            Some("application/json"),
+            "{method}"
+        );
+        let body: Value = response.json().await.expect("a JSON-RPC error");
+        assert_refusal(&body, "method_not_allowed");
+    }
+    // The plain request still gets its answer.
+    assert_eq!(raw(&server, ping, &[]).await.0, 200);
 }
 
 /// A body that is no JSON-RPC message is answered with JSON-RPC's own error (400), not rmcp's

@@ -98,6 +98,46 @@ impl ToolError {
         )
     }
 
+    /// What the transport refused before any message was read (rmcp's checks and the Host and
+    /// Origin guard answer in English plain text), by the answer's status; `detail` is that
+    /// text, passed on where no message of ours says more.
+    pub(crate) fn refused(status: http::StatusCode, detail: &str) -> Self {
+        use http::StatusCode;
+        let invalid = |code: &str, en: String, zh: String| Self::new(ErrorKind::Invalid, code, en, zh);
+        match status {
+            StatusCode::FORBIDDEN => invalid(
+                "forbidden",
+                "This MCP endpoint answers only requests for its own host, sent from no page or from a page of its own origin.".into(),
+                "此 MCP 端点只接受发往本站主机的请求，且请求须不来自网页，或来自本站自己的网页。".into(),
+            ),
+            StatusCode::NOT_ACCEPTABLE => invalid(
+                "not_acceptable",
+                "Accept must name both application/json and text/event-stream (the streamable HTTP transport).".into(),
+                "Accept 请求头必须同时包含 application/json 和 text/event-stream（可流式 HTTP 传输）。".into(),
+            ),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => invalid(
+                "unsupported_media_type",
+                "Send the JSON-RPC message with Content-Type: application/json.".into(),
+                "请以 Content-Type: application/json 发送 JSON-RPC 消息。".into(),
+            ),
+            StatusCode::METHOD_NOT_ALLOWED => invalid(
+                "method_not_allowed",
+                "The MCP endpoint takes POST only: this server keeps no sessions (no GET stream, no DELETE).".into(),
+                "MCP 端点只接受 POST 请求：本服务器不保留会话（没有 GET 事件流，也没有 DELETE）。".into(),
+            ),
+            _ if detail.contains("MCP-Protocol-Version") => invalid(
+                "unsupported_protocol_version",
+                format!("The MCP-Protocol-Version header names a revision this server does not speak; leave it out or send the one initialize agreed ({detail})."),
+                format!("MCP-Protocol-Version 请求头所写的协议版本本服务器不支持；请去掉该请求头，或使用 initialize 时商定的版本（{detail}）。"),
+            ),
+            _ => invalid(
+                "bad_request",
+                format!("The MCP endpoint refused this request: {detail}"),
+                format!("MCP 端点拒绝了此请求：{detail}"),
+            ),
+        }
+    }
+
     /// The REST error body for this error.
     pub fn envelope(&self) -> Value {
         serde_json::json!({ "error": self })

@@ -260,6 +260,51 @@ where
     if said_json && res.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return unreadable(&bytes);
     }
+    if res.status().is_client_error() && !speaks_json(res.headers()) {
+        return in_json(res).await;
+    }
+    res
+}
+
+/// Whether an answer is JSON or an event stream (JSON-RPC either way), not rmcp's plain text.
+fn speaks_json(h: &HeaderMap) -> bool {
+    h.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|c| {
+        let essence = c.split_once(';').map_or(c, |(e, _)| e).trim().to_ascii_lowercase();
+        essence == "application/json" || essence == "text/event-stream"
+    })
+}
+
+/// rmcp's plain-text refusal as a JSON-RPC error with the bilingual envelope, its status and
+/// other headers (`Allow`) kept.
+async fn in_json(res: BoxResponse) -> BoxResponse {
+    let (mut parts, body) = res.into_parts();
+    let detail = match body.collect().await {
+        Ok(collected) => String::from_utf8_lossy(&collected.to_bytes()).trim().to_owned(),
+        Err(_) => String::new(),
+    };
+    let error = ToolError::refused(parts.status, &detail);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    json_rpc_error(parts.status, -32600, &error, Some(parts.headers))
+}
+
+/// An answer of JSON-RPC's error with `id: null` (no message was read), the envelope as `data`.
+pub(crate) fn json_rpc_error(
+    status: StatusCode,
+    code: i32,
+    error: &ToolError,
+    headers: Option<HeaderMap>,
+) -> BoxResponse {
+    let message = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code, "message": error.message_en, "data": error.envelope()},
+    });
+    let mut res = Response::new(Full::new(Bytes::from(message.to_string())).boxed());
+    *res.status_mut() = status;
+    if let Some(headers) = headers {
+        *res.headers_mut() = headers;
+    }
+    res.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
     res
 }
 
@@ -271,15 +316,7 @@ fn unreadable(body: &[u8]) -> BoxResponse {
         Err(_) => (-32700, ToolError::not_json()),
         Ok(_) => (-32600, ToolError::not_a_message()),
     };
-    let message = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": code, "message": error.message_en, "data": error.envelope()},
-    });
-    let mut res = Response::new(Full::new(Bytes::from(message.to_string())).boxed());
-    *res.status_mut() = StatusCode::BAD_REQUEST;
-    res.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
-    res
+    json_rpc_error(StatusCode::BAD_REQUEST, code, &error, None)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::convert::Infallible;
 
 use bytes::Bytes;
 use http::{HeaderMap, Response, StatusCode, Uri, header};
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use http_body_util::combinators::BoxBody;
 
 use crate::McpConfig;
 
@@ -113,15 +113,10 @@ fn bad_request(reason: &'static str) -> Refusal {
 }
 
 impl Refusal {
+    /// JSON-RPC's error with the bilingual envelope, as every other refusal of `/mcp`.
     pub(crate) fn into_response(self) -> BoxResponse {
-        let mut res = Response::new(Full::new(Bytes::from_static(self.reason.as_bytes())).boxed());
-        *res.status_mut() = self.status;
-        // rmcp labels its 400s, not its 403s.
-        if self.status == StatusCode::BAD_REQUEST {
-            res.headers_mut()
-                .insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
-        }
-        res
+        let error = crate::error::ToolError::refused(self.status, self.reason);
+        crate::fast::json_rpc_error(self.status, -32600, &error, None)
     }
 }
 
