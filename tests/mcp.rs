@@ -918,6 +918,37 @@ async fn transport_refusals_are_json_rpc_errors_in_both_languages() {
     assert_eq!(raw(&server, ping, &[]).await.0, 200);
 }
 
+/// A method the server answers that is sent without the params it needs is -32602, not -32601
+/// (which says the method does not exist); a method it does not answer stays -32601.
+#[tokio::test]
+async fn a_request_without_the_params_its_method_needs_is_invalid_params() {
+    let server = Server::start().await;
+    for (id, method) in
+        ["initialize", "tools/call", "resources/read", "completion/complete"].iter().enumerate()
+    {
+        let (status, _, body) =
+            raw(&server, json!({"jsonrpc": "2.0", "id": id, "method": method}), &[]).await;
+        assert_eq!(status, 200, "{method}: {body}");
+        assert_eq!(body["id"], id, "{method}: {body}");
+        assert_eq!(body["error"]["code"], -32602, "{method}: {body}");
+        let envelope = &body["error"]["data"]["error"];
+        assert_eq!(envelope["code"], "validation_failed", "{body}");
+        assert_eq!(envelope["field"], "params", "{body}");
+        assert!(envelope["message_zh"].as_str().is_some_and(|m| m.contains(method)), "{body}");
+    }
+    let (_, _, body) = raw(&server, json!({"jsonrpc": "2.0", "id": 9, "method": "prompts/get"}), &[]).await;
+    assert_eq!(body["error"]["code"], -32601, "{body}");
+    // With its params, the same request is answered.
+    let (_, _, body) = raw(
+        &server,
+        json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+               "params": {"name": "search_agents", "arguments": {"q": "translation"}}}),
+        &[],
+    )
+    .await;
+    assert!(body["result"].is_object(), "{body}");
+}
+
 /// A body that is no JSON-RPC message is answered with JSON-RPC's own error (400), not rmcp's
 /// plain-text 415: the media type was right. A wrong media type is still 415.
 #[tokio::test]

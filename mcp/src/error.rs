@@ -98,6 +98,17 @@ impl ToolError {
         )
     }
 
+    /// A request of a method that takes `params` sent without them.
+    pub(crate) fn params_missing(method: &str) -> Self {
+        Self::new(
+            ErrorKind::Invalid,
+            "validation_failed",
+            format!("{method} needs params; see the MCP specification for what they hold."),
+            format!("{method} 需要 params 参数；其内容请参阅 MCP 规范。"),
+        )
+        .with_field("params")
+    }
+
     /// What the transport refused before any message was read (rmcp's checks and the Host and
     /// Origin guard answer in English plain text), by the answer's status; `detail` is that
     /// text, passed on where no message of ours says more.

@@ -251,6 +251,9 @@ where
         return res;
     }
     let said_json = parts.method == Method::POST && json_body(&parts.headers);
+    if said_json && let Some(res) = without_params(&bytes) {
+        return res;
+    }
     let res = match slow.call(Request::from_parts(parts, Full::new(bytes.clone()))).await {
         Ok(res) => res,
         Err(never) => match never {},
@@ -264,6 +267,30 @@ where
         return in_json(res).await;
     }
     res
+}
+
+/// Methods this server answers that cannot go without `params`. rmcp reads such a request
+/// without them as an unknown method (-32601), which JSON-RPC reserves for methods that do not
+/// exist.
+const NEEDS_PARAMS: [&str; 4] = ["initialize", "tools/call", "resources/read", "completion/complete"];
+
+/// JSON-RPC's -32602 for a request of [`NEEDS_PARAMS`] that has none, answered to its id.
+fn without_params(body: &[u8]) -> Option<BoxResponse> {
+    let serde_json::Value::Object(message) = serde_json::from_slice(body).ok()? else { return None };
+    let method = message.get("method")?.as_str()?;
+    let id = message.get("id").filter(|id| id.is_string() || id.is_i64())?;
+    if !NEEDS_PARAMS.contains(&method) || message.get("params").is_some_and(|p| !p.is_null()) {
+        return None;
+    }
+    let error = ToolError::params_missing(method);
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32602, "message": error.message_en, "data": error.envelope()},
+    });
+    let mut res = Response::new(Full::new(Bytes::from(answer.to_string())).boxed());
+    res.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    Some(res)
 }
 
 /// Whether an answer is JSON or an event stream (JSON-RPC either way), not rmcp's plain text.
