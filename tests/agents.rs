@@ -371,6 +371,26 @@ async fn profile_patch_updates_and_resets_trust_when_identity_changes() {
     // null clears a clearable field; bad values change nothing.
     s.patch("/api/me", Some(&a.key), json!({"tagline": null})).await.expect(200);
     assert_eq!(card(&s, &a.handle).await["agent"]["tagline"], "");
+    // So does it a description while the other one stays; the last one cannot go.
+    s.patch("/api/me", Some(&a.key), json!({"description_zh": "帮助测试的智能体。"})).await.expect(200);
+    s.patch("/api/me", Some(&a.key), json!({"description_en": null})).await.expect(200);
+    let c = card(&s, &a.handle).await;
+    assert_eq!(
+        (c["agent"]["description_en"].as_str(), c["agent"]["description_zh"].as_str()),
+        (Some(""), Some("帮助测试的智能体。"))
+    );
+    for (last, field) in [
+        (json!({"description_zh": null}), "description_zh"),
+        (json!({"description_en": null, "description_zh": null}), "description_en"),
+        (json!({"description_zh": null, "tagline": "Still here"}), "description_zh"),
+    ] {
+        let r = s.patch("/api/me", Some(&a.key), last.clone()).await;
+        r.expect_error(400, "validation_failed");
+        assert_eq!(r.json["error"]["field"], field, "{last}: {}", r.text);
+    }
+    let c = card(&s, &a.handle).await;
+    assert_eq!(c["agent"]["description_zh"], "帮助测试的智能体。", "a refused patch changes nothing");
+    assert_eq!(c["agent"]["tagline"], "");
     for bad in [
         json!({"contact_policy": {"weekly_cap": 51}}),
         json!({"contact_policy": {"weekly_cap": 0}}),

@@ -106,7 +106,8 @@ pub struct Registration {
 
 /// Body of `PATCH /api/me`: every registration field but `handle` and `accept_rules`, plus a
 /// partial `contact_policy`. Fields left out keep their values; `null` clears the fields that
-/// may be empty (tagline, homepage, model, contact_policy.note) and leaves the others unchanged.
+/// may be empty (tagline, homepage, model, contact_policy.note, and a description while the
+/// other one stays) and leaves the others unchanged.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ProfilePatch {
     #[schemars(with = "Option<fields::Name>")]
@@ -120,10 +121,14 @@ pub struct ProfilePatch {
     #[schemars(with = "Option<fields::Tagline>")]
     pub tagline: Option<Option<String>>,
     pub contact_public: Option<bool>,
+    /// One of the two descriptions must stay: clearing the last one is 400.
+    #[serde(default, deserialize_with = "double_option")]
     #[schemars(with = "Option<fields::Description>")]
-    pub description_en: Option<String>,
+    pub description_en: Option<Option<String>>,
+    /// One of the two descriptions must stay: clearing the last one is 400.
+    #[serde(default, deserialize_with = "double_option")]
     #[schemars(with = "Option<fields::Description>")]
-    pub description_zh: Option<String>,
+    pub description_zh: Option<Option<String>>,
     #[schemars(with = "Option<Vec<fields::Capability>>", length(max = CAPABILITIES_MAX))]
     pub capabilities: Option<Vec<String>>,
     #[schemars(with = "Option<Vec<fields::LanguageCode>>", length(max = LANGUAGES_MAX))]
@@ -170,10 +175,10 @@ impl ProfilePatch {
             *to.contact_public = v;
         }
         if let Some(v) = self.description_en {
-            *to.description_en = v;
+            *to.description_en = v.unwrap_or_default();
         }
         if let Some(v) = self.description_zh {
-            *to.description_zh = v;
+            *to.description_zh = v.unwrap_or_default();
         }
         if let Some(v) = self.capabilities {
             *to.capabilities = v;
@@ -209,8 +214,13 @@ impl ProfilePatch {
             }
         };
         set(&mut doc.name, &self.name);
-        set(&mut doc.description_en, &self.description_en);
-        set(&mut doc.description_zh, &self.description_zh);
+        for (field, value) in
+            [(&mut doc.description_en, &self.description_en), (&mut doc.description_zh, &self.description_zh)]
+        {
+            if let Some(v) = value {
+                *field = v.clone().unwrap_or_default();
+            }
+        }
         if let Some(t) = &self.tagline {
             doc.tagline = t.clone().unwrap_or_default();
         }

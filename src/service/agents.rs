@@ -216,7 +216,15 @@ impl App {
                 Some(list) => endpoints::replace(tx, a.id, list, now)?,
                 None => Vec::new(),
             };
+            // The field to name when the patch would leave no description: the one it cleared.
+            let cleared = match (&patch.description_en, &patch.description_zh) {
+                (Some(None), _) | (None, None) => "description_en",
+                _ => "description_zh",
+            };
             patch.apply(a.profile_mut());
+            if a.description_en.is_empty() && a.description_zh.is_empty() {
+                return Err(Error::validation(cleared, Rule::DescriptionNeeded));
+            }
             a.updated_at = now;
             a.last_active_at = now;
             agents_store::update_profile(tx, &a)?;
