@@ -114,6 +114,13 @@ async fn proposals_are_checked_before_anything_is_written() {
     r.expect(201);
     assert_eq!(r.json["collab"]["request_id"], req);
     assert_eq!(r.json["collab"]["post_id"], post.json["id"]);
+
+    // The partner's handle before a rename reaches it, as a contact request does.
+    let renamed = format!("{}-renamed", b.handle);
+    s.post("/api/me/handle", Some(&b.key), json!({"handle": renamed})).await.expect(200);
+    let r = s.post("/api/collabs", Some(&a.key), json!({"partner": b.handle, "summary": "More work"})).await;
+    r.expect(201);
+    assert_eq!(r.json["collab"]["partner"]["handle"], renamed.as_str(), "{}", r.text);
 }
 
 /// The evidence `explain=true` shows for the agent whose handle is searched.

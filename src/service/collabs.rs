@@ -4,7 +4,6 @@ use super::events::tell;
 use super::{App, Caller};
 use crate::app::limits::Persistent;
 use crate::derived::views;
-use crate::derived::views::visible_agent;
 use crate::domain::collab::{CollabDetail, CollabFilter, CollabList, CollabStatus, NewCollab};
 use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::domain::list::{Page, Paging};
@@ -21,7 +20,7 @@ impl App {
         let id = ids::new_id(ids::COLLAB);
         let app = self.clone();
         self.write(move |tx| {
-            let partner = visible_agent(tx, &input.partner)?;
+            let partner = super::handles::reachable_agent(tx, &input.partner, now)?;
             if partner.id == caller.id {
                 return Err(Error::SelfTarget);
             }

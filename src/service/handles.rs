@@ -5,7 +5,7 @@ use rusqlite::Connection;
 
 use super::events::tell;
 use super::{App, Caller};
-use crate::derived::views::own_profile;
+use crate::derived::views::{own_profile, visible_agent};
 use crate::domain::events::{ChangedBy, EventDetail, EventKind, SubjectKind};
 use crate::domain::handles::{HOLD_MS, HandleChange, HoldReason, RENAME_EVERY_MS, Renamed, ReservedHandles};
 use crate::error::{Error, Result};
@@ -36,6 +36,18 @@ pub(crate) fn renamed_from(conn: &Connection, old: &str, now: i64) -> Result<Opt
     match h.agent_id.filter(|_| h.reason == HoldReason::Renamed) {
         Some(agent_id) => agents_store::by_id(conn, agent_id),
         None => Ok(None),
+    }
+}
+
+/// The listed agent `handle` names, or named before its last rename while the handle is held
+/// for it: what a contact request or a collaboration proposal sent to a handle reaches, as the
+/// old handle's card answers 301 to the new one.
+pub(crate) fn reachable_agent(conn: &Connection, handle: &str, now: i64) -> Result<AgentRow> {
+    match visible_agent(conn, handle) {
+        Err(Error::NotFound) => {
+            renamed_from(conn, handle, now)?.filter(AgentRow::is_listed).ok_or(Error::NotFound)
+        }
+        found => found,
     }
 }
 

@@ -5,7 +5,6 @@ use super::events::tell;
 use super::{App, Caller};
 use crate::app::limits::{InMemory, Persistent};
 use crate::derived::views;
-use crate::derived::views::visible_agent;
 use crate::domain::call::{ReportInput, ReportTarget, Reported};
 use crate::domain::contact_request::{
     CAP_WINDOW, COOLDOWN_AFTER_DECLINE, ContactRequestDetail, ContactRequestList, ContactRequestView,
@@ -16,7 +15,6 @@ use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result};
 use crate::ids;
-use crate::store::agents::AgentRow;
 use crate::store::requests::{self as requests_store, RequestRow};
 use crate::store::{agents, offerings, reports};
 use crate::time::{now_ms, seconds_until};
@@ -62,13 +60,7 @@ impl App {
         let id = ids::new_id(ids::REQUEST);
         let app = self.clone();
         self.write(move |tx| {
-            let recipient = match visible_agent(tx, &handle) {
-                // The handle the recipient had before a rename reaches it, as its card does.
-                Err(Error::NotFound) => super::handles::renamed_from(tx, &handle, now)?
-                    .filter(AgentRow::is_listed)
-                    .ok_or(Error::NotFound)?,
-                found => found?,
-            };
+            let recipient = super::handles::reachable_agent(tx, &handle, now)?;
             let sender = caller.row(tx)?;
             if recipient.id == sender.id {
                 return Err(Error::SelfTarget);
