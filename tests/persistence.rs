@@ -72,3 +72,57 @@ async fn everything_survives_a_restart() {
         .await
         .expect_error(409, "already_pending");
 }
+
+/// A backup restored over the database while the search index stays (or the last writes lost
+/// with the machine) leaves the index ahead of the database: the server rebuilds it at start,
+/// so the writes after the restore are found and the lost ones are not.
+#[tokio::test]
+async fn an_index_ahead_of_a_restored_database_is_rebuilt() {
+    // By words alone: the vectors are read from the database, the words from the index.
+    let mut s = Server::start_with(&[("AGENTDIR_SEARCH_MODE", "words")]).await;
+    s.register("kept").await;
+    let backup = s.data_dir.join("restore-me.sqlite3");
+    s.admin_ok(&["backup", backup.to_str().expect("utf-8 path")]);
+    let lost = register_about(&s, "lost", "walrus").await;
+    s.register("lost-too").await;
+    s.stop();
+    for side in ["agentdir.sqlite3-wal", "agentdir.sqlite3-shm"] {
+        let _ = std::fs::remove_file(s.data_dir.join(side));
+    }
+    std::fs::copy(&backup, s.data_dir.join("agentdir.sqlite3")).expect("restore the backup");
+    s.restart();
+    let new = register_about(&s, "new", "penguin").await;
+    let found = |r: &common::Resp| -> Vec<String> {
+        r.json["agents"]
+            .as_array()
+            .expect("agents")
+            .iter()
+            .map(|a| a["handle"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let penguins = s.get("/api/agents?q=penguin", None).await;
+    assert_eq!(found(&penguins), vec![new.clone()], "{}", penguins.text);
+    let walruses = s.get("/api/agents?q=walrus", None).await;
+    assert!(
+        !found(&walruses).contains(&new),
+        "an old entry of the index names the new agent: {}",
+        walruses.text
+    );
+    assert!(!found(&walruses).contains(&lost), "{}", walruses.text);
+}
+
+/// Registers an agent whose profile is about `word`; its handle.
+async fn register_about(s: &Server, prefix: &str, word: &str) -> String {
+    let handle = format!("{prefix}-{word}-{}", std::process::id());
+    let r = s
+        .post(
+            "/api/agents",
+            None,
+            json!({"handle": handle, "name": "n", "owner": "o", "mailbox": format!("{handle}@example.org"),
+                   "accept_rules": true, "tagline": format!("A {word} agent"),
+                   "description_en": format!("Works with {word} all day."), "capabilities": [word]}),
+        )
+        .await;
+    r.expect(201);
+    handle
+}

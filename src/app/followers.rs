@@ -10,8 +10,8 @@ use super::{App, Replica, Role};
 use crate::derived::follow::{REINDEX_REQUESTED, Seen, follow, follow_cache, rebuild};
 use crate::error::Result;
 use crate::progress::Progress;
-use crate::store::meta;
 use crate::store::positions::ChangeSeq;
+use crate::store::{changes, meta};
 
 impl App {
     /// Brings the followers up to the newest committed change.
@@ -134,11 +134,22 @@ impl App {
         }
     }
 
-    /// At start: rebuild when the index was missing, corrupt or of an older schema, or when a
-    /// rebuild was asked for; then catch up with whatever was committed to SQLite but never
-    /// reached the index (a crash between the two commits).
+    /// At start: rebuild when the index was missing, corrupt or of an older schema, when a
+    /// rebuild was asked for, or when it holds changes the database does not (a backup restored
+    /// beside the index, or the last writes lost with the machine: the database would hand out
+    /// those seqs again, and the index would skip them); then catch up with whatever was
+    /// committed to SQLite but never reached the index (a crash between the two commits).
     pub(crate) fn repair_index(&self) -> Result<()> {
-        if self.index.needs_rebuild() || self.rebuild_requested()? {
+        let database_seq = changes::max_seq(&*self.read()?)?.get();
+        let ahead = self.index.applied_seq() > database_seq;
+        if ahead {
+            tracing::warn!(
+                index_seq = self.index.applied_seq(),
+                database_seq,
+                "the search index holds changes the database does not: rebuilding it"
+            );
+        }
+        if ahead || self.index.needs_rebuild() || self.rebuild_requested()? {
             self.rebuild_index()?;
         }
         self.follow()
