@@ -161,6 +161,12 @@ fn inbound_mail_command(site: SiteArgs) -> ExitCode {
     }
 }
 
+/// What an operator action that found the state already so says: nothing was recorded (no
+/// public log entry, no audit entry, no event).
+fn unchanged(state: String) -> String {
+    format!("{state}: nothing changed, nothing recorded")
+}
+
 fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
     let pool = store::open(&args.data_dir, 2)?;
     let actor_name =
@@ -173,36 +179,68 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
     };
     match args.action {
         AdminAction::VerifyMailbox { handle, .. } => {
-            admin::set_mailbox_verified(&pool, &handle, true, &by)?;
-            done(format!("mailbox of {handle} marked verified"))
+            let changed = admin::set_mailbox_verified(&pool, &handle, true, &by)?;
+            done(if changed {
+                format!("mailbox of {handle} marked verified")
+            } else {
+                unchanged(format!("the mailbox of {handle} was already verified"))
+            })
         }
         AdminAction::UnverifyMailbox { handle, .. } => {
-            admin::set_mailbox_verified(&pool, &handle, false, &by)?;
-            done(format!("mailbox verification of {handle} removed"))
+            let changed = admin::set_mailbox_verified(&pool, &handle, false, &by)?;
+            done(if changed {
+                format!("mailbox verification of {handle} removed")
+            } else {
+                unchanged(format!("the mailbox of {handle} was not verified"))
+            })
         }
         AdminAction::ClaimOwner { handle, owner_email, .. } => {
-            admin::set_owner_claim(&pool, &handle, Some(&owner_email), &by)?;
-            done(format!("{handle} claimed by {owner_email}"))
+            let changed = admin::set_owner_claim(&pool, &handle, Some(&owner_email), &by)?;
+            done(if changed {
+                format!("{handle} claimed by {owner_email}")
+            } else {
+                unchanged(format!("{handle} was already claimed by {owner_email}"))
+            })
         }
         AdminAction::UnclaimOwner { handle, .. } => {
-            admin::set_owner_claim(&pool, &handle, None, &by)?;
-            done(format!("owner claim of {handle} removed"))
+            let changed = admin::set_owner_claim(&pool, &handle, None, &by)?;
+            done(if changed {
+                format!("owner claim of {handle} removed")
+            } else {
+                unchanged(format!("{handle} had no owner claim"))
+            })
         }
         AdminAction::Suspend { handle, .. } => {
-            admin::set_suspended(&pool, &handle, true, &by)?;
-            done(format!("{handle} suspended"))
+            let changed = admin::set_suspended(&pool, &handle, true, &by)?;
+            done(if changed {
+                format!("{handle} suspended")
+            } else {
+                unchanged(format!("{handle} was already suspended"))
+            })
         }
         AdminAction::Restore { handle, .. } => {
-            admin::set_suspended(&pool, &handle, false, &by)?;
-            done(format!("{handle} restored"))
+            let changed = admin::set_suspended(&pool, &handle, false, &by)?;
+            done(if changed {
+                format!("{handle} restored")
+            } else {
+                unchanged(format!("{handle} was not suspended"))
+            })
         }
         AdminAction::HideCall { id, .. } => {
-            admin::set_call_hidden(&pool, &id, true, &by)?;
-            done(format!("call {id} hidden"))
+            let changed = admin::set_call_hidden(&pool, &id, true, &by)?;
+            done(if changed {
+                format!("call {id} hidden")
+            } else {
+                unchanged(format!("call {id} was already hidden"))
+            })
         }
         AdminAction::RestoreCall { id, .. } => {
-            admin::set_call_hidden(&pool, &id, false, &by)?;
-            done(format!("call {id} restored"))
+            let changed = admin::set_call_hidden(&pool, &id, false, &by)?;
+            done(if changed {
+                format!("call {id} restored")
+            } else {
+                unchanged(format!("call {id} was not hidden"))
+            })
         }
         AdminAction::Reports { limit } => {
             for r in admin::open_reports(&pool, limit)? {

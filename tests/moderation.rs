@@ -339,9 +339,32 @@ async fn the_public_moderation_log_shows_every_operator_action_and_nothing_priva
     assert!(!s.admin(&["suspend", &renamed, "--category", "rude"]).status.success());
     let long = "x".repeat(501);
     assert!(!s.admin(&["suspend", &renamed, "--category", "spam", "--public-note", &long]).status.success());
-    assert!(!s.admin(&["restore", &renamed, "--public-note", "two\nlines"]).status.success());
+    let two_lines = s.admin(&["restore", &renamed, "--public-note", "two\nlines"]);
+    assert!(!two_lines.status.success());
+    let said = String::from_utf8_lossy(&two_lines.stderr);
+    assert!(said.contains("single line"), "{said}");
+    assert!(!s.admin(&["claim-owner", &renamed, "not an email"]).status.success());
     assert_eq!(moderation_log(&s).await.len(), before);
     s.get("/api/me", Some(&a.key)).await.expect(200);
+    // An action that finds the state already so changes and records nothing: the public log
+    // holds what changed, and each suspension in it weighs on the agent's evidence.
+    let audited = s.admin_ok(&["audit", "--limit", "1000"]).lines().count();
+    for already in [
+        vec!["restore", renamed.as_str()],
+        vec!["restore-call", call.as_str()],
+        vec!["unverify-mailbox", renamed.as_str()],
+        vec!["unclaim-owner", renamed.as_str()],
+    ] {
+        let said = s.admin_ok(&already);
+        assert!(said.contains("nothing recorded"), "{already:?}: {said}");
+    }
+    s.admin_ok(&["suspend", &renamed, "--category", "spam"]);
+    assert!(s.admin_ok(&["suspend", &renamed, "--category", "spam"]).contains("nothing recorded"));
+    s.admin_ok(&["restore", &renamed]);
+    assert_eq!(moderation_log(&s).await.len(), before + 2, "one suspension, one restore");
+    assert_eq!(s.admin_ok(&["audit", "--limit", "1000"]).lines().count(), audited + 2);
+    s.get("/api/me", Some(&a.key)).await.expect(200);
+    let before = before + 2;
 
     // Nothing private: no reporter, no report text, no private reason, no operator, no owner
     // email, no mailbox, no client address.

@@ -7,12 +7,12 @@ use super::deletion;
 use super::events::{tell, tell_trust};
 use super::handles::{self, RenamedBy};
 use super::moderation::{self, PublicReason};
-use crate::domain::agent;
 use crate::domain::call::CallStatus;
 use crate::domain::deletion::{AgentDeleted, Erased};
 use crate::domain::events::{ChangedBy, EventDetail, EventKind, SubjectKind};
 use crate::domain::handles::{Renamed, ReservedHandles};
 use crate::domain::moderation::ModerationAction;
+use crate::domain::{agent, fields};
 use crate::error::{Error, Result, Rule};
 use crate::ids;
 use crate::store::reports::OpenReport;
@@ -33,10 +33,14 @@ fn act<T>(pool: &Pool, by: &Actor<'_>, f: impl FnOnce(&rusqlite::Connection) -> 
     store::write(&mut *pool.get()?, |tx| f(tx))
 }
 
-pub fn set_mailbox_verified(pool: &Pool, handle: &str, verified: bool, by: &Actor<'_>) -> Result<()> {
+/// Marks a mailbox verified (or not); `false` when it already was so, and nothing is written.
+pub fn set_mailbox_verified(pool: &Pool, handle: &str, verified: bool, by: &Actor<'_>) -> Result<bool> {
     let now = now_ms();
     act(pool, by, |tx| {
         let a = agents::by_handle(tx, handle)?.ok_or(Error::NotFound)?;
+        if a.mailbox_verified_at.is_some() == verified {
+            return Ok(false);
+        }
         agents::set_mailbox_verified(tx, a.id, verified.then_some(now))?;
         tell_trust(tx, &a, EventDetail { by: Some(ChangedBy::Operator), ..told_why(by) }, now)?;
         let (action, public) = if verified {
@@ -45,18 +49,33 @@ pub fn set_mailbox_verified(pool: &Pool, handle: &str, verified: bool, by: &Acto
             ("unverify-mailbox", ModerationAction::MailboxUnverified)
         };
         moderation::record(tx, public, &a, None, None, by.public, now)?;
-        audit::record(tx, action, handle, by.name, by.reason, now)
+        audit::record(tx, action, handle, by.name, by.reason, now)?;
+        Ok(true)
     })
 }
 
 /// Sets (or with `None` removes) the owner claim. Like the claim by mail, it needs a verified
-/// mailbox.
-pub fn set_owner_claim(pool: &Pool, handle: &str, owner_email: Option<&str>, by: &Actor<'_>) -> Result<()> {
+/// mailbox, and the address is checked as the API checks it. `false` when the claim already
+/// was so, and nothing is written.
+pub fn set_owner_claim(pool: &Pool, handle: &str, owner_email: Option<&str>, by: &Actor<'_>) -> Result<bool> {
+    if let Some(email) = owner_email
+        && !crate::validation::accepts::<fields::Email>(&serde_json::Value::from(email))
+    {
+        return Err(Error::validation("owner_email", Rule::Email));
+    }
     let now = now_ms();
     act(pool, by, |tx| {
         let a = agents::by_handle(tx, handle)?.ok_or(Error::NotFound)?;
         if owner_email.is_some() && a.mailbox_verified_at.is_none() {
             return Err(Error::MailboxNotVerified);
+        }
+        let claimed = a.owner_claimed_at.is_some();
+        let unchanged = match owner_email {
+            Some(email) => claimed && a.owner_email.as_deref() == Some(email),
+            None => !claimed,
+        };
+        if unchanged {
+            return Ok(false);
         }
         agents::set_owner_claim(tx, a.id, owner_email, owner_email.map(|_| now))?;
         tell_trust(tx, &a, EventDetail { by: Some(ChangedBy::Operator), ..told_why(by) }, now)?;
@@ -66,7 +85,8 @@ pub fn set_owner_claim(pool: &Pool, handle: &str, owner_email: Option<&str>, by:
             ("unclaim-owner", ModerationAction::OwnerUnclaimed)
         };
         moderation::record(tx, public, &a, None, None, by.public, now)?;
-        audit::record(tx, action, handle, by.name, by.reason, now)
+        audit::record(tx, action, handle, by.name, by.reason, now)?;
+        Ok(true)
     })
 }
 
@@ -80,25 +100,30 @@ fn told_why(by: &Actor<'_>) -> EventDetail {
     }
 }
 
-/// Suspends (or restores) an agent: its key answers 403, its card and calls disappear.
-pub fn set_suspended(pool: &Pool, handle: &str, suspended: bool, by: &Actor<'_>) -> Result<()> {
+/// Suspends (or restores) an agent: its key answers 403, its card and calls disappear. `false`
+/// when it already was so, and nothing is written: the public log holds what changed, and each
+/// suspension in it weighs on the agent's evidence.
+pub fn set_suspended(pool: &Pool, handle: &str, suspended: bool, by: &Actor<'_>) -> Result<bool> {
     let now = now_ms();
     act(pool, by, |tx| {
         let a = agents::by_handle(tx, handle)?.ok_or(Error::NotFound)?;
-        if a.suspended_at.is_some() != suspended {
-            let kind = if suspended { EventKind::Suspended } else { EventKind::Restored };
-            tell(tx, a.id, kind, SubjectKind::Agent, &a.public_id, told_why(by), now)?;
+        if a.suspended_at.is_some() == suspended {
+            return Ok(false);
         }
+        let kind = if suspended { EventKind::Suspended } else { EventKind::Restored };
+        tell(tx, a.id, kind, SubjectKind::Agent, &a.public_id, told_why(by), now)?;
         agents::set_suspended(tx, a.id, suspended.then_some(now))?;
         let public =
             if suspended { ModerationAction::AgentSuspended } else { ModerationAction::AgentRestored };
         moderation::record(tx, public, &a, None, None, by.public, now)?;
-        audit::record(tx, if suspended { "suspend" } else { "restore" }, handle, by.name, by.reason, now)
+        audit::record(tx, if suspended { "suspend" } else { "restore" }, handle, by.name, by.reason, now)?;
+        Ok(true)
     })
 }
 
 /// Hides (or restores) a call: hidden calls vanish from lists, search and MCP and answer 404.
-pub fn set_call_hidden(pool: &Pool, id: &str, hidden: bool, by: &Actor<'_>) -> Result<()> {
+/// `false` when it already was so, and nothing is written.
+pub fn set_call_hidden(pool: &Pool, id: &str, hidden: bool, by: &Actor<'_>) -> Result<bool> {
     if !ids::has_prefix(id, ids::CALL) {
         return Err(Error::NotFound);
     }
@@ -107,17 +132,19 @@ pub fn set_call_hidden(pool: &Pool, id: &str, hidden: bool, by: &Actor<'_>) -> R
         let call = calls::by_id(tx, id)?.ok_or(Error::NotFound)?;
         let author = agents::by_id(tx, call.agent_id)?.ok_or(Error::NotFound)?;
         let status = if hidden { CallStatus::Hidden } else { CallStatus::Active };
-        if call.summary.status != status {
-            let kind = if hidden { EventKind::CallHidden } else { EventKind::CallRestored };
-            tell(tx, call.agent_id, kind, SubjectKind::Call, id, told_why(by), now)?;
+        if call.summary.status == status {
+            return Ok(false);
         }
+        let kind = if hidden { EventKind::CallHidden } else { EventKind::CallRestored };
+        tell(tx, call.agent_id, kind, SubjectKind::Call, id, told_why(by), now)?;
         calls::set_status(tx, call.key, status)?;
         let public = if hidden { ModerationAction::CallHidden } else { ModerationAction::CallRestored };
         moderation::record(tx, public, &author, Some(id), None, by.public, now)?;
         if hidden {
             reports::resolve_target(tx, id, now)?;
         }
-        audit::record(tx, if hidden { "hide-call" } else { "restore-call" }, id, by.name, by.reason, now)
+        audit::record(tx, if hidden { "hide-call" } else { "restore-call" }, id, by.name, by.reason, now)?;
+        Ok(true)
     })
 }
 

@@ -24,12 +24,15 @@ pub struct PublicReason<'a> {
 impl PublicReason<'_> {
     /// Refuses a note the public log would not show as written.
     pub fn check(&self) -> Result<()> {
+        let max = crate::domain::moderation::PUBLIC_NOTE_MAX;
         match self.note {
-            Some(note) if !note_is_fit(note) => Err(Error::validation(
-                "public_note",
-                Rule::MaxLength(crate::domain::moderation::PUBLIC_NOTE_MAX as u64),
-            )),
-            _ => Ok(()),
+            Some(note) if note_is_fit(note) => Ok(()),
+            Some(note) if note.chars().count() > max => {
+                Err(Error::validation("public_note", Rule::MaxLength(max as u64)))
+            }
+            // Within the length, so a line break or another control character.
+            Some(_) => Err(Error::validation("public_note", Rule::OneLine)),
+            None => Ok(()),
         }
     }
 }
