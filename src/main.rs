@@ -134,7 +134,9 @@ fn inbound_mail_command(site: SiteArgs) -> ExitCode {
         eprintln!("agentdir inbound-mail: rejected: {reason}");
         return ExitCode::from(65);
     }
-    let pool = match store::open(&site.data_dir, 2) {
+    // A data dir without a database is a wrong --data-dir: the mail server keeps the message
+    // and tries again (75) once the command is fixed, rather than bouncing it.
+    let pool = match existing_database(&site.data_dir) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("agentdir inbound-mail: database unavailable: {e:#}");
@@ -167,8 +169,21 @@ fn unchanged(state: String) -> String {
     format!("{state}: nothing changed, nothing recorded")
 }
 
+/// The database of the data dir a command works beside. One without a database is a mistake
+/// (a misspelt --data-dir, a command run from another directory), not a directory to create:
+/// only `serve` creates one, so `backup` never copies an empty new database.
+fn existing_database(data_dir: &std::path::Path) -> anyhow::Result<store::Pool> {
+    let file = data_dir.join(store::DB_FILE);
+    anyhow::ensure!(
+        file.is_file(),
+        "no database at {}: is --data-dir (AGENTDIR_DATA_DIR) right? `agentdir serve` creates one",
+        file.display()
+    );
+    Ok(store::open(data_dir, 2)?)
+}
+
 fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
-    let pool = store::open(&args.data_dir, 2)?;
+    let pool = existing_database(&args.data_dir)?;
     let actor_name =
         args.actor.clone().or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "operator".into());
     let public = PublicReason { category: args.action.category(), note: args.public_note.as_deref() };

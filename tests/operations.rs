@@ -692,3 +692,42 @@ fn assert_progress_lines(stderr: &str, task: &str) {
     assert!(percents.first() == Some(&0) && percents.last() == Some(&100), "{task}progress: {stderr}");
     assert!(percents.windows(2).all(|w| w[0] < w[1]), "{task}progress goes backwards: {stderr}");
 }
+
+/// `admin` and `inbound-mail` work beside a server's data dir: pointed at one without a
+/// database (a misspelt path), they say so and create nothing. `backup` does not copy an empty
+/// new database, and the mail server keeps a message to try again (75) rather than bouncing it.
+#[test]
+fn commands_beside_the_server_need_its_database() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let missing = dir.path().join("no-such-data-dir");
+    for args in [vec!["audit"], vec!["backup", dir.path().join("copy.sqlite3").to_str().expect("utf-8")]] {
+        let out = std::process::Command::new(common::BIN)
+            .args(["admin", "--data-dir"])
+            .arg(&missing)
+            .args(&args)
+            .output()
+            .expect("run agentdir admin");
+        assert!(!out.status.success(), "{args:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains("no database at") && said.contains("--data-dir"), "{args:?}: {said}");
+    }
+    let mut mail = std::process::Command::new(common::BIN)
+        .args(["inbound-mail", "--data-dir"])
+        .arg(&missing)
+        .env("AGENTDIR_MAIL_AUTHSERV_ID", "mx.test")
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run agentdir inbound-mail");
+    mail.stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"Authentication-Results: mx.test; dkim=pass header.d=example.org\r\nFrom: a@example.org\r\nSubject: agentdir verify aaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n")
+        .expect("write the message");
+    let out = mail.wait_with_output().expect("wait");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(75), "{said}");
+    assert!(said.contains("no database at"), "{said}");
+    assert!(!missing.exists(), "nothing was created");
+    assert!(!dir.path().join("copy.sqlite3").exists(), "no empty backup");
+}
