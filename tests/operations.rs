@@ -138,6 +138,10 @@ async fn metrics_count_requests_by_route_template_and_report_index_and_pool() {
     ] {
         assert!(series(name).is_some(), "no {name} in:\n{text}");
     }
+    // The request for the metrics themselves is being answered.
+    let in_flight = series("agentdir_http_requests_in_flight ")
+        .unwrap_or_else(|| panic!("no in-flight gauge in:\n{text}"));
+    assert!(in_flight.ends_with(" 1"), "{in_flight}");
     // A write moves the applied position of the index: the applier follows the writer on its
     // own thread, so soon rather than at once.
     s.register("metrics").await;

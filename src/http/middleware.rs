@@ -136,7 +136,25 @@ pub fn stack(
     router.layer(from_fn_with_state(gate, guard))
 }
 
+/// A request being answered, counted in `agentdir_http_requests_in_flight` until it is dropped,
+/// however it ends (answered, timed out, or the client gone).
+struct Answering;
+
+impl Answering {
+    fn start() -> Answering {
+        metrics::gauge!(telemetry::HTTP_IN_FLIGHT).increment(1.0);
+        Answering
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        metrics::gauge!(telemetry::HTTP_IN_FLIGHT).decrement(1.0);
+    }
+}
+
 async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
+    let _answering = Answering::start();
     let started = Instant::now();
     let g = &gate.0;
     let id = request_id(&req, g);
