@@ -48,13 +48,13 @@ pub struct SiteArgs {
     #[arg(long, env = "AGENTDIR_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
     /// Public base URL, used in skill.md, openapi.json and instructions [default: http://<bind>].
-    #[arg(long, env = "AGENTDIR_BASE_URL")]
+    #[arg(long, env = "AGENTDIR_BASE_URL", value_parser = parse_base_url)]
     pub base_url: Option<String>,
     /// Domain of the verification address verify@<domain> [default: host of the base URL].
-    #[arg(long, env = "AGENTDIR_MAIL_DOMAIN")]
+    #[arg(long, env = "AGENTDIR_MAIL_DOMAIN", value_parser = parse_domain)]
     pub mail_domain: Option<String>,
     /// authserv-id of the Authentication-Results header the local MTA adds [default: the mail domain].
-    #[arg(long, env = "AGENTDIR_MAIL_AUTHSERV_ID")]
+    #[arg(long, env = "AGENTDIR_MAIL_AUTHSERV_ID", value_parser = parse_authserv_id)]
     pub mail_authserv_id: Option<String>,
 }
 
@@ -162,7 +162,7 @@ pub struct ServeArgs {
     #[arg(long, env = "AGENTDIR_CHANGES_RETENTION", default_value = "30d", value_parser = parse_span)]
     pub changes_retention: Duration,
     /// Handles nobody may register or rename to, beside the built-in list: comma-separated.
-    #[arg(long, env = "AGENTDIR_RESERVED_HANDLES", value_delimiter = ',')]
+    #[arg(long, env = "AGENTDIR_RESERVED_HANDLES", value_delimiter = ',', value_parser = parse_reserved_handle)]
     pub reserved_handles: Vec<String>,
     /// Seconds to let in-flight requests finish after SIGTERM/SIGINT before exiting anyway.
     #[arg(long, env = "AGENTDIR_SHUTDOWN_GRACE", default_value = "30", value_parser = parse_seconds)]
@@ -308,7 +308,7 @@ pub struct AdminArgs {
     #[arg(long, global = true)]
     pub public_note: Option<String>,
     /// Handles refused at rename beside the built-in list (as `serve` reads it).
-    #[arg(long, env = "AGENTDIR_RESERVED_HANDLES", value_delimiter = ',', global = true)]
+    #[arg(long, env = "AGENTDIR_RESERVED_HANDLES", value_delimiter = ',', global = true, value_parser = parse_reserved_handle)]
     pub reserved_handles: Vec<String>,
     #[command(subcommand)]
     pub action: AdminAction,
@@ -440,6 +440,65 @@ fn parse_positive(s: &str) -> Result<usize, String> {
     }
 }
 
+/// An http(s) URL with a host, and nothing the directory's own paths could not follow: no
+/// user, no query, no fragment.
+fn parse_base_url(s: &str) -> Result<String, String> {
+    let bad =
+        |why: &str| format!("`{s}` is not a base URL ({why}); give one such as https://agents.example.org");
+    let url = url::Url::parse(s.trim()).map_err(|e| bad(&e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err(bad("http or https, with a host"));
+    }
+    if !url.username().is_empty()
+        || url.password().is_some()
+        || url.query().is_some()
+        || url.fragment().is_some()
+    {
+        return Err(bad("no user, query or fragment"));
+    }
+    Ok(s.trim().to_owned())
+}
+
+/// A domain name: letters, digits, hyphens, and dots between labels.
+fn parse_domain(s: &str) -> Result<String, String> {
+    let fits = s.len() <= 253
+        && s.split('.').all(|label| {
+            (1..=63).contains(&label.len())
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        });
+    if fits {
+        Ok(s.to_ascii_lowercase())
+    } else {
+        Err(format!("`{s}` is not a domain name such as agents.example.org"))
+    }
+}
+
+/// An authserv-id as the MTA writes it in `Authentication-Results` (RFC 8601): one token, no
+/// space, `;` or quote, which would end it there.
+fn parse_authserv_id(s: &str) -> Result<String, String> {
+    let fits =
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic() && !matches!(b, b';' | b'"' | b'(' | b')'));
+    if fits {
+        Ok(s.to_owned())
+    } else {
+        Err(format!("`{s}` is not an authserv-id such as mx.agents.example.org"))
+    }
+}
+
+/// A handle to reserve: one a registration could ask for.
+fn parse_reserved_handle(s: &str) -> Result<String, String> {
+    let handle = s.trim().to_ascii_lowercase();
+    if crate::domain::agent::is_handle(&handle) {
+        Ok(handle)
+    } else {
+        Err(format!(
+            "`{s}` is not a handle (a-z, 0-9 and hyphens); a reserved handle must be one a registration could ask for"
+        ))
+    }
+}
+
 fn parse_sitemap_urls(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
         Ok(n) if (1..=SITEMAP_MAX_URLS).contains(&n) => Ok(n),
@@ -480,7 +539,7 @@ const MAX_READ_CONNECTIONS: u32 = 256;
 pub(crate) fn parse_seconds(s: &str) -> Result<Duration, String> {
     match s.trim().parse::<f64>() {
         Ok(secs) if secs > 0.0 && secs <= 86_400.0 => Ok(Duration::from_secs_f64(secs)),
-        _ => Err(format!("`{s}` is not a number of seconds between 0 and 86400")),
+        _ => Err(format!("`{s}` is not a number of seconds more than 0 and at most 86400")),
     }
 }
 

@@ -59,10 +59,14 @@ fn init_logging() {
     let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let builder =
         tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colour);
-    if std::env::var("AGENTDIR_LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json")) {
-        builder.json().init();
-    } else {
-        builder.init();
+    match std::env::var("AGENTDIR_LOG_FORMAT").ok().as_deref().map(str::trim) {
+        Some(json) if json.eq_ignore_ascii_case("json") => builder.json().init(),
+        None | Some("") => builder.init(),
+        Some(text) if text.eq_ignore_ascii_case("text") => builder.init(),
+        Some(other) => {
+            builder.init();
+            tracing::warn!(value = other, "AGENTDIR_LOG_FORMAT is json or text; logging as text");
+        }
     }
 }
 
@@ -179,7 +183,7 @@ fn existing_database(data_dir: &std::path::Path) -> anyhow::Result<store::Pool> 
         "no database at {}: is --data-dir (AGENTDIR_DATA_DIR) right? `agentdir serve` creates one",
         file.display()
     );
-    Ok(store::open(data_dir, 2)?)
+    store::open(data_dir, 2)
 }
 
 fn admin_command(args: AdminArgs) -> anyhow::Result<()> {

@@ -735,3 +735,31 @@ fn commands_beside_the_server_need_its_database() {
     assert!(!missing.exists(), "nothing was created");
     assert!(!dir.path().join("copy.sqlite3").exists(), "no empty backup");
 }
+
+/// Settings that name the site (its base URL, the mail domain and authserv-id, the reserved
+/// handles) are checked before anything starts: a bad one is a clear error, never a server
+/// that publishes `verify@bad domain` or a skill.md with a query string in every link.
+#[test]
+fn settings_that_name_the_site_are_checked_at_start() {
+    for (name, value, said) in [
+        ("AGENTDIR_BASE_URL", "notaurl", "is not a base URL"),
+        ("AGENTDIR_BASE_URL", "ftp://agents.example.org", "is not a base URL"),
+        ("AGENTDIR_BASE_URL", "https://agents.example.org/sub/?q=1#f", "no user, query or fragment"),
+        ("AGENTDIR_MAIL_DOMAIN", "bad domain", "is not a domain name"),
+        ("AGENTDIR_MAIL_DOMAIN", "", "is not a domain name"),
+        ("AGENTDIR_MAIL_AUTHSERV_ID", "a;b", "is not an authserv-id"),
+        ("AGENTDIR_RESERVED_HANDLES", "ok-one,Bad Handle!", "is not a handle"),
+    ] {
+        let dir = tempfile::tempdir().expect("temp");
+        let out = std::process::Command::new(common::BIN)
+            .args(["serve", "--bind", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path())
+            .env(name, value)
+            .output()
+            .expect("run agentdir serve");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name}={value}: {stderr}");
+        assert!(stderr.contains(said), "{name}={value}: {stderr}");
+        assert!(!stderr.contains("listening"), "{name}={value}: {stderr}");
+    }
+}

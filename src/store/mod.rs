@@ -163,10 +163,12 @@ fn tighten(path: &Path, gid: u32) {
 /// Makes `data_dir` and its database file, created private when missing; returns the file's
 /// path and the data dir's group.
 fn prepare_files(data_dir: &Path) -> anyhow::Result<(PathBuf, u32)> {
-    std::fs::create_dir_all(data_dir)?;
-    let gid = group_of(data_dir)?;
+    use anyhow::Context as _;
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("cannot make the data dir {}", data_dir.display()))?;
+    let gid = group_of(data_dir).with_context(|| format!("cannot read the data dir {}", data_dir.display()))?;
     let path = data_dir.join(DB_FILE);
-    create_private(&path, Some(gid))?;
+    create_private(&path, Some(gid)).with_context(|| format!("cannot create the database {}", path.display()))?;
     Ok((path, gid))
 }
 
