@@ -186,6 +186,18 @@ fn existing_database(data_dir: &std::path::Path) -> anyhow::Result<store::Pool> 
     store::open(data_dir, 2)
 }
 
+/// Whether two paths name one file (the first need not exist yet): the same name in the same
+/// directory, links resolved.
+fn same_place(a: &std::path::Path, b: &std::path::Path) -> bool {
+    let place = |p: &std::path::Path| {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        Some((std::fs::canonicalize(dir).ok()?, p.file_name()?.to_owned()))
+    };
+    let resolved =
+        |p: &std::path::Path| std::fs::canonicalize(p).ok().and_then(|r| place(&r)).or_else(|| place(p));
+    resolved(a).is_some_and(|a| Some(a) == resolved(b))
+}
+
 fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
     let pool = existing_database(&args.data_dir)?;
     let actor_name =
@@ -304,6 +316,12 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
             Err(e) => Err(anyhow::anyhow!("cannot open the search index: {e}")),
         },
         AdminAction::Backup { path } => {
+            let live = args.data_dir.join(store::DB_FILE);
+            anyhow::ensure!(
+                !same_place(&path, &live),
+                "{} is the live database: back it up to another file",
+                path.display()
+            );
             admin::backup(&pool, &path, &mut Progress::stderr("backup", Unit::Bytes))?;
             let keys = signing::backup_path(&path);
             if signing::copy_to(&args.data_dir, &keys)? {

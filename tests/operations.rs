@@ -736,6 +736,22 @@ fn commands_beside_the_server_need_its_database() {
     assert!(!dir.path().join("copy.sqlite3").exists(), "no empty backup");
 }
 
+/// `backup` onto the live database itself is refused: the copy would be renamed over the file
+/// the server has open.
+#[tokio::test]
+async fn a_backup_onto_the_live_database_is_refused() {
+    let s = Server::start().await;
+    let a = s.register("live-file").await;
+    let live = s.data_dir.join("agentdir.sqlite3");
+    let also_live = s.data_dir.join(".").join("agentdir.sqlite3");
+    for dest in [&live, &also_live] {
+        let out = s.admin(&["backup", dest.to_str().expect("utf-8")]);
+        assert!(!out.status.success(), "{}", dest.display());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("is the live database"));
+    }
+    s.get(&format!("/api/agents/{}", a.handle), None).await.expect(200);
+}
+
 /// Settings that name the site (its base URL, the mail domain and authserv-id, the reserved
 /// handles) are checked before anything starts: a bad one is a clear error, never a server
 /// that publishes `verify@bad domain` or a skill.md with a query string in every link.

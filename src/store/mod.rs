@@ -166,9 +166,11 @@ fn prepare_files(data_dir: &Path) -> anyhow::Result<(PathBuf, u32)> {
     use anyhow::Context as _;
     std::fs::create_dir_all(data_dir)
         .with_context(|| format!("cannot make the data dir {}", data_dir.display()))?;
-    let gid = group_of(data_dir).with_context(|| format!("cannot read the data dir {}", data_dir.display()))?;
+    let gid =
+        group_of(data_dir).with_context(|| format!("cannot read the data dir {}", data_dir.display()))?;
     let path = data_dir.join(DB_FILE);
-    create_private(&path, Some(gid)).with_context(|| format!("cannot create the database {}", path.display()))?;
+    create_private(&path, Some(gid))
+        .with_context(|| format!("cannot create the database {}", path.display()))?;
     Ok((path, gid))
 }
 
