@@ -226,6 +226,13 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
             })
         }
         AdminAction::ClaimOwner { handle, owner_email, .. } => {
+            // Checked as the API checks `owner_email`.
+            if !agentdir::validation::accepts::<agentdir::domain::fields::Email>(&owner_email.as_str().into())
+            {
+                return Err(
+                    agentdir::error::Error::validation("owner_email", agentdir::error::Rule::Email).into()
+                );
+            }
             let changed = admin::set_owner_claim(&pool, &handle, Some(&owner_email), &by)?;
             done(if changed {
                 format!("{handle} claimed by {owner_email}")
