@@ -259,7 +259,7 @@ impl ReadPool {
     }
 }
 
-fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS schema_migrations (
             version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
@@ -271,6 +271,16 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
         .prepare("SELECT version FROM schema_migrations")?
         .query_map([], |r| r.get("version"))?
         .collect::<rusqlite::Result<_>>()?;
+    // A migration this program does not know was applied by a newer one: what this one would
+    // write may no longer fit the schema.
+    let mut unknown: Vec<i64> =
+        applied.iter().copied().filter(|v| !MIGRATIONS.iter().any(|m| m.0 == *v)).collect();
+    unknown.sort_unstable();
+    anyhow::ensure!(
+        unknown.is_empty(),
+        "the database was migrated by a newer agentdir (migrations {unknown:?} are unknown to this one): run that \
+         version, or restore a backup made by this one"
+    );
     for (version, name, sql) in MIGRATIONS.iter().filter(|m| !applied.contains(&m.0)) {
         tx.execute_batch(sql)?;
         tx.execute(
@@ -279,7 +289,7 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
         )?;
         tracing::info!(version, name, "applied migration");
     }
-    tx.commit()
+    Ok(tx.commit()?)
 }
 
 /// SQLite's data version of `conn`: it moves when another connection commits (see
@@ -476,6 +486,22 @@ mod tests {
         let versions: Vec<i64> = column(&conn, "SELECT version FROM schema_migrations ORDER BY version");
         assert_eq!(versions, MIGRATIONS.iter().map(|m| m.0).collect::<Vec<_>>());
         conn.execute_batch("SELECT seq FROM events LIMIT 1").expect("the events table exists");
+    }
+
+    /// A database a newer program migrated is refused, and left as it was.
+    #[test]
+    fn a_database_of_a_newer_program_is_refused() {
+        let mut conn = Connection::open_in_memory().expect("db");
+        migrate(&mut conn).expect("migrate");
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)",
+            [],
+        )
+        .expect("a future migration");
+        let refused = migrate(&mut conn).expect_err("refused").to_string();
+        assert!(refused.contains("newer agentdir") && refused.contains("999"), "{refused}");
+        let versions: Vec<i64> = column(&conn, "SELECT version FROM schema_migrations ORDER BY version");
+        assert_eq!(versions.len(), MIGRATIONS.len() + 1);
     }
 
     /// An existing file of an older version gets the mode and the data dir's group.
