@@ -572,13 +572,14 @@ pub struct ReplicaArgs {
 }
 
 impl ReplicaArgs {
-    /// The role these flags choose, as the app opens in it.
-    pub fn start(&self) -> anyhow::Result<Start> {
+    /// The role these flags choose, as the app opens in it; `request_timeout` is the server's.
+    pub fn start(&self, request_timeout: Duration) -> anyhow::Result<Start> {
         Ok(match (self.role, &self.primary_url) {
             (Role::Replica, Some(primary)) => Start::Replica(ReplicaSettings {
                 primary: primary.clone(),
                 wait: self.replica_wait,
                 stuck_after: self.replica_stuck_after,
+                answer_within: request_timeout.saturating_sub(Duration::from_secs(1)),
             }),
             (Role::Replica, None) => anyhow::bail!("--role replica needs --primary-url"),
             (Role::Primary, _) => Start::Primary,

@@ -103,7 +103,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         if args.link_fetch_allow_private != agentdir::checks::link_fetch::PrivateTargets::None {
             agentdir::domain::endpoint::lift_port_rule();
         }
-        let start = args.replica.start()?;
+        let start = args.replica.start(args.request_timeout)?;
         let app = tokio::task::spawn_blocking(move || App::open(settings, start)).await??;
         tracing::info!(%bound, %base_url, role = ?args.replica.role, "agentdir listening");
         // Tests and scripts read this line to learn the port when binding port 0.

@@ -131,8 +131,16 @@ pub fn app(
         .map(|e| (e.path, e.waits))
         .chain(crate::pages::ROUTES.iter().map(|r| (*r, false)))
         .collect();
-    let forwarding =
-        Forwarding::new(app.clone(), endpoints.into_iter().map(|e| (e.method, e.path, e.node, e.waits)));
+    // Beside the route table, the pages and MCP read the copy too.
+    let other_reads = crate::pages::ROUTES
+        .iter()
+        .map(|r| (axum::http::Method::GET, *r))
+        .chain([(axum::http::Method::POST, "/mcp")]);
+    let forwarding = Forwarding::new(
+        app.clone(),
+        endpoints.into_iter().map(|e| (e.method, e.path, e.node, e.waits)),
+        other_reads,
+    );
     let positions = axum::middleware::from_fn_with_state(forwarding.clone(), forward::await_position);
     Ok(middleware::stack(router(app, forwarding, metrics)?, templates, limits).layer(positions))
 }

@@ -217,6 +217,32 @@ async fn made_up_positions_are_absent_and_real_ones_are_honoured() {
         assert!(by_primary, "a real position not reached must be answered by the primary");
         assert!(body.contains("Fresh from the primary"), "{body}");
     }
+    // What no read route of the copy answers is answered here at once, position or not: a path
+    // no route serves, a method a route does not take, the replica's own health.
+    for (method, path, status) in [
+        (reqwest::Method::GET, "/nothing-here", 404),
+        (reqwest::Method::DELETE, "/api/stats", 405),
+        (reqwest::Method::GET, "/readyz", 200),
+    ] {
+        let started = std::time::Instant::now();
+        let r = replica
+            .http
+            .request(method.clone(), replica.url(path))
+            .header("x-agentdir-seq", &position)
+            .send()
+            .await
+            .expect("answer");
+        assert_eq!(r.status().as_u16(), status, "{method} {path}");
+        assert!(r.headers().get("x-agentdir-served-by").is_none(), "{method} {path} went to the primary");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(2),
+            "{method} {path} waited for the position"
+        );
+        if path == "/readyz" {
+            let ready: serde_json::Value = r.json().await.expect("json");
+            assert!(ready.get("replica").is_some(), "the replica's own readiness: {ready}");
+        }
+    }
 }
 
 #[tokio::test]
@@ -280,4 +306,32 @@ async fn keyed_routes_are_answered_by_the_primary_and_public_reads_by_the_replic
     let unknown = replica.post("/api/nothing-here", Some(&new_key), json!({})).await;
     unknown.expect_error(404, "not_found");
     assert_eq!(unknown.header("x-agentdir-served-by"), None);
+}
+
+/// A write the primary applied is answered with the primary's answer even when waiting for the
+/// copy would outlast the request's time: `X-Agentdir-Caught-Up: false`, never the replica's own
+/// 504, which would tell the client to send the write again.
+#[tokio::test]
+async fn a_forwarded_write_is_answered_within_the_request_time() {
+    let primary = Server::start().await;
+    let dave = primary.register("dave").await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    // No Litestream: the copy never reaches the write. The wait for it is longer than the
+    // request may take.
+    let replica = replica_of(
+        &primary,
+        dir.path(),
+        &[("AGENTDIR_REQUEST_TIMEOUT", "3"), ("AGENTDIR_REPLICA_WAIT", "10")],
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let r = replica
+        .post("/api/posts", Some(&dave.key), json!({"kind": "seeking", "title": "Once only", "body": "b"}))
+        .await;
+    r.expect(201);
+    assert_eq!(r.header("x-agentdir-caught-up"), Some("false"), "{}", r.text);
+    assert!(r.header("x-agentdir-seq").is_some());
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "answered in {:?}", started.elapsed());
+    let posts = primary.get(&format!("/api/posts?author={}", dave.handle), None).await;
+    assert_eq!(posts.json["total"], 1, "{}", posts.text);
 }

@@ -123,6 +123,10 @@ pub struct ReplicaSettings {
     pub wait: Duration,
     /// Behind a position the primary reported for longer than this: stuck.
     pub stuck_after: Duration,
+    /// What a forwarded request has to be answered in: the request timeout less a second, so
+    /// the primary's answer to a write is passed on (with `X-Agentdir-Caught-Up: false` when no
+    /// time is left to wait for the copy) rather than overtaken by the replica's own 504.
+    pub answer_within: Duration,
 }
 
 /// How long a replica waits for the primary's answer to a forwarded request. It outlasts the
@@ -140,6 +144,8 @@ pub struct Replica {
     pub primary: url::Url,
     pub client: reqwest::Client,
     pub wait: Duration,
+    /// See [`ReplicaSettings::answer_within`].
+    pub answer_within: Duration,
     stuck_after: Duration,
     /// Litestream's position file next to the copy.
     txid_file: PathBuf,
@@ -186,6 +192,7 @@ impl Replica {
             primary: settings.primary,
             client,
             wait: settings.wait,
+            answer_within: settings.answer_within,
             stuck_after: settings.stuck_after,
             txid_file,
             seen_txid: Mutex::new(None),
@@ -250,8 +257,13 @@ impl Replica {
 
     /// Waits (at most the configured wait) until the followers applied `position`.
     pub async fn wait_for(&self, position: WritePosition) -> bool {
+        self.wait_for_within(position, self.wait).await
+    }
+
+    /// As [`Replica::wait_for`], for at most `at_most` (and never longer than the replica wait).
+    pub async fn wait_for_within(&self, position: WritePosition, at_most: Duration) -> bool {
         let mut applied = self.applied.subscribe();
-        tokio::time::timeout(self.wait, applied.wait_for(|a| *a >= position.get()))
+        tokio::time::timeout(self.wait.min(at_most), applied.wait_for(|a| *a >= position.get()))
             .await
             .is_ok_and(|r| r.is_ok())
     }

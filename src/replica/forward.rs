@@ -13,7 +13,7 @@
 //!   the primary never issued is treated as absent.
 //! - anything no route matches is answered here (404 or 405): nothing unknown is forwarded.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -23,6 +23,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::{CAUGHT_UP_HEADER, POSITION_HEADER, SERVED_BY_HEADER, link};
+use crate::app::role::FORWARD_TIMEOUT;
 use crate::app::{App, Node, Replica};
 use crate::domain::schema::MAX_BODY_BYTES;
 use crate::error::Error;
@@ -68,13 +69,34 @@ struct Routes {
     app: App,
     /// Which node answers each route, and whether its requests may wait (a long poll).
     nodes: HashMap<(Method, &'static str), (Node, bool)>,
+    /// The reads served from the copy beside the route table's (the pages, `/mcp`).
+    other_reads: HashSet<(Method, &'static str)>,
 }
 
 impl Forwarding {
-    pub fn new(app: App, routes: impl IntoIterator<Item = (Method, &'static str, Node, bool)>) -> Forwarding {
+    /// `routes`: the route table's routes, each with its node and whether it may wait;
+    /// `other_reads`: the other routes (method and path or template) that read the copy.
+    pub fn new(
+        app: App,
+        routes: impl IntoIterator<Item = (Method, &'static str, Node, bool)>,
+        other_reads: impl IntoIterator<Item = (Method, &'static str)>,
+    ) -> Forwarding {
         let nodes =
             routes.into_iter().map(|(method, path, node, waits)| ((method, path), (node, waits))).collect();
-        Forwarding(Arc::new(Routes { app, nodes }))
+        Forwarding(Arc::new(Routes { app, nodes, other_reads: other_reads.into_iter().collect() }))
+    }
+
+    /// Whether `req` is a read this node answers from its copy, so that a position it carries
+    /// is worth waiting for (or forwarding when the copy lags). Not a path no route serves, a
+    /// method a route does not take, nor the operator routes: those are answered here.
+    fn reads_the_copy(&self, req: &Request) -> bool {
+        let method = if req.method() == Method::HEAD { Method::GET } else { req.method().clone() };
+        let Some(matched) = req.extensions().get::<MatchedPath>().map(MatchedPath::as_str) else {
+            return self.0.other_reads.contains(&(method, req.uri().path()));
+        };
+        matches!(self.0.nodes.get(&(method.clone(), matched)), Some((Node::Any, _)))
+            || self.0.other_reads.contains(&(method.clone(), matched))
+            || self.0.other_reads.contains(&(method, req.uri().path()))
     }
 
     fn route_of(&self, req: &Request) -> (Node, bool) {
@@ -98,16 +120,21 @@ fn position_of(headers: &HeaderMap) -> Option<WritePosition> {
 /// primary issued it. Waiting here holds nothing other requests need.
 pub async fn await_position(State(forwarding): State<Forwarding>, mut req: Request, next: Next) -> Response {
     if let Some(replica) = forwarding.0.app.role().replica()
-        && forwarding.node_of(&req) == Node::Any
+        && forwarding.reads_the_copy(&req)
         && let Some(wanted) = position_of(req.headers())
         && wanted > replica.applied_position()
     {
-        if !link::issued(replica, wanted).await {
+        // One wait in all: asking the primary whether it issued the position counts against
+        // it, and a primary too slow to say is taken as not having issued it.
+        let started = std::time::Instant::now();
+        let issued = tokio::time::timeout(replica.wait, link::issued(replica, wanted)).await.unwrap_or(false);
+        if !issued {
             metrics::counter!(link::UNISSUED_POSITIONS).increment(1);
         } else {
             let waiting = metrics::gauge!(link::READS_WAITING);
             waiting.increment(1.0);
-            let reached = replica.wait_for(wanted).await;
+            let left = replica.wait.saturating_sub(started.elapsed());
+            let reached = replica.wait_for_within(wanted, left).await;
             waiting.decrement(1.0);
             if !reached {
                 req.extensions_mut().insert(BehindClient);
@@ -148,10 +175,14 @@ pub async fn route(State(forwarding): State<Forwarding>, req: Request, next: Nex
 }
 
 async fn forward_write(app: &App, replica: &Replica, req: Request) -> Response {
+    let started = std::time::Instant::now();
     let mut res = forward(app, replica, req).await;
     let Some(position) = position_of(res.headers()) else { return res };
     replica.primary_at(position);
-    let caught_up = replica.applied_position() >= position || replica.wait_for(position).await;
+    // The primary applied the write: its answer goes back in time, caught up or not (a 504 here
+    // would tell the client to send the write again).
+    let left = replica.answer_within.saturating_sub(started.elapsed());
+    let caught_up = replica.applied_position() >= position || replica.wait_for_within(position, left).await;
     if !caught_up {
         metrics::counter!(link::NOT_CAUGHT_UP).increment(1);
         tracing::info!(
@@ -239,7 +270,14 @@ async fn send(app: &App, replica: &Replica, req: Request) -> Result<Response, Fa
     headers.remove(X_FORWARDED_FOR);
     headers.insert(X_FORWARDED_FOR, HeaderValue::from_str(&client.to_string()).map_err(anyhow::Error::from)?);
     let body = axum::body::to_bytes(body, MAX_BODY_BYTES).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-    let answer = replica.client.request(parts.method, url).headers(headers).body(body).send().await?;
+    let answer = replica
+        .client
+        .request(parts.method, url)
+        .headers(headers)
+        .body(body)
+        .timeout(replica.answer_within.min(FORWARD_TIMEOUT))
+        .send()
+        .await?;
     let status = answer.status();
     let mut res_headers = without_hop_by_hop(answer.headers());
     res_headers.insert(SERVED_BY_HEADER, HeaderValue::from_static("primary"));
