@@ -274,8 +274,14 @@ where
 /// exist.
 const NEEDS_PARAMS: [&str; 4] = ["initialize", "tools/call", "resources/read", "completion/complete"];
 
+const PARAMS_KEY: &[u8] = b"\"params\"";
+
 /// JSON-RPC's -32602 for a request of [`NEEDS_PARAMS`] that has none, answered to its id.
 fn without_params(body: &[u8]) -> Option<BoxResponse> {
+    // Nearly every request names its params: those are not read a second time here.
+    if body.windows(PARAMS_KEY.len()).any(|w| w == PARAMS_KEY) {
+        return None;
+    }
     let serde_json::Value::Object(message) = serde_json::from_slice(body).ok()? else { return None };
     let method = message.get("method")?.as_str()?;
     let id = message.get("id").filter(|id| id.is_string() || id.is_i64())?;

@@ -107,6 +107,8 @@ struct GateInner {
     id_prefix: u32,
     /// The first id of the next block a thread takes (`ID_BLOCK` at a time).
     next_id_block: AtomicU64,
+    /// `agentdir_http_requests_in_flight`, looked up once (the recorder is installed first).
+    in_flight: metrics::Gauge,
 }
 
 /// Request ids a thread takes at once: the shared counter moves once per this many requests.
@@ -132,29 +134,30 @@ pub fn stack(
             .collect(),
         id_prefix: rand::random(),
         next_id_block: AtomicU64::new(0),
+        in_flight: metrics::gauge!(telemetry::HTTP_IN_FLIGHT),
     }));
     router.layer(from_fn_with_state(gate, guard))
 }
 
 /// A request being answered, counted in `agentdir_http_requests_in_flight` until it is dropped,
 /// however it ends (answered, timed out, or the client gone).
-struct Answering;
+struct Answering(metrics::Gauge);
 
 impl Answering {
-    fn start() -> Answering {
-        metrics::gauge!(telemetry::HTTP_IN_FLIGHT).increment(1.0);
-        Answering
+    fn start(in_flight: &metrics::Gauge) -> Answering {
+        in_flight.increment(1.0);
+        Answering(in_flight.clone())
     }
 }
 
 impl Drop for Answering {
     fn drop(&mut self) {
-        metrics::gauge!(telemetry::HTTP_IN_FLIGHT).decrement(1.0);
+        self.0.decrement(1.0);
     }
 }
 
 async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
-    let _answering = Answering::start();
+    let _answering = Answering::start(&gate.0.in_flight);
     let started = Instant::now();
     let g = &gate.0;
     let id = request_id(&req, g);

@@ -1,7 +1,7 @@
 //! The `changes` table: the compacted change log every follower reads (see
 //! `migrations/0002_change_log.sql` for what the triggers record and why).
 
-use rusqlite::{Connection, OptionalExtension, named_params};
+use rusqlite::{Connection, named_params};
 
 use super::positions::ChangeSeq;
 use crate::error::Result;
@@ -39,11 +39,7 @@ pub struct Change {
 
 /// The newest seq ever handed out (compaction and pruning never lower it).
 pub fn max_seq(conn: &Connection) -> Result<ChangeSeq> {
-    let seq: Option<i64> = conn
-        .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'changes'")?
-        .query_row([], |r| r.get("seq"))
-        .optional()?;
-    Ok(ChangeSeq::new(seq.unwrap_or(0).max(0) as u64))
+    super::newest_seq(conn, "changes").map(ChangeSeq::new)
 }
 
 /// Entities changed after `seq`, oldest change first, at most `limit`: one indexed range scan.

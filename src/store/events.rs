@@ -115,12 +115,7 @@ pub fn of_agent(conn: &Connection, agent: i64, after: u64, limit: u32) -> Result
 
 /// The newest seq ever handed out (0 before the first event).
 pub fn max_seq(conn: &Connection) -> Result<u64> {
-    let seq: Option<i64> = conn
-        .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'events'")?
-        .query_map([], |r| r.get("seq"))?
-        .next()
-        .transpose()?;
-    Ok(seq.unwrap_or(0).max(0) as u64)
+    super::newest_seq(conn, "events")
 }
 
 /// The agents with events after `after`, and the newest seq among them (`after` when none).

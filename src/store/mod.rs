@@ -292,6 +292,17 @@ fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
     Ok(tx.commit()?)
 }
 
+/// The newest seq SQLite ever handed out for `table` (an AUTOINCREMENT key, so deletions never
+/// lower it), 0 before the first row.
+pub(crate) fn newest_seq(conn: &Connection, table: &str) -> Result<u64> {
+    use rusqlite::OptionalExtension as _;
+    let seq: Option<i64> = conn
+        .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = :table")?
+        .query_row(rusqlite::named_params! {":table": table}, |r| r.get("seq"))
+        .optional()?;
+    Ok(seq.unwrap_or(0).max(0) as u64)
+}
+
 /// SQLite's data version of `conn`: it moves when another connection commits (see
 /// `positions::DataVersion`).
 pub fn data_version(conn: &Connection) -> Result<positions::DataVersion> {

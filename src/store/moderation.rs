@@ -1,7 +1,7 @@
 //! The `moderation_log` table: the public record of operator actions (see
 //! `migrations/0014_moderation_log.sql`). Operator commands append to it beside the audit log.
 
-use rusqlite::{Connection, OptionalExtension, Row, named_params};
+use rusqlite::{Connection, Row, named_params};
 
 use crate::domain::moderation::{ModerationAction, ReasonCategory, TargetKind};
 use crate::error::Result;
@@ -69,13 +69,9 @@ pub fn record(conn: &Connection, a: &NewAction<'_>) -> Result<()> {
     Ok(())
 }
 
-/// The newest seq ever handed out (the log is never trimmed; `sqlite_sequence` says it anyway).
+/// The newest seq ever handed out.
 pub fn max_seq(conn: &Connection) -> Result<u64> {
-    let seq: Option<i64> = conn
-        .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = 'moderation_log'")?
-        .query_row([], |r| r.get("seq"))
-        .optional()?;
-    Ok(seq.unwrap_or(0).max(0) as u64)
+    super::newest_seq(conn, "moderation_log")
 }
 
 /// The actions after `after`, oldest first, at most `limit`.
