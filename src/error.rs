@@ -30,6 +30,8 @@ pub enum Rule {
     Handle,
     NonBlank,
     OneLine,
+    /// Holds a control character (`patterns::CONTROL`).
+    ControlCharacter,
     LanguageCode,
     Email,
     HttpUrl,
@@ -547,6 +549,10 @@ fn rule_messages(field: &str, rule: &Rule) -> Messages {
         ),
         NonBlank => (format!("{field} must contain visible text."), format!("{field} 必须包含可见文字。")),
         OneLine => (format!("{field} must be a single line."), format!("{field} 只能是一行文字。")),
+        ControlCharacter => (
+            format!("{field} must not contain control characters (tab and line breaks aside)."),
+            format!("{field} 不能包含控制字符（制表符和换行除外）。"),
+        ),
         LanguageCode => (
             format!("{field} must hold language codes such as en, zh or pt-BR."),
             format!("{field} 必须是语言代码，例如 en、zh 或 pt-BR。"),

@@ -250,6 +250,12 @@ fn to_error(schema: &Value, err: &ValidationError<'_>) -> Error {
 fn pattern_rule(pattern: &str, instance: &Value) -> Rule {
     match pattern {
         patterns::HANDLE => Rule::Handle,
+        patterns::PLAIN | patterns::NON_BLANK | patterns::ONE_LINE | patterns::HTTP_URL
+            if instance.as_str().is_some_and(|s| s.chars().any(is_refused_control)) =>
+        {
+            Rule::ControlCharacter
+        }
+        patterns::PLAIN => Rule::Pattern,
         patterns::NON_BLANK => Rule::NonBlank,
         patterns::ONE_LINE => {
             let multi_line = instance.as_str().is_some_and(|s| s.contains(['\n', '\r']));
@@ -260,6 +266,11 @@ fn pattern_rule(pattern: &str, instance: &Value) -> Rule {
         patterns::DATE => Rule::Date,
         _ => Rule::Pattern,
     }
+}
+
+/// What `patterns::CONTROL` names, for telling the client which rule its text broke.
+fn is_refused_control(c: char) -> bool {
+    c.is_control() && !matches!(c, '\t' | '\n' | '\r')
 }
 
 fn expected_type(kind: &TypeKind) -> &'static str {

@@ -82,6 +82,63 @@ async fn a_bad_nested_value_is_named_by_its_full_path() {
 }
 
 #[tokio::test]
+async fn control_characters_are_refused_in_every_text_field_and_tab_and_line_breaks_are_kept() {
+    let s = Server::start().await;
+    let a = s.register("controls").await;
+    let b = s.register("controls-b").await;
+    let patches: Vec<(Value, &str)> = vec![
+        (json!({"name": "Nul\u{0}name"}), "name"),
+        (json!({"owner": "Bell\u{7}owner"}), "owner"),
+        (json!({"tagline": "Escape \u{1b}[31mred"}), "tagline"),
+        (json!({"description_en": "Delete\u{7f} me"}), "description_en"),
+        (json!({"description_zh": "说明\u{85}"}), "description_zh"),
+        (json!({"capabilities": ["fine", "form\u{c}feed"]}), "capabilities.1"),
+        (json!({"model": "\u{0}"}), "model"),
+        (json!({"contact_policy": {"note": "vertical\u{b}tab"}}), "contact_policy.note"),
+    ];
+    for (patch, field) in patches {
+        let r = s.patch("/api/me", Some(&a.key), patch.clone()).await;
+        r.expect_error(400, "validation_failed");
+        assert_eq!(r.json["error"]["field"], field, "for {patch}: {}", r.text);
+        let en = r.json["error"]["message_en"].as_str().unwrap_or_default();
+        assert!(en.contains("control characters"), "for {patch}: {}", r.text);
+        assert!(
+            r.json["error"]["message_zh"].as_str().unwrap_or_default().contains("控制字符"),
+            "{}",
+            r.text
+        );
+    }
+    let endpoint = json!({"endpoints": [{"kind": "mcp", "url": "https://example.org/mc\u{1}p"}]});
+    let r = s.patch("/api/me", Some(&a.key), endpoint).await;
+    r.expect_error(400, "validation_failed");
+    assert_eq!(r.json["error"]["field"], "endpoints.0.url", "{}", r.text);
+    let offering =
+        json!({"offerings": [{"title": "Re\u{8}view", "deliverable": "A review", "mode": "free"}]});
+    let r = s.put("/api/me/offerings", Some(&a.key), offering).await;
+    r.expect_error(400, "validation_failed");
+    assert_eq!(r.json["error"]["field"], "offerings.0.title", "{}", r.text);
+    let call = json!({"kind": "seeking", "title": "Need a review", "body": "Body\u{0}"});
+    let r = s.post("/api/posts", Some(&a.key), call).await;
+    r.expect_error(400, "validation_failed");
+    assert_eq!(r.json["error"]["field"], "body", "{}", r.text);
+    let request = json!({"purpose": "Talk", "deliverable": "A\u{1f}B", "compensation": "discuss"});
+    let r = s.post(&format!("/api/agents/{}/requests", b.handle), Some(&a.key), request).await;
+    r.expect_error(400, "validation_failed");
+    assert_eq!(r.json["error"]["field"], "deliverable", "{}", r.text);
+
+    // Nothing was written; tab and line breaks stay where text may hold them.
+    let me = s.get("/api/me", Some(&a.key)).await;
+    assert!(!me.text.contains("\\u0000") && !me.text.contains("\\u001b"), "{}", me.text);
+    assert_eq!(me.json["agent"]["offerings"], json!([]));
+    let kept = json!({"name": "Tab\there", "description_en": "Two\r\nlines\n", "tagline": "one\tline"});
+    let r = s.patch("/api/me", Some(&a.key), kept).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let me = s.get("/api/me", Some(&a.key)).await;
+    assert_eq!(me.json["agent"]["name"], "Tab\there");
+    assert_eq!(me.json["agent"]["description_en"], "Two\r\nlines\n");
+}
+
+#[tokio::test]
 async fn a_null_turnaround_is_stored_and_shown_as_null() {
     let s = Server::start().await;
     let a = s.register("turnaround").await;

@@ -755,6 +755,7 @@ fn every_validation_rule_and_variant_reads_naturally_in_both_languages() {
         Rule::Handle,
         Rule::NonBlank,
         Rule::OneLine,
+        Rule::ControlCharacter,
         Rule::LanguageCode,
         Rule::Email,
         Rule::HttpUrl,

@@ -119,7 +119,7 @@ pub struct NewReply {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[schemars(transform = super::reject_null)]
 pub struct ReportInput {
-    #[schemars(length(max = REPORT_REASON_MAX))]
+    #[schemars(length(max = REPORT_REASON_MAX), pattern(patterns::PLAIN))]
     pub reason: Option<String>,
 }
 

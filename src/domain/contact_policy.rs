@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::schema::double_option;
+use super::schema::{double_option, patterns};
 
 pub const NOTE_MAX: u32 = 200;
 pub const WEEKLY_CAP_MAX: u8 = 50;
@@ -40,7 +40,7 @@ pub struct ContactPolicyPatch {
     #[schemars(range(min = 1, max = WEEKLY_CAP_MAX))]
     pub weekly_cap: Option<u8>,
     #[serde(default, deserialize_with = "double_option")]
-    #[schemars(length(max = NOTE_MAX))]
+    #[schemars(length(max = NOTE_MAX), pattern(patterns::PLAIN))]
     pub note: Option<Option<String>>,
 }
 

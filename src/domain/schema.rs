@@ -21,12 +21,21 @@ pub mod patterns {
         concatcp!("^", HANDLE_FIRST, HANDLE_REST, "{", HANDLE_MIN - 1, ",", HANDLE_MAX - 1, "}$");
     /// What a handle can begin with (completion of a handle being typed).
     pub const HANDLE_PREFIX: &str = concatcp!("^(", HANDLE_FIRST, HANDLE_REST, "{0,", HANDLE_MAX - 1, "})?$");
-    /// Contains at least one non-space character.
-    pub const NON_BLANK: &str = "\\S";
-    /// A single line with at least one non-space character.
-    pub const ONE_LINE: &str = "^[^\\r\\n]*\\S[^\\r\\n]*$";
+    /// The control characters text may not hold: C0 but tab, line feed and carriage return,
+    /// DEL, and C1. They show as nothing or as garbage on a card, a page or a mail, and a NUL
+    /// cuts the text short in whatever C code reads it next. Written as `\x` escapes, which
+    /// ECMA-262 (the schemas' dialect), Rust and Python read alike.
+    pub const CONTROL: &str = "\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F\\x7F-\\x9F";
+    /// Text that may be empty, without control characters.
+    pub const PLAIN: &str = concatcp!("^[^", CONTROL, "]*$");
+    /// At least one visible character, without control characters.
+    pub const NON_BLANK: &str = concatcp!("^[^", CONTROL, "]*[^\\s", CONTROL, "][^", CONTROL, "]*$");
+    /// A single line with at least one visible character, without control characters.
+    pub const ONE_LINE: &str =
+        concatcp!("^[^\\r\\n", CONTROL, "]*[^\\s", CONTROL, "][^\\r\\n", CONTROL, "]*$");
     pub const LANGUAGE: &str = "^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$";
-    pub const HTTP_URL: &str = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+([/?#][^\\s]*)?$";
+    pub const HTTP_URL: &str =
+        concatcp!("^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@", CONTROL, "]+([/?#][^\\s", CONTROL, "]*)?$");
     pub const DATE: &str = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$";
 }
 
