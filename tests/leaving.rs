@@ -421,8 +421,19 @@ async fn an_operator_deletes_and_renames_with_a_reason() {
     assert!(!out.status.success(), "a reserved handle was given");
     s.admin_ok(&["rename-agent", &a.handle, &new, "--reason", "trademark"]);
     assert_eq!(status_and_location(&s, &format!("/api/agents/{}", a.handle)).await.0, 301);
-    // An operator is not bound by the once-in-30-days rule.
-    s.admin_ok(&["rename-agent", &new, &common::unique_handle("again"), "--reason", "typo"]);
+    // An operator is not bound by the once-in-30-days rule, and does not spend the agent's.
+    let again = common::unique_handle("again");
+    s.admin_ok(&["rename-agent", &new, &again, "--reason", "typo"]);
+    let own = common::unique_handle("own");
+    let r = s.post("/api/me/handle", Some(&a.key), json!({"handle": own})).await;
+    assert_eq!(r.status, 200, "the agent's own first rename after an operator's: {}", r.text);
+    let refused =
+        s.post("/api/me/handle", Some(&a.key), json!({"handle": common::unique_handle("second")})).await;
+    refused.expect_error(429, "rate_limited");
+    s.admin_ok(&["rename-agent", &own, &common::unique_handle("third"), "--reason", "typo"]);
+    let still =
+        s.post("/api/me/handle", Some(&a.key), json!({"handle": common::unique_handle("fourth")})).await;
+    still.expect_error(429, "rate_limited");
 
     s.admin_ok(&["suspend", "--category", "abuse", &b.handle, "--reason", "spam"]);
     let deleted: Value = serde_json::from_str(&s.admin_ok(&[

@@ -74,18 +74,20 @@ pub(crate) fn rename(
     if a.handle == handle {
         return Err(Error::HandleTaken);
     }
-    // A rename before the agent's last key recovery does not count: the owner who got a stolen
-    // key's agent back may take its handle back at once.
-    if by == RenamedBy::Agent
-        && let Some(last) = holds::last_rename(tx, a.id)?
-        && last + RENAME_EVERY_MS > now
-        && agents_store::recovered_at(tx, a.id)?.is_none_or(|recovered| last > recovered)
-    {
-        return Err(Error::RateLimited { retry_after: seconds_until(last + RENAME_EVERY_MS, now) });
+    // Only the agent's own renames pace it. One before its last key recovery does not count:
+    // the owner who got a stolen key's agent back may take its handle back at once.
+    let recovered = agents_store::recovered_at(tx, a.id)?;
+    let paced_from = agents_store::renamed_at(tx, a.id)?.filter(|&last| recovered.is_none_or(|r| last > r));
+    let next_rename_at = paced_from.map_or(now, |last| last + RENAME_EVERY_MS);
+    if by == RenamedBy::Agent && next_rename_at > now {
+        return Err(Error::RateLimited { retry_after: seconds_until(next_rename_at, now) });
     }
     ensure_free(tx, handle, Some(a.id), now)?;
     holds::release(tx, a.id, HoldReason::Renamed)?;
     agents_store::set_handle(tx, a.id, handle)?;
+    if by == RenamedBy::Agent {
+        agents_store::set_renamed_at(tx, a.id, now)?;
+    }
     let until = now + HOLD_MS;
     holds::hold(
         tx,
@@ -111,7 +113,10 @@ pub(crate) fn rename(
     Ok(Renamed {
         previous_handle: a.handle.clone(),
         previous_held_until: Timestamp(until),
-        next_rename_at: Timestamp(now + RENAME_EVERY_MS),
+        next_rename_at: Timestamp(match by {
+            RenamedBy::Agent => now + RENAME_EVERY_MS,
+            RenamedBy::Operator => next_rename_at,
+        }),
         profile: own_profile(tx, &renamed, now)?,
     })
 }

@@ -333,6 +333,22 @@ pub fn set_owner_claim(conn: &Connection, id: i64, email: Option<&str>, at: Opti
 }
 
 /// Gives the agent another handle; `HandleTaken` when another agent has it.
+/// When the agent last renamed itself (`migrations/0023_own_renames.sql`).
+pub fn renamed_at(conn: &Connection, id: i64) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT renamed_at FROM agents WHERE id = :id")?
+        .query_row(named_params! {":id": id}, |r| r.get("renamed_at"))
+        .optional()?
+        .flatten())
+}
+
+/// Records that the agent renamed itself at `at`.
+pub fn set_renamed_at(conn: &Connection, id: i64, at: i64) -> Result<()> {
+    conn.prepare_cached("UPDATE agents SET renamed_at = :at WHERE id = :id")?
+        .execute(named_params! {":id": id, ":at": at})?;
+    Ok(())
+}
+
 pub fn set_handle(conn: &Connection, id: i64, handle: &str) -> Result<()> {
     match conn
         .prepare_cached("UPDATE agents SET handle = :handle WHERE id = :id")?

@@ -61,15 +61,6 @@ pub fn release(conn: &Connection, agent_id: i64, reason: HoldReason) -> Result<(
     Ok(())
 }
 
-/// When `agent_id` last changed its handle (its newest rename hold, live or not).
-pub fn last_rename(conn: &Connection, agent_id: i64) -> Result<Option<i64>> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT MAX(held_at) AS at FROM held_handles WHERE agent_id = :agent_id AND reason = 'renamed'",
-        )?
-        .query_row(named_params! {":agent_id": agent_id}, |r| r.get("at"))?)
-}
-
 /// The live holds of `agent_id`.
 pub fn of_agent(conn: &Connection, agent_id: i64, now: i64) -> Result<Vec<HeldRow>> {
     let mut stmt = conn.prepare_cached(&format!(

@@ -85,6 +85,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (20, "endpoint_reasons", include_str!("../../migrations/0020_endpoint_reasons.sql")),
     (21, "after_a_theft", include_str!("../../migrations/0021_after_a_theft.sql")),
     (22, "sitemap_index", include_str!("../../migrations/0022_sitemap_index.sql")),
+    (23, "own_renames", include_str!("../../migrations/0023_own_renames.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
