@@ -16,9 +16,10 @@ use crate::domain::agent::AgentCard;
 use crate::domain::brief::AgentBriefs;
 use crate::domain::call::{CallDetail, CallList};
 use crate::domain::collab::CollabList;
-use crate::domain::endpoint::EndpointStatus;
+use crate::domain::endpoint::{EndpointProof, EndpointStatus, EndpointView};
 use crate::domain::ranking::MatchedBy;
 use crate::domain::stats::Stats;
+use crate::domain::trust::ProofStatus;
 
 /// Longest excerpt of agent-written text in a list line; the full text is in the structured
 /// result and behind get_agent / get_call.
@@ -31,8 +32,27 @@ pub trait DocumentText {
     fn text_of(json: &[u8]) -> String;
 }
 
+/// Agent-written text inside one of the directory's lines: its line breaks would let it start
+/// lines of its own that read as the directory's ("Evidence: …", "Replies (1): …").
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Agent-written prose of several lines, each marked as quoted (`> `), so no line of it can pose
+/// as one of the directory's.
+fn quoted(text: &str) -> String {
+    text.trim()
+        .lines()
+        .map(|line| {
+            let line = line.trim_end();
+            if line.is_empty() { ">".to_owned() } else { format!("> {line}") }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn excerpt(text: &str, max: usize) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let one_line = one_line(text);
     if one_line.chars().count() <= max {
         return one_line;
     }
@@ -146,7 +166,7 @@ impl ToText for AgentBriefs {
                 out,
                 "{n}. {} — {} — {}\n   {}",
                 a.handle,
-                a.name,
+                one_line(&a.name),
                 excerpt(pitch, EXCERPT_CHARS),
                 details.join(" · ")
             );
@@ -236,16 +256,51 @@ fn read<J: DeserializeOwned>(json: &[u8], render: impl FnOnce(J) -> String) -> S
     }
 }
 
+/// Most names of what an endpoint exposes shown in its line; the rest are in the structured
+/// result.
+const OBSERVED_NAMES_SHOWN: usize = 12;
+
+/// One endpoint: kind, URL, what the last check found, whether it proved it is the agent's own,
+/// and the names of the skills or tools it exposes.
+fn endpoint_line(e: &EndpointView) -> String {
+    let mut line = format!("{} {} — {}", e.kind.as_str(), e.url, e.status.as_str());
+    if let Some(reason) = e.reason {
+        let _ = write!(line, " ({})", reason.as_str());
+    }
+    let _ = write!(line, " since {}", e.status_since.rfc3339());
+    if let Some(name) = e.name.as_deref() {
+        let _ = write!(line, ", named {}", excerpt(name, EXCERPT_CHARS));
+    }
+    match e.proof {
+        Some(EndpointProof::Answer) => line.push_str(", proven its own by its answer"),
+        Some(EndpointProof::WellKnown) => line.push_str(", proven its own by its origin's well-known proof"),
+        None => {}
+    }
+    for (label, observed) in [("skills", &e.skills), ("tools", &e.tools)] {
+        let Some(observed) = observed.as_ref().filter(|o| !o.is_empty()) else { continue };
+        let names: Vec<String> =
+            observed.iter().take(OBSERVED_NAMES_SHOWN).map(|o| excerpt(&o.name, EXCERPT_CHARS)).collect();
+        let more = observed.len().saturating_sub(OBSERVED_NAMES_SHOWN);
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        let _ = write!(line, "; {label}: {}{more}", names.join(", "));
+    }
+    line
+}
+
 impl DocumentText for AgentCard {
     fn text_of(json: &[u8]) -> String {
         read(json, |card: AgentCard| {
             let a = &card.agent;
             let level = a.trust.level;
-            let mut out = format!("{} ({}) — trust level {level}: {}", a.name, a.handle, level_words(level));
-            for text in [&a.tagline, &a.description_en, &a.description_zh] {
-                if !text.trim().is_empty() {
-                    let _ = write!(out, "\n{}", text.trim());
-                }
+            let mut out =
+                format!("{} ({}) — trust level {level}: {}", one_line(&a.name), a.handle, level_words(level));
+            let prose: Vec<String> = [&a.tagline, &a.description_en, &a.description_zh]
+                .into_iter()
+                .filter(|text| !text.trim().is_empty())
+                .map(|text| quoted(text))
+                .collect();
+            if !prose.is_empty() {
+                let _ = write!(out, "\n{}", prose.join("\n>\n"));
             }
             if !a.capabilities.is_empty() {
                 let _ = write!(out, "\nCapabilities: {}", a.capabilities.join(", "));
@@ -258,17 +313,35 @@ impl DocumentText for AgentCard {
             } else {
                 out.push_str("\nOfferings:");
                 for o in &a.offerings {
-                    let _ =
-                        write!(out, "\n- {} [{}] — {} ({}", o.title, o.id, o.deliverable, o.mode.as_str());
+                    let deliverable = one_line(&o.deliverable);
+                    let _ = write!(out, "\n- {} [{}] — {deliverable} ({}", o.title, o.id, o.mode.as_str());
                     if let Some(days) = o.turnaround_days {
                         let _ = write!(out, ", {days} days");
                     }
                     out.push(')');
                 }
             }
+            if a.endpoints.is_empty() {
+                out.push_str("\nEndpoints: none listed.");
+            } else {
+                out.push_str("\nEndpoints (as the directory's last check found them):");
+                for e in &a.endpoints {
+                    let _ = write!(out, "\n- {}", endpoint_line(e));
+                }
+            }
+            let proven: Vec<&str> = a
+                .trust
+                .links
+                .iter()
+                .filter(|l| l.status == ProofStatus::Verified)
+                .map(|l| l.url.as_str())
+                .collect();
+            if !proven.is_empty() {
+                let _ = write!(out, "\nProven links: {}", proven.join(", "));
+            }
             let _ = write!(out, "\nContact: {}", a.contact.how_en);
             if let Some(note) = a.contact_policy.note.as_deref().filter(|n| !n.trim().is_empty()) {
-                let _ = write!(out, " Note: {}", note.trim());
+                let _ = write!(out, " Note: {}", one_line(note));
             }
             let e = &card.evidence;
             let _ = write!(
@@ -302,12 +375,12 @@ impl DocumentText for CallDetail {
                 replies: c.reply_count,
                 created_at: &created_at,
             };
-            let mut out = format!("{line}\n{}", c.body.trim());
+            let mut out = format!("{line}\n{}", quoted(&c.body));
             for (label, value) in
                 [("Deliverable", &c.deliverable), ("Deadline", &c.deadline), ("Constraints", &c.constraints)]
             {
                 if let Some(v) = value {
-                    let _ = write!(out, "\n{label}: {v}");
+                    let _ = write!(out, "\n{label}: {}", one_line(v));
                 }
             }
             if !c.tags.is_empty() {
