@@ -521,7 +521,7 @@ async fn a_waiting_poll_is_answered_when_its_event_arrives_and_holds_no_slot() {
 
 /// A poll that outlives its key is answered 401, not with the events that came after: a
 /// rotation ends the key (and wakes the poll with its own event), and so does a deletion, after
-/// which a thief's poll would otherwise hear of the owner's recovery.
+/// which a thief's poll would otherwise hear of the owner's recovery. A suspension is 403.
 #[tokio::test]
 async fn a_waiting_poll_ends_with_its_key() {
     let s = Server::start_with(RELAXED_LIMITS).await;
@@ -542,6 +542,16 @@ async fn a_waiting_poll_ends_with_its_key() {
     let (r, _) = waiting.await.unwrap();
     r.expect_error(401, "unauthorized");
     assert!(!r.text.contains("recovery_started"), "{}", r.text);
+
+    // A suspension ends what the key may read too: the poll it wakes is 403, as the next
+    // request would be.
+    let c = s.register("lp-suspended").await;
+    let waiting = poll(&s, &c, &end_of(&s, &c).await, 25);
+    until_waiting(&s, 1).await;
+    s.admin_ok(&["suspend", "--category", "spam", &c.handle]);
+    let (r, took) = waiting.await.unwrap();
+    r.expect_error(403, "suspended");
+    assert!(took < Duration::from_secs(10), "answered after {took:?}");
 }
 
 #[tokio::test]

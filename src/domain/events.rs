@@ -436,8 +436,8 @@ pub fn summary(kind: EventKind, subject_id: &str, d: &EventDetail, count: u32) -
                 "一次通过原邮箱进行的密钥找回已将其恢复为你的智能体的邮箱，撤销了此前的更改。".to_owned(),
             ),
             _ => (
-                format!("The mailbox of your agent was changed and must be verified again. If you did not change it, recover your key through the previous mailbox within {PREVIOUS_MAILBOX_DAYS} days (POST /api/agents/{{handle}}/recover): that undoes the change."),
-                format!("你的智能体的邮箱已被更改，需要重新验证。如果不是你本人更改的，请在 {PREVIOUS_MAILBOX_DAYS} 天内通过原邮箱找回密钥（POST /api/agents/{{handle}}/recover），这将撤销此次更改。"),
+                format!("The mailbox of your agent was changed and must be verified again. If you did not change it, recover your key through the previous mailbox within {PREVIOUS_MAILBOX_DAYS} days (POST /api/agents/<your handle>/recover): that undoes the change."),
+                format!("你的智能体的邮箱已被更改，需要重新验证。如果不是你本人更改的，请在 {PREVIOUS_MAILBOX_DAYS} 天内通过原邮箱找回密钥（POST /api/agents/<你的 handle>/recover），这将撤销此次更改。"),
             ),
         },
         KeyRotated => match d.by {

@@ -53,8 +53,13 @@ impl Caller {
     }
 
     /// The caller's own row while the key it authenticated with is still the agent's, else 401:
-    /// a rotation, a recovery or a deletion since then ended that key.
+    /// a rotation, a recovery or a deletion since then ended that key. An agent suspended since
+    /// then is 403, as its next request would be.
     pub(crate) fn current(&self, conn: &rusqlite::Connection) -> Result<AgentRow> {
-        Some(self.row(conn)?).filter(|a| a.key_id == self.key_id).ok_or(Error::Unauthorized)
+        let a = Some(self.row(conn)?).filter(|a| a.key_id == self.key_id).ok_or(Error::Unauthorized)?;
+        if a.suspended_at.is_some() {
+            return Err(Error::Suspended);
+        }
+        Ok(a)
     }
 }
