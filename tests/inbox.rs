@@ -352,11 +352,14 @@ async fn cursors_page_and_expire_and_a_deleted_agents_events_are_erased() {
     let none = s.get(&format!("/api/me/events?after={end}"), Some(&author.key)).await;
     assert_eq!(none.json["events"], json!([]));
 
-    // Bad input is a clear 400; no key is a 401.
-    for bad in ["nope", "1_2_3", "A_1"] {
-        s.get(&format!("/api/me/events?after={bad}"), Some(&author.key))
-            .await
-            .expect_error(400, "validation_failed");
+    // Bad input is a clear 400; no key is a 401. So is a cursor of the right form the server
+    // never wrote: its seq past the newest event, or its time ahead of the clock.
+    let (_, end_time) = end.split_once('_').unwrap();
+    let past_newest = format!("zz_{end_time}");
+    for bad in ["nope", "1_2_3", "A_1", "zzzzzzzzzzzz_zzzzzzzzzzzz", "0_zzzzzzzzzzzz", &past_newest] {
+        let r = s.get(&format!("/api/me/events?after={bad}"), Some(&author.key)).await;
+        r.expect_error(400, "validation_failed");
+        assert_eq!(r.json["error"]["field"], "after", "{bad}: {}", r.text);
     }
     for bad in ["limit=0", "limit=101", "wait=26", "wait=-1"] {
         s.get(&format!("/api/me/events?{bad}"), Some(&author.key))

@@ -22,6 +22,9 @@ use crate::time::{DAY, SECOND, Timestamp};
 /// How long events are kept; a cursor older than that is answered 410 `cursor_expired`.
 pub const RETENTION_DAYS: i64 = 30;
 pub const RETENTION_MS: i64 = RETENTION_DAYS * DAY;
+/// How far ahead of the server's clock a cursor's time may be: a node of the directory wrote it
+/// with its own clock, which may run a little ahead. Further ahead, no node wrote it.
+pub const CURSOR_CLOCK_AHEAD_MS: i64 = 60 * SECOND;
 pub const DEFAULT_LIMIT: u32 = 50;
 pub const MAX_LIMIT: u32 = 100;
 /// The longest long-poll, in seconds: below the request timeout (30 s by default).
@@ -291,6 +294,11 @@ impl Cursor {
     /// Whether events after it may have been forgotten by `now`.
     pub fn expired(self, now: i64) -> bool {
         self.at < now - RETENTION_MS
+    }
+
+    /// Whether a node of the directory could have written it by `now`, as far as its time says.
+    pub fn written_by(self, now: i64) -> bool {
+        self.at <= now + CURSOR_CLOCK_AHEAD_MS
     }
 }
 

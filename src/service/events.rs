@@ -121,11 +121,13 @@ fn event(conn: &Connection, caller: i64, row: EventRow, now: i64) -> Result<Even
     })
 }
 
-/// Where a read of the inbox starts: the given cursor (400 when the server did not write it,
-/// 410 when events after it may have been forgotten), or the beginning.
+/// Where a read of the inbox starts: the given cursor (400 when no node could have written it:
+/// not the server's form, or its time ahead of the clock; 410 when events after it may have been
+/// forgotten), or the beginning. `poll_events` refuses a seq past the newest.
 pub(crate) fn start(after: Option<&str>, now: i64) -> Result<u64> {
     let Some(text) = after else { return Ok(0) };
-    let cursor = Cursor::parse(text).ok_or(Error::validation("after", Rule::Cursor))?;
+    let cursor =
+        Cursor::parse(text).filter(|c| c.written_by(now)).ok_or(Error::validation("after", Rule::Cursor))?;
     if cursor.expired(now) {
         return Err(Error::EventCursorExpired);
     }
@@ -177,7 +179,18 @@ impl App {
         let wait = Duration::from_secs(u64::from(q.wait.unwrap_or(0))).min(self.settings.longest_wait);
         let until = Instant::now() + wait;
         let id = caller.id;
-        let found = self.blocking(move |app| page(&*app.read()?, id, after, limit, now)).await?;
+        let found = self
+            .blocking(move |app| {
+                let conn = app.read()?;
+                // Past the newest seq ever handed out, the primary never issued it. A replica's
+                // copy may not have reached one its primary issued: there it reads as "nothing
+                // new yet".
+                if app.role().replica().is_none() && after > events_store::max_seq(&conn)? {
+                    return Err(Error::validation("after", Rule::Cursor));
+                }
+                page(&conn, id, after, limit, now)
+            })
+            .await?;
         if !found.events.is_empty() || wait.is_zero() {
             return Ok(Polled::Now(found));
         }
