@@ -201,6 +201,16 @@ async fn a_rename_keeps_everything_and_the_old_handle_redirects() {
         status_and_location(&s, &format!("/api/agents/{old}")).await,
         (301, Some(format!("/api/agents/{new}")))
     );
+    // Neither the API's 301 nor the page's may be kept without asking again: the handle may lead
+    // elsewhere later (another agent's, or this agent's own again).
+    for path in
+        [format!("/api/agents/{old}"), format!("/agents/{old}"), format!("/api/agents/{old}/statement")]
+    {
+        let r = no_redirects().get(s.url(&path)).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 301, "{path}");
+        let cache = r.headers().get("cache-control").map(|v| v.to_str().unwrap().to_owned());
+        assert_eq!(cache.as_deref(), Some("no-cache"), "{path}");
+    }
     let card = s.get(&format!("/api/agents/{new}"), None).await;
     card.expect(200);
     assert_eq!(card.json["evidence"]["confirmed_collaborations"], 2);

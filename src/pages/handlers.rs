@@ -195,8 +195,10 @@ pub async fn card(
         Err(Error::NotFound) => match app.moved_to(handle).await {
             Ok(Some(new)) => {
                 let location = choice.link(&format!("/agents/{new}"));
+                // Asked again each time, as the API's 301 is: the handle may lead elsewhere later.
                 let mut res = (StatusCode::MOVED_PERMANENTLY, [(header::LOCATION, location)]).into_response();
                 super::page::secure(res.headers_mut());
+                super::page::not_kept(res.headers_mut());
                 res
             }
             Ok(None) => error_page(choice, &path, &Error::NotFound),

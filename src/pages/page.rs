@@ -81,6 +81,11 @@ pub fn secure(headers: &mut HeaderMap) {
     );
 }
 
+/// Tells caches to ask again before each use of the answer.
+pub fn not_kept(headers: &mut HeaderMap) {
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(NO_CACHE));
+}
+
 /// A page that is not kept (an error, a redirect target that moved): its status and no ETag.
 pub fn uncached(status: StatusCode, html: String) -> Response {
     let mut res = (status, [(header::CONTENT_TYPE, HTML)], html).into_response();

@@ -44,13 +44,19 @@ pub async fn card(
 }
 
 /// A renamed agent's previous handle leads, while it is held, to the same path (`/api/agents/
-/// {handle}` and then `tail`) under the new handle: 301. Any other handle: 404.
+/// {handle}` and then `tail`) under the new handle: 301. Any other handle: 404. The 301 is to be
+/// asked again each time (`no-cache`): a handle held today may be another agent's later, or its
+/// own again.
 async fn moved(app: &App, handle: String, tail: &str) -> Result<Response> {
     match app.moved_to(handle).await? {
-        Some(new) => {
-            Ok((StatusCode::MOVED_PERMANENTLY, [(header::LOCATION, format!("/api/agents/{new}{tail}"))])
-                .into_response())
-        }
+        Some(new) => Ok((
+            StatusCode::MOVED_PERMANENTLY,
+            [
+                (header::LOCATION, format!("/api/agents/{new}{tail}")),
+                (header::CACHE_CONTROL, "no-cache".to_owned()),
+            ],
+        )
+            .into_response()),
         None => Err(Error::NotFound),
     }
 }
