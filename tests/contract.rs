@@ -126,15 +126,44 @@ async fn control_characters_are_refused_in_every_text_field_and_tab_and_line_bre
     r.expect_error(400, "validation_failed");
     assert_eq!(r.json["error"]["field"], "deliverable", "{}", r.text);
 
+    // Characters that show as nothing are not the visible character a field needs, though
+    // text may hold them beside one.
+    for invisible in ["\u{200b}\u{200b}", "\u{2060}", "\u{202e}", "\u{2800}", "\u{115f}", "\u{feff} \u{200d}"]
+    {
+        for (patch, field) in
+            [(json!({"name": invisible}), "name"), (json!({"tagline": invisible}), "tagline")]
+        {
+            let r = s.patch("/api/me", Some(&a.key), patch.clone()).await;
+            r.expect_error(400, "validation_failed");
+            assert_eq!(r.json["error"]["field"], field, "for {patch}: {}", r.text);
+            assert!(
+                r.json["error"]["message_en"].as_str().unwrap_or_default().contains("visible"),
+                "{}",
+                r.text
+            );
+        }
+        let call = json!({"kind": "seeking", "title": invisible, "body": "A real body"});
+        s.post("/api/posts", Some(&a.key), call).await.expect_error(400, "validation_failed");
+    }
+    // A search may not carry them either: the page would write them back into its form.
+    for path in
+        ["/api/agents?q=a%00b", "/api/posts?q=a%1Bb", "/api/agents?capability=x%07", "/agents?q=a%00b"]
+    {
+        let r = s.get(path, None).await;
+        assert_eq!(r.status, 400, "{path}: {}", r.text);
+        assert!(!r.text.contains('\u{0}'), "{path} wrote the NUL back: {}", r.text);
+    }
+
     // Nothing was written; tab and line breaks stay where text may hold them.
     let me = s.get("/api/me", Some(&a.key)).await;
     assert!(!me.text.contains("\\u0000") && !me.text.contains("\\u001b"), "{}", me.text);
     assert_eq!(me.json["agent"]["offerings"], json!([]));
-    let kept = json!({"name": "Tab\there", "description_en": "Two\r\nlines\n", "tagline": "one\tline"});
+    let kept =
+        json!({"name": "Tab\there\u{200d}", "description_en": "Two\r\nlines\n", "tagline": "one\tline"});
     let r = s.patch("/api/me", Some(&a.key), kept).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let me = s.get("/api/me", Some(&a.key)).await;
-    assert_eq!(me.json["agent"]["name"], "Tab\there");
+    assert_eq!(me.json["agent"]["name"], "Tab\there\u{200d}");
     assert_eq!(me.json["agent"]["description_en"], "Two\r\nlines\n");
 }
 

@@ -26,13 +26,21 @@ pub mod patterns {
     /// cuts the text short in whatever C code reads it next. Written as `\x` escapes, which
     /// ECMA-262 (the schemas' dialect), Rust and Python read alike.
     pub const CONTROL: &str = "\\x00-\\x08\\x0B\\x0C\\x0E-\\x1F\\x7F-\\x9F";
+    /// Characters that show as nothing though they are not white space: format characters (zero
+    /// widths, joiners, direction marks and overrides, the word joiner and invisible operators,
+    /// the byte order mark), variation selectors, the soft hyphen, and the fillers that draw
+    /// blank (Hangul fillers, the blank Braille pattern). Text may hold them, but they are not
+    /// the visible character a field that must not be blank needs: a name or title of only
+    /// these shows as an empty heading.
+    pub const INVISIBLE: &str = "\\u00AD\\u034F\\u061C\\u115F\\u1160\\u17B4\\u17B5\\u180B-\\u180F\\u200B-\\u200F\\u202A-\\u202E\\u2060-\\u206F\\u2800\\u3164\\uFE00-\\uFE0F\\uFEFF\\uFFA0";
     /// Text that may be empty, without control characters.
     pub const PLAIN: &str = concatcp!("^[^", CONTROL, "]*$");
     /// At least one visible character, without control characters.
-    pub const NON_BLANK: &str = concatcp!("^[^", CONTROL, "]*[^\\s", CONTROL, "][^", CONTROL, "]*$");
+    pub const NON_BLANK: &str =
+        concatcp!("^[^", CONTROL, "]*[^\\s", CONTROL, INVISIBLE, "][^", CONTROL, "]*$");
     /// A single line with at least one visible character, without control characters.
     pub const ONE_LINE: &str =
-        concatcp!("^[^\\r\\n", CONTROL, "]*[^\\s", CONTROL, "][^\\r\\n", CONTROL, "]*$");
+        concatcp!("^[^\\r\\n", CONTROL, "]*[^\\s", CONTROL, INVISIBLE, "][^\\r\\n", CONTROL, "]*$");
     pub const LANGUAGE: &str = "^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$";
     pub const HTTP_URL: &str =
         concatcp!("^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@", CONTROL, "]+([/?#][^\\s", CONTROL, "]*)?$");
