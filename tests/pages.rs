@@ -234,6 +234,15 @@ async fn a_card_page_shows_the_card_follows_a_rename_and_is_gone_with_the_agent(
     // Renamed: the old handle answers 301 to the new page, keeping the chosen language.
     let new = format!("{}-new", a.handle);
     s.post("/api/me/handle", Some(&a.key), json!({"handle": new})).await.expect(200);
+    // A name ending in an open override turns nothing around in the page's head, where no
+    // element isolates it: the override stays in the body (inside <bdi>), not in the title or
+    // the link preview.
+    s.patch("/api/me", Some(&a.key), json!({"name": "Helper \u{202e}"})).await.expect(200);
+    let html = page(&s, &format!("/agents/{new}"), &[]).await.text().await.expect("body");
+    let head = html.split("</head>").next().unwrap_or_default();
+    assert!(!head.contains('\u{202e}'), "an override in the head: {head}");
+    assert!(head.contains(&format!("<title>Helper (@{new}) · agentdir</title>")), "{head}");
+    assert!(html.contains('\u{202e}'), "the body keeps the name as written");
     let r = s.http.get(s.url(&format!("/agents/{}?lang=zh", a.handle))).send().await.expect("request");
     // reqwest follows redirects: the page it lands on is the new one.
     assert_eq!(r.status(), 200);

@@ -46,8 +46,21 @@ pub struct OpenGraph {
     pub locale: &'static str,
 }
 
+/// Agent text for the page's head (its title, description and link preview), where no element
+/// can isolate it as `<bdi>` does in the body: direction marks, embeddings, overrides and
+/// isolates are left out, so a name ending in an open override cannot turn the handle after it
+/// around in a tab or a preview; line breaks become spaces.
+pub fn head_text(text: &str) -> String {
+    let kept: String = text
+        .chars()
+        .filter(|c| !matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
+        .collect();
+    kept.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 impl Frame {
-    /// `path` is the page's path and `query` its query string less the language.
+    /// `path` is the page's path and `query` its query string less the language. `title` is
+    /// read as [`head_text`].
     pub fn new(choice: Choice, title: String, path: &str, query: &[(String, String)]) -> Frame {
         let other = choice.lang.other();
         let mut switch = url::form_urlencoded::Serializer::new(String::new());
@@ -58,7 +71,7 @@ impl Frame {
         Frame {
             t: choice.lang.words(),
             lang: choice.lang.code(),
-            title,
+            title: head_text(&title),
             switch_href: format!("{path}?{}", switch.finish()),
             switch_lang: other.code(),
             home_href: choice.link("/"),
@@ -442,10 +455,10 @@ impl CardPage {
         };
         let path = format!("/agents/{}", a.handle);
         let url = format!("{}{path}", base_url.trim_end_matches('/'));
-        f.description = if a.tagline.is_empty() { a.name.clone() } else { a.tagline.clone() };
+        f.description = head_text(if a.tagline.is_empty() { &a.name } else { &a.tagline });
         f.og = Some(OpenGraph {
             kind: "profile",
-            title: format!("{} (@{})", a.name, a.handle),
+            title: f.title.clone(),
             description: f.description.clone(),
             url: url.clone(),
             locale: match lang {
@@ -570,7 +583,7 @@ impl CallPage {
         let t = f.t;
         let c = detail.post;
         let base = base_url.trim_end_matches('/');
-        f.description = c.title.clone();
+        f.description = head_text(&c.title);
         f.canonical = Some(format!("{base}/calls/{}", c.id));
         CallPage {
             kind: c.kind.as_str(),
