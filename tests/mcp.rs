@@ -959,6 +959,13 @@ async fn transport_refusals_are_json_rpc_errors_in_both_languages() {
         let body: Value = response.json().await.expect("a JSON-RPC error");
         assert_refusal(&body, "method_not_allowed");
     }
+    // A body past the limit is refused before the endpoint reads it, and told the same way.
+    let huge = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "search_agents", "arguments": {"q": "x".repeat(70_000)}}});
+    let (status, headers, body) = raw(&server, huge, &[]).await;
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(headers.get("content-type").and_then(|v| v.to_str().ok()), Some("application/json"));
+    assert_refusal(&body, "payload_too_large");
     // The plain request still gets its answer.
     assert_eq!(raw(&server, ping, &[]).await.0, 200);
 }
@@ -976,6 +983,24 @@ async fn a_request_without_the_params_its_method_needs_is_invalid_params() {
         assert_eq!(status, 200, "{method}: {body}");
         assert_eq!(body["id"], id, "{method}: {body}");
         assert_eq!(body["error"]["code"], -32602, "{method}: {body}");
+        let envelope = &body["error"]["data"]["error"];
+        assert_eq!(envelope["code"], "validation_failed", "{body}");
+        assert_eq!(envelope["field"], "params", "{body}");
+        assert!(envelope["message_zh"].as_str().is_some_and(|m| m.contains(method)), "{body}");
+    }
+    // Params it cannot read are -32602 with the envelope too.
+    for (id, method, params) in [
+        (20, "resources/read", json!({})),
+        (21, "resources/read", json!({"uri": 5})),
+        (22, "initialize", json!({"protocolVersion": "2025-06-18"})),
+        (23, "tools/call", json!({})),
+        (24, "completion/complete", json!({"ref": {"type": "nothing"}})),
+    ] {
+        let (status, _, body) =
+            raw(&server, json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}), &[]).await;
+        assert_eq!(status, 200, "{method}: {body}");
+        assert_eq!(body["id"], id, "{method}: {body}");
+        assert_eq!(body["error"]["code"], -32602, "{method} {params}: {body}");
         let envelope = &body["error"]["data"]["error"];
         assert_eq!(envelope["code"], "validation_failed", "{body}");
         assert_eq!(envelope["field"], "params", "{body}");
@@ -1009,8 +1034,17 @@ async fn bodies_that_are_no_message_get_json_rpc_errors() {
             .send()
     };
     let lone_surrogate = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_agents","arguments":{"q":"\ud800"}}}"#;
+    // An id that is no text is never echoed back, on the short path of cards either.
+    let surrogate_id = r#"{"jsonrpc":"2.0","id":"\ud800","method":"tools/call","params":{"name":"get_stats","arguments":{}}}"#;
+    let known = server.register("surrogate").await;
+    let surrogate_card_id = format!(
+        r#"{{"jsonrpc":"2.0","id":"\ud800","method":"tools/call","params":{{"name":"get_agent","arguments":{{"handle":"{}"}}}}}}"#,
+        known.handle
+    );
     let cases = [
         (lone_surrogate, -32700, "invalid_json"),
+        (surrogate_id, -32700, "invalid_json"),
+        (surrogate_card_id.as_str(), -32700, "invalid_json"),
         (r#"{"jsonrpc":"2.0","id":1,"method":"tools/li"#, -32700, "invalid_json"),
         ("", -32700, "invalid_json"),
         (r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}"#, -32600, "invalid_request"),

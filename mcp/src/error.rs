@@ -109,6 +109,19 @@ impl ToolError {
         .with_field("params")
     }
 
+    /// A request of a method this server answers whose `params` are not what it takes.
+    pub(crate) fn params_malformed(method: &str) -> Self {
+        Self::new(
+            ErrorKind::Invalid,
+            "validation_failed",
+            format!(
+                "The params of {method} are not what it takes; see the MCP specification for what they hold."
+            ),
+            format!("{method} 的 params 参数不符合要求；其内容请参阅 MCP 规范。"),
+        )
+        .with_field("params")
+    }
+
     /// What the transport refused before any message was read (rmcp's checks and the Host and
     /// Origin guard answer in English plain text), by the answer's status; `detail` is that
     /// text, passed on where no message of ours says more.

@@ -222,11 +222,15 @@ fn single(h: &HeaderMap, name: header::HeaderName) -> Option<&str> {
     }
 }
 
-/// A JSON-RPC id rmcp reads as it is written: an integer or a string.
+/// A JSON-RPC id rmcp reads as it is written: an integer or a string. A string's escapes are
+/// read when it has any: one that is no text (a lone surrogate, `"\ud800"`) makes the body no
+/// JSON for rmcp, and would be echoed back to a client that cannot read it either.
 fn plain_id(id: &RawValue) -> bool {
     let text = id.get();
     let integer = !text.is_empty() && text.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit());
-    integer && text.parse::<i64>().is_ok() || text.starts_with('"')
+    let string =
+        text.starts_with('"') && (!text.contains('\\') || serde_json::from_str::<String>(text).is_ok());
+    integer && text.parse::<i64>().is_ok() || string
 }
 
 /// Reads the whole body (already bounded by the server) and hands the request to `fast` or, when
@@ -266,7 +270,50 @@ where
     if res.status().is_client_error() && !speaks_json(res.headers()) {
         return in_json(res).await;
     }
+    let small = http_body::Body::size_hint(res.body()).exact().is_some_and(|n| n <= SMALL_ANSWER_BYTES);
+    if res.status() == StatusCode::OK && small {
+        return with_params_error_told(res).await;
+    }
     res
+}
+
+/// Longest answer that can be one of rmcp's bare errors [`with_params_error_told`] rewrites; a
+/// result is longer, or is not looked at.
+const SMALL_ANSWER_BYTES: u64 = 512;
+
+/// rmcp's answer to a method this server answers, sent with params it cannot read, told as
+/// JSON-RPC says and in both languages: rmcp answers `-32601` (as if the method did not exist)
+/// when a typed read of the params fails, and `-32602` without the envelope for some others.
+async fn with_params_error_told(res: BoxResponse) -> BoxResponse {
+    let (mut parts, body) = res.into_parts();
+    let bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(never) => match never {},
+    };
+    let rebuilt = || Response::from_parts(parts.clone(), Full::new(bytes.clone()).boxed());
+    let Ok(serde_json::Value::Object(mut answer)) = serde_json::from_slice::<serde_json::Value>(&bytes)
+    else {
+        return rebuilt();
+    };
+    let Some(serde_json::Value::Object(error)) = answer.get_mut("error") else { return rebuilt() };
+    let code = error.get("code").and_then(serde_json::Value::as_i64);
+    let method = match (code, error.get("message").and_then(serde_json::Value::as_str)) {
+        // rmcp names the method it could not read as the message.
+        (Some(-32601), Some(method)) if NEEDS_PARAMS.contains(&method) => method.to_owned(),
+        (Some(-32602), Some(message)) if !error.contains_key("data") => {
+            NEEDS_PARAMS.iter().find(|m| message.contains(*m)).map_or("the method", |m| m).to_owned()
+        }
+        _ => return rebuilt(),
+    };
+    let told = ToolError::params_malformed(&method);
+    if code == Some(-32601) {
+        error.insert("message".into(), told.message_en.clone().into());
+    }
+    error.insert("code".into(), (-32602).into());
+    error.insert("data".into(), told.envelope());
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let body = serde_json::Value::Object(answer).to_string();
+    Response::from_parts(parts, Full::new(Bytes::from(body)).boxed())
 }
 
 /// Methods this server answers that cannot go without `params`. rmcp reads such a request

@@ -54,6 +54,29 @@ impl IntoResponse for Error {
     }
 }
 
+/// The answer to a request to `/mcp` that the server refused before the MCP endpoint read it
+/// (a body too large or too slow, no slot, the request's time up): JSON-RPC's error with
+/// `id: null` (no message was read) and the envelope as `data`, under the REST answer's status
+/// and headers, as the MCP endpoint tells its own transport refusals. `-32600` for what the
+/// client sent, `-32603` for the server's side.
+pub fn json_rpc(e: Error) -> Response {
+    let mut res = e.clone().into_response();
+    let status = res.status();
+    let facts = e.facts();
+    let message = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": if status.is_server_error() { -32603 } else { -32600 },
+            "message": facts.messages.en.clone(),
+            "data": ErrorEnvelope::from_facts(facts),
+        },
+    });
+    *res.body_mut() = axum::body::Body::from(message.to_string());
+    res.headers_mut().remove(header::CONTENT_LENGTH);
+    res
+}
+
 /// Fallback for paths no route knows.
 pub async fn not_found() -> Error {
     Error::NotFound

@@ -88,6 +88,8 @@ const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 
 /// Label of requests no route matched (so a client cannot grow the label set by inventing paths).
 const UNMATCHED: &str = "unmatched";
+/// The MCP endpoint's route label: its refusals here are told as JSON-RPC.
+const MCP_ROUTE: &str = "/mcp";
 
 /// The operator endpoints: answered even when the directory is saturated.
 pub const OPS_ROUTES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
@@ -167,10 +169,20 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
     // The path only: no query string, no headers, no body. Disabled (and free) unless DEBUG.
     let span = tracing::debug_span!("request", id = ?id, method, path = %req.uri().path());
     let queued = !OPS_ROUTES.contains(&route);
+    // What the gate itself refuses: told as JSON-RPC on the MCP endpoint, as it tells its own.
+    let refuse = |e: Error| if route == MCP_ROUTE { super::error::json_rpc(e) } else { e.into_response() };
     let work = async {
         let mut req = match limit_body(req, g.body_timeout).await {
             Ok(req) => req,
-            Err(res) => return res,
+            Err(e) => {
+                let mut res = refuse(e.clone());
+                // The rest of the body stays unread, so the connection cannot carry another
+                // request: say so, or a client may send its next request down a closing one.
+                if matches!(e, Error::PayloadTooLarge | Error::BodyTimeout) {
+                    res.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                }
+                return res;
+            }
         };
         // Held here until the answer; a request that may wait holds its own slot, which it gives
         // back while it waits.
@@ -179,23 +191,26 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
             (false, true) => (None, Some(InFlightSlot::holding(None))),
             (true, false) => match wait_for_turn(g).await {
                 Some(slot) => (Some(slot), None),
-                None => return Error::Overloaded.into_response(),
+                None => return refuse(Error::Overloaded),
             },
             (true, true) => match wait_for_own_turn(g).await {
                 Some(slot) => (None, Some(InFlightSlot::holding(Some(slot)))),
-                None => return Error::Overloaded.into_response(),
+                None => return refuse(Error::Overloaded),
             },
         };
         if let Some(shared) = &_slots.1 {
             req.extensions_mut().insert(shared.clone());
         }
-        AssertUnwindSafe(next.run(req)).catch_unwind().await.unwrap_or_else(panic_response)
+        match AssertUnwindSafe(next.run(req)).catch_unwind().await {
+            Ok(res) => res,
+            Err(panic) => refuse(panicked(panic)),
+        }
     };
     let mut res = match tokio::time::timeout(g.request_timeout, work.instrument(span.clone())).await {
         Ok(res) => res,
         Err(_) => {
             metrics::counter!(telemetry::HTTP_TIMEOUTS).increment(1);
-            Error::Timeout.into_response()
+            refuse(Error::Timeout)
         }
     };
     let headers = res.headers_mut();
@@ -280,8 +295,8 @@ fn route_label(req: &Request, g: &GateInner) -> (&'static str, bool) {
         return (UNMATCHED, false);
     };
     let path = matched.as_str();
-    if path == "/mcp" || path.starts_with("/mcp/") {
-        return ("/mcp", false);
+    if path == MCP_ROUTE || path.starts_with("/mcp/") {
+        return (MCP_ROUTE, false);
     }
     g.routes.get(path).copied().unwrap_or((UNMATCHED, false))
 }
@@ -304,14 +319,14 @@ fn method_label(m: &Method) -> &'static str {
 /// handlers without a body, `/mcp` — answers an oversized body with the same 413 envelope, and
 /// a body that does not arrive within `deadline` with 408 (a trickling body must not keep its
 /// connection for the whole request timeout).
-async fn limit_body(req: Request, deadline: Duration) -> Result<Request, Response> {
+async fn limit_body(req: Request, deadline: Duration) -> Result<Request, Error> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
-        return Err(closing(Error::PayloadTooLarge));
+        return Err(Error::PayloadTooLarge);
     }
     if HttpBody::is_end_stream(req.body()) {
         return Ok(req);
@@ -320,22 +335,14 @@ async fn limit_body(req: Request, deadline: Duration) -> Result<Request, Respons
     let Ok(collected) = tokio::time::timeout(deadline, Limited::new(body, MAX_BODY_BYTES).collect()).await
     else {
         metrics::counter!(telemetry::BODY_TIMEOUTS).increment(1);
-        return Err(closing(Error::BodyTimeout));
+        return Err(Error::BodyTimeout);
     };
     match collected {
         Ok(collected) => Ok(Request::from_parts(parts, Body::from(collected.to_bytes()))),
-        Err(e) if e.is::<LengthLimitError>() => Err(closing(Error::PayloadTooLarge)),
+        Err(e) if e.is::<LengthLimitError>() => Err(Error::PayloadTooLarge),
         // The client broke off mid-body; it will not read this answer.
-        Err(_) => Err(Error::InvalidJson.into_response()),
+        Err(_) => Err(Error::InvalidJson),
     }
-}
-
-/// The rest of the body stays unread, so the connection cannot carry another request: say so,
-/// or a client may send its next request down a connection that is closing.
-fn closing(error: Error) -> Response {
-    let mut res = error.into_response();
-    res.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-    res
 }
 
 /// One of the in-flight slots, waited for in arrival order (tokio's semaphore is fair), or
@@ -367,14 +374,14 @@ fn shed_unless<P>(turn: Result<Result<P, AcquireError>, Elapsed>) -> Option<P> {
     }
 }
 
-fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
+fn panicked(panic: Box<dyn Any + Send + 'static>) -> Error {
     let what = panic
         .downcast_ref::<String>()
         .map(String::as_str)
         .or_else(|| panic.downcast_ref::<&str>().copied())
         .unwrap_or("(no message)");
     tracing::error!(panic = what, "a request handler panicked");
-    Error::Internal.into_response()
+    Error::Internal
 }
 
 type MeterKey = (&'static str, &'static str, StatusCode);
