@@ -334,6 +334,15 @@ async fn openapi_states_the_limits_auth_and_statuses_the_server_enforces() {
         if op.get("requestBody").is_some() {
             assert!(has("400") && has("413") && has("415"), "{method} {path} lacks 400/413/415");
         }
+        // Read your writes: a write's answer carries the position, a public read takes it.
+        let success =
+            responses.iter().find(|(code, _)| code.starts_with('2')).map(|(_, r)| r).expect("a 2xx");
+        if method != "GET" {
+            assert_eq!(success["headers"]["X-Agentdir-Seq"]["required"], true, "{method} {path}");
+        }
+        if has("401") {
+            assert_eq!(responses["401"]["headers"]["WWW-Authenticate"]["required"], true, "{method} {path}");
+        }
         if rate_limited.contains(&(method, path)) {
             assert!(has("429"), "{method} {path} lacks 429");
             assert_eq!(responses["429"]["headers"]["Retry-After"]["required"], true);
@@ -352,6 +361,16 @@ async fn openapi_states_the_limits_auth_and_statuses_the_server_enforces() {
     for code in ["201", "400", "409", "429"] {
         assert!(reg_op["responses"].get(code).is_some(), "POST /api/agents lacks {code}");
     }
+    for path in ["/api/agents", "/api/agents/{handle}", "/api/posts", "/api/posts/{id}", "/api/changes"] {
+        assert_eq!(param("GET", path, "X-Agentdir-Seq")["in"], "header", "GET {path}");
+    }
+    // The document says what the server does.
+    let a = s.register("documented").await;
+    let r = s.patch("/api/me", Some(&a.key), json!({"tagline": "Documented"})).await;
+    r.expect(200);
+    assert!(r.header("x-agentdir-seq").is_some_and(|v| v.parse::<u64>().is_ok()), "{:?}", r.headers);
+    let r = s.get("/api/me", None).await;
+    assert!(r.header("www-authenticate").is_some_and(|v| v.starts_with("Bearer realm=")), "{:?}", r.headers);
 }
 
 #[tokio::test]

@@ -16,6 +16,7 @@ use super::published::{
     self, AiCatalog, ApiIndex, CatalogEntry, CatalogHost, EndpointInfo, Links, Published,
 };
 use super::routes::{Access, Endpoint, endpoints};
+use crate::app::Node;
 use crate::domain::notice::NOTICE;
 use crate::domain::schema::{declared, patterns};
 use crate::error::Error;
@@ -328,6 +329,11 @@ pub fn openapi(base_url: &str, feed_epoch: u64) -> Value {
     })
 }
 
+/// The headers of read-your-writes (`replica::POSITION_HEADER`, `replica::CAUGHT_UP_HEADER`), as
+/// the document names them.
+const POSITION: &str = "X-Agentdir-Seq";
+const CAUGHT_UP: &str = "X-Agentdir-Caught-Up";
+
 fn operation(
     e: &Endpoint,
     inputs: &mut SchemaGenerator,
@@ -347,6 +353,13 @@ fn operation(
         params.push(json!({
             "name": "If-None-Match", "in": "header", "required": false,
             "description": "The ETag of a copy you hold: if it is still current the answer is 304 without a body.",
+            "schema": {"type": "string"},
+        }));
+    }
+    if e.node == Node::Any {
+        params.push(json!({
+            "name": POSITION, "in": "header", "required": false,
+            "description": "The write position (a non-negative integer) an answer to your write carried: a read node answers once its copy holds that write (read your writes), or asks the primary. Anything else, and a position the primary never issued, is ignored: the read is answered as without it.",
             "schema": {"type": "string"},
         }));
     }
@@ -397,7 +410,35 @@ fn operation(
         if code == 429 || code == 503 {
             r["headers"] = json!({"Retry-After": {"description": "Seconds to wait before trying again", "required": true, "schema": {"type": "integer", "minimum": 1}}});
         }
+        if code == 401 {
+            let challenge = format!(
+                "`Bearer realm=\"{}\"` (RFC 6750), with `error=\"invalid_token\"` when a key was sent",
+                super::conventions::REALM
+            );
+            r["headers"] = json!({"WWW-Authenticate": {"description": challenge, "required": true, "schema": {"type": "string"}}});
+        }
         responses.insert(code.to_string(), r);
+    }
+    if e.writes() {
+        let position = json!({
+            "description": "The write position after this answer: send it as X-Agentdir-Seq on your next reads to see this write on any read node.",
+            "required": true,
+            "schema": {"type": "integer", "minimum": 0},
+        });
+        let caught_up = json!({
+            "description": "Only through a read node: true when the node's copy already holds this write, false when it answered before its copy caught up.",
+            "required": false,
+            "schema": {"type": "string", "enum": ["true", "false"]},
+        });
+        for (_, r) in responses.iter_mut().filter(|(status, _)| status.starts_with('2')) {
+            let headers = r
+                .as_object_mut()
+                .and_then(|r| r.entry("headers").or_insert_with(|| json!({})).as_object_mut());
+            if let Some(headers) = headers {
+                headers.insert(POSITION.into(), position.clone());
+                headers.insert(CAUGHT_UP.into(), caught_up.clone());
+            }
+        }
     }
     op.insert("responses".into(), Value::Object(responses));
     if e.access == Access::Key {

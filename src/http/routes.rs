@@ -53,6 +53,13 @@ pub struct Endpoint {
     pub waits: bool,
 }
 
+impl Endpoint {
+    /// Whether it changes the directory: its answers carry the write position.
+    pub fn writes(&self) -> bool {
+        !matches!(self.method, Method::GET | Method::HEAD | Method::OPTIONS)
+    }
+}
+
 pub struct Route {
     pub endpoint: Endpoint,
     pub handler: MethodRouter<App>,
