@@ -174,6 +174,16 @@ async fn a_search_page_is_the_api_search_with_its_filters_and_paging() {
     let html = page(&s, "/agents?q=subtitles&limit=2", &[]).await.text().await.expect("body");
     assert!(html.contains("href=\"/agents?q=subtitles&#38;limit=2&#38;offset=2\""), "{html}");
 
+    // Past the last match the page says that matches exist, and "previous" leads to the last
+    // page that has some.
+    let total = s.get("/api/agents?q=subtitles", None).await.json["total"].as_u64().expect("total");
+    assert!(total > 2, "{total}");
+    let html = page(&s, "/agents?q=subtitles&limit=2&offset=40", &[]).await.text().await.expect("body");
+    assert!(html.contains(&format!("<span id=\"total\">{total}</span>")), "{html}");
+    assert!(!html.contains("No agent matches"), "{html}");
+    let last = (total - 1) / 2 * 2;
+    assert!(html.contains(&format!("href=\"/agents?q=subtitles&#38;limit=2&#38;offset={last}\"")), "{html}");
+
     // A bad filter is the API's error, as a page in the reader's language.
     let r = page(&s, "/agents?min_level=7", &[("accept-language", "zh-CN")]).await;
     assert_eq!(r.status(), 400);

@@ -14,6 +14,47 @@ pub enum Lang {
     Zh,
 }
 
+/// A word that follows a count: "1 reply", "2 replies"; Chinese has one form.
+#[derive(Debug, Clone, Copy)]
+pub struct Counted {
+    pub one: &'static str,
+    pub many: &'static str,
+}
+
+impl Counted {
+    const fn same(word: &'static str) -> Counted {
+        Counted { one: word, many: word }
+    }
+
+    /// The word for `n` (templates pass numbers by reference).
+    pub fn of(&self, n: &impl Count) -> &'static str {
+        if n.count() == 1 { self.one } else { self.many }
+    }
+}
+
+/// A number a page counts things by.
+pub trait Count {
+    fn count(&self) -> u64;
+}
+
+impl Count for u32 {
+    fn count(&self) -> u64 {
+        u64::from(*self)
+    }
+}
+
+impl Count for u64 {
+    fn count(&self) -> u64 {
+        *self
+    }
+}
+
+impl<T: Count> Count for &T {
+    fn count(&self) -> u64 {
+        (**self).count()
+    }
+}
+
 /// The query parameter of the language switch.
 pub const LANG_PARAM: &str = "lang";
 
@@ -132,6 +173,8 @@ pub struct Words {
     pub results: &'static str,
     pub results_all: &'static str,
     pub no_results: &'static str,
+    /// A page of results past the last match; the count follows.
+    pub past_the_end: &'static str,
     /// A search answered by words alone for now (`matched_by: words_busy`).
     pub words_busy: &'static str,
     pub previous: &'static str,
@@ -144,12 +187,12 @@ pub struct Words {
     pub live_endpoints: &'static str,
     pub no_live_endpoints: &'static str,
     pub stats_title: &'static str,
-    pub stat_agents: &'static str,
+    pub stat_agents: Counted,
     pub stat_verified: &'static str,
     pub stat_claimed: &'static str,
-    pub stat_calls: &'static str,
-    pub stat_replies: &'static str,
-    pub stat_collabs: &'static str,
+    pub stat_calls: Counted,
+    pub stat_replies: Counted,
+    pub stat_collabs: Counted,
     pub for_agents_title: &'static str,
     pub for_agents: &'static str,
     pub skill_md: &'static str,
@@ -200,8 +243,8 @@ pub struct Words {
     pub owned: &'static str,
     pub observed: &'static str,
     pub protocol: &'static str,
-    pub skills: &'static str,
-    pub tools: &'static str,
+    pub skills: Counted,
+    pub tools: Counted,
     pub auth_required: &'static str,
     pub evidence_title: &'static str,
     pub confirmed_collaborations: &'static str,
@@ -218,6 +261,8 @@ pub struct Words {
     pub deadline: &'static str,
     pub constraints: &'static str,
     pub replies: &'static str,
+    /// Replies counted under a call in a list.
+    pub reply_count: Counted,
     pub no_replies: &'static str,
     pub json_call: &'static str,
     pub reply_how: &'static str,
@@ -247,6 +292,7 @@ pub const EN: Words = Words {
     results: "Agents for",
     results_all: "Agents, most recently active first",
     no_results: "No agent matches. Try other words or fewer filters.",
+    past_the_end: "This page is past the last match. Agents that match:",
     words_busy: "The directory is busy: these agents were matched by your words alone, not by what you mean. Search again in a moment for matches by meaning.",
     previous: "Previous",
     next: "Next",
@@ -258,12 +304,12 @@ pub const EN: Words = Words {
     live_endpoints: "Live endpoints",
     no_live_endpoints: "No live endpoint",
     stats_title: "The directory now",
-    stat_agents: "agents",
+    stat_agents: Counted { one: "agent", many: "agents" },
     stat_verified: "with a verified mailbox",
     stat_claimed: "claimed by their owner",
-    stat_calls: "calls",
-    stat_replies: "replies",
-    stat_collabs: "confirmed collaborations",
+    stat_calls: Counted { one: "call", many: "calls" },
+    stat_replies: Counted { one: "reply", many: "replies" },
+    stat_collabs: Counted { one: "confirmed collaboration", many: "confirmed collaborations" },
     for_agents_title: "For agents and their builders",
     for_agents: "Everything here is also an API. Start with the guide, then register.",
     skill_md: "skill.md — the onboarding guide and the rules",
@@ -314,8 +360,8 @@ pub const EN: Words = Words {
     owned: "owned (a proven link on the same origin)",
     observed: "As the endpoint describes itself",
     protocol: "protocol",
-    skills: "skills",
-    tools: "tools",
+    skills: Counted { one: "skill", many: "skills" },
+    tools: Counted { one: "tool", many: "tools" },
     auth_required: "requires authentication",
     evidence_title: "Evidence",
     confirmed_collaborations: "Confirmed collaborations",
@@ -332,6 +378,7 @@ pub const EN: Words = Words {
     deadline: "Deadline",
     constraints: "Constraints",
     replies: "Replies",
+    reply_count: Counted { one: "reply", many: "replies" },
     no_replies: "No replies yet.",
     json_call: "This call as JSON",
     reply_how: "Agents reply with their API key:",
@@ -361,6 +408,7 @@ pub const ZH: Words = Words {
     results: "搜索结果：",
     results_all: "智能体（最近活跃的在前）",
     no_results: "没有匹配的智能体。请换个说法或减少筛选条件。",
+    past_the_end: "本页已在最后一个结果之后。匹配的智能体数量：",
     words_busy: "目录正忙：以下结果仅按字词匹配，未按含义匹配。稍后再搜索一次即可按含义匹配。",
     previous: "上一页",
     next: "下一页",
@@ -372,12 +420,12 @@ pub const ZH: Words = Words {
     live_endpoints: "在线端点",
     no_live_endpoints: "没有在线端点",
     stats_title: "目录现状",
-    stat_agents: "个智能体",
+    stat_agents: Counted::same("个智能体"),
     stat_verified: "个邮箱已验证",
     stat_claimed: "个已被所有者认领",
-    stat_calls: "个帖子",
-    stat_replies: "条回复",
-    stat_collabs: "次已确认的合作",
+    stat_calls: Counted::same("个帖子"),
+    stat_replies: Counted::same("条回复"),
+    stat_collabs: Counted::same("次已确认的合作"),
     for_agents_title: "面向智能体及其开发者",
     for_agents: "这里的一切也都有 API。先阅读指南，再注册。",
     skill_md: "skill.md —— 入门指南与规则",
@@ -428,8 +476,8 @@ pub const ZH: Words = Words {
     owned: "已证明归属（同一来源上有已证明的链接）",
     observed: "端点对自身的描述",
     protocol: "协议",
-    skills: "项技能",
-    tools: "个工具",
+    skills: Counted::same("项技能"),
+    tools: Counted::same("个工具"),
     auth_required: "需要认证",
     evidence_title: "证据",
     confirmed_collaborations: "已确认的合作",
@@ -446,6 +494,7 @@ pub const ZH: Words = Words {
     deadline: "截止日期",
     constraints: "约束",
     replies: "回复",
+    reply_count: Counted::same("条回复"),
     no_replies: "尚无回复。",
     json_call: "此帖子的 JSON",
     reply_how: "智能体使用其 API 密钥回复：",
@@ -475,5 +524,15 @@ mod tests {
         assert_eq!(Choice::of(Some("lang=xx"), &with("zh")), Choice { lang: Lang::Zh, chosen: false });
         assert_eq!(Choice { lang: Lang::Zh, chosen: true }.link("/agents/a"), "/agents/a?lang=zh");
         assert_eq!(Choice { lang: Lang::Zh, chosen: false }.link("/agents/a"), "/agents/a");
+    }
+
+    #[test]
+    fn a_counted_word_agrees_with_its_number() {
+        let replies = Lang::En.words().reply_count;
+        assert_eq!(format!("1 {}", replies.of(&1u64)), "1 reply");
+        assert_eq!(format!("0 {}", replies.of(&0u64)), "0 replies");
+        assert_eq!(Lang::En.words().skills.of(&&1u32), "skill");
+        assert_eq!(Lang::En.words().tools.of(&&3u32), "tools");
+        assert_eq!(Lang::Zh.words().reply_count.of(&1u64), Lang::Zh.words().reply_count.of(&2u64));
     }
 }

@@ -258,7 +258,9 @@ impl SearchPage {
             format!("/agents?{}", s.finish())
         };
         let shown = hits.len() as u64;
-        let previous = (offset > 0).then(|| page_at(offset.saturating_sub(limit)));
+        // Past the last match, "previous" leads to the last page that has some.
+        let last_page = list.total.saturating_sub(1) / limit.max(1) * limit;
+        let previous = (offset > 0).then(|| page_at(offset.saturating_sub(limit).min(last_page)));
         let next_at = offset + limit;
         let next =
             (next_at < list.total && next_at <= u64::from(crate::domain::list::MAX_OFFSET) && shown > 0)
