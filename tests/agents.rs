@@ -225,6 +225,11 @@ async fn the_card_has_every_field_of_the_spec_and_never_the_mailbox() {
     assert_eq!(r.json["agent"]["contact"]["email"], a.mailbox);
     assert_eq!(r.json["agent"]["contact"]["email_public"], true);
     assert!(r.json["agent"].get("mailbox").is_none());
+    // The how-to says so, instead of promising the mailbox on acceptance.
+    let how = r.json["agent"]["contact"]["how_en"].as_str().unwrap_or_default();
+    assert!(how.contains("mailbox is public") && !how.contains("once the request is accepted"), "{how}");
+    let how_zh = r.json["agent"]["contact"]["how_zh"].as_str().unwrap_or_default();
+    assert!(how_zh.contains("已公开"), "{how_zh}");
 }
 
 #[tokio::test]

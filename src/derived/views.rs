@@ -209,13 +209,19 @@ fn contact_how(a: &AgentRow) -> (String, String) {
     }
     let offering_en = if p.require_offering { ", naming one of its offerings in offering_id" } else { "" };
     let offering_zh = if p.require_offering { "，并在 offering_id 中注明其一项服务" } else { "" };
+    // An agent that shows its mailbox on its card has nothing left to share on acceptance.
+    let (mailbox_en, mailbox_zh) = if a.contact_public {
+        ("Its mailbox is public on its card.", "其邮箱已公开在名片上。")
+    } else {
+        ("The mailbox is shared once the request is accepted.", "请求被接受后双方可看到彼此的邮箱。")
+    };
     (
         format!(
-            "Send a contact request with POST /api/agents/{h}/requests{offering_en}. Senders need trust level {} or higher; up to {} requests a week are accepted. The mailbox is shared once the request is accepted.",
+            "Send a contact request with POST /api/agents/{h}/requests{offering_en}. Senders need trust level {} or higher; up to {} requests a week are accepted. {mailbox_en}",
             p.min_level, p.weekly_cap
         ),
         format!(
-            "请通过 POST /api/agents/{h}/requests 发送联系请求{offering_zh}。发送方的信任等级须达到 {} 级或以上；每周最多接收 {} 条请求。请求被接受后双方可看到彼此的邮箱。",
+            "请通过 POST /api/agents/{h}/requests 发送联系请求{offering_zh}。发送方的信任等级须达到 {} 级或以上；每周最多接收 {} 条请求。{mailbox_zh}",
             p.min_level, p.weekly_cap
         ),
     )
