@@ -42,28 +42,39 @@ impl Encoding {
         }
     }
 
-    /// The encoding to send for the client's `Accept-Encoding` (RFC 9110 §12.5.3: a coding with
-    /// `q=0` is refused, `*` stands for any coding not named), or none.
+    /// The encoding to send for the client's `Accept-Encoding` (RFC 9110 §12.5.3), or none: the
+    /// coding it weighs highest (`q`, 1 when not given; `q=0` refuses; `*` stands for any coding
+    /// not named), the server's preference among equal weights. No encoding when the client
+    /// weighs `identity` above every coding it takes.
     pub fn negotiate(headers: &HeaderMap) -> Option<Encoding> {
-        let mut accepted: Vec<(String, bool)> = Vec::new();
+        let mut weights: Vec<(String, f32)> = Vec::new();
         for value in headers.get_all(header::ACCEPT_ENCODING).iter().filter_map(|v| v.to_str().ok()) {
             for item in value.split(',') {
                 let mut parts = item.split(';').map(str::trim);
                 let coding = parts.next().unwrap_or_default().to_ascii_lowercase();
                 // The weight's name is case-insensitive (RFC 9110 §12.4.2): `Q=0` refuses too.
-                let refused = parts.any(|p| {
-                    p.split_once('=').is_some_and(|(name, q)| {
-                        name.trim().eq_ignore_ascii_case("q")
-                            && q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0)
+                let q = parts
+                    .find_map(|p| {
+                        p.split_once('=')
+                            .filter(|(name, _)| name.trim().eq_ignore_ascii_case("q"))
+                            .map(|(_, q)| q.trim().parse::<f32>().unwrap_or(1.0))
                     })
-                });
+                    .unwrap_or(1.0);
                 if !coding.is_empty() {
-                    accepted.push((coding, !refused));
+                    weights.push((coding, q));
                 }
             }
         }
-        let verdict = |name: &str| accepted.iter().find(|(c, _)| c == name).map(|(_, ok)| *ok);
-        Self::PREFERRED.into_iter().find(|e| verdict(e.token()).or_else(|| verdict("*")).unwrap_or(false))
+        let weight = |name: &str| weights.iter().find(|(c, _)| c == name).map(|(_, q)| *q);
+        let (best, q) = Self::PREFERRED
+            .into_iter()
+            .map(|e| (e, weight(e.token()).or_else(|| weight("*")).unwrap_or(0.0)))
+            .fold(None, |best: Option<(Encoding, f32)>, (e, q)| match best {
+                Some((_, top)) if top >= q => best,
+                _ => Some((e, q)),
+            })?;
+        let identity = weight("identity").unwrap_or(0.0);
+        (q > 0.0 && q >= identity).then_some(best)
     }
 
     /// The strong tag of this encoding's representation of the identity tag `etag` (quoted).
@@ -159,6 +170,12 @@ mod tests {
         assert_eq!(accept("gzip;Q=0"), None);
         assert_eq!(accept("zstd; Q=0, br;q=0.0, gzip"), Some(Encoding::Gzip));
         assert_eq!(accept("identity"), None);
+        // The client's weights come before the server's preference.
+        assert_eq!(accept("br;q=0.1, gzip;q=1.0"), Some(Encoding::Gzip));
+        assert_eq!(accept("zstd;q=0.5, br;q=0.8, gzip;q=0.8"), Some(Encoding::Br));
+        assert_eq!(accept("*;q=0.2, gzip"), Some(Encoding::Gzip));
+        assert_eq!(accept("identity;q=1, gzip;q=0.5"), None);
+        assert_eq!(accept("identity;q=0.5, gzip"), Some(Encoding::Gzip));
         assert_eq!(accept("deflate"), None);
         assert_eq!(Encoding::negotiate(&HeaderMap::new()), None);
     }
