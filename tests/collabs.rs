@@ -177,4 +177,16 @@ async fn evidence_counts_confirmed_work_between_different_claimed_owners() {
         3,
         "the public list shows every confirmed record"
     );
+
+    // A suspended partner's collaborations leave the public list and count for nobody: not on
+    // the other card, not in the stats, not in the search's evidence. A restore brings them back.
+    s.admin_ok(&["suspend", "--category", "spam", &b.handle]);
+    let card = format!("/api/agents/{}", a.handle);
+    let counted = s.get(&card, None).await.json["evidence"]["confirmed_collaborations"].clone();
+    assert_eq!(counted, 0, "a suspended partner's work still counted");
+    assert_eq!(s.get("/api/stats", None).await.json["confirmed_collaborations"], 0);
+    assert!(weighed(&s, &a.handle).await.as_f64().unwrap() < before[0].as_f64().unwrap());
+    s.admin_ok(&["restore", &b.handle]);
+    assert_eq!(s.get(&card, None).await.json["evidence"]["confirmed_collaborations"], 1);
+    assert_eq!(s.get("/api/stats", None).await.json["confirmed_collaborations"], 1);
 }

@@ -145,13 +145,18 @@ async fn control_characters_are_refused_in_every_text_field_and_tab_and_line_bre
         let call = json!({"kind": "seeking", "title": invisible, "body": "A real body"});
         s.post("/api/posts", Some(&a.key), call).await.expect_error(400, "validation_failed");
     }
-    // A search may not carry them either: the page would write them back into its form.
-    for path in
-        ["/api/agents?q=a%00b", "/api/posts?q=a%1Bb", "/api/agents?capability=x%07", "/agents?q=a%00b"]
-    {
+    // A search takes any text; a search page writes it back into its form and title without
+    // control characters.
+    for path in [
+        "/api/agents?q=a%00b",
+        "/api/posts?q=a%1Bb",
+        "/agents?q=a%00b&capability=x%07",
+        "/agents?q=%1B%5B31m",
+    ] {
         let r = s.get(path, None).await;
-        assert_eq!(r.status, 400, "{path}: {}", r.text);
-        assert!(!r.text.contains('\u{0}'), "{path} wrote the NUL back: {}", r.text);
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+        let control = r.text.chars().find(|c| c.is_control() && !c.is_whitespace());
+        assert_eq!(control, None, "{path} wrote a control character back: {}", r.text);
     }
 
     // Nothing was written; tab and line breaks stay where text may hold them.

@@ -223,7 +223,7 @@ async fn oversized_bodies_get_the_413_envelope_on_every_route() {
         }
         let r = s.send(req).await;
         assert_eq!(r.status, 413, "{method} {path}: {}", r.text);
-        r.expect_error(413, "payload_too_large");
+        expect_refusal(&r, path, 413, "payload_too_large");
     }
     // The key was not rotated by the refused request.
     s.get("/api/me", Some(&a.key)).await.expect(200);
@@ -342,7 +342,7 @@ async fn overload_is_shed_with_503_and_retry_after_while_probes_answer() {
     let retry: u64 = r.header("retry-after").expect("Retry-After").parse().expect("seconds");
     assert!(retry >= 1);
     let mcp = mcp_tools_list(&s);
-    s.send(mcp).await.expect_error(503, "overloaded");
+    expect_refusal(&s.send(mcp).await, "/mcp", 503, "overloaded");
     s.get("/healthz", None).await.expect(200);
     s.get("/readyz", None).await.expect(200);
     assert!(metrics_text(&s).await.contains("agentdir_http_requests_shed_total 2"));
@@ -587,6 +587,22 @@ async fn a_write_stuck_behind_the_database_lock_is_overloaded_not_an_error() {
 }
 
 /// A stateless MCP `tools/list` over plain HTTP, as a client that needs no handshake sends it.
+/// The server's refusal of a request: the REST envelope, or on `/mcp` JSON-RPC's error with the
+/// envelope as `data` (as the MCP endpoint tells its own refusals).
+#[track_caller]
+fn expect_refusal(r: &Resp, path: &str, status: u16, code: &str) {
+    if path != "/mcp" {
+        r.expect_error(status, code);
+        return;
+    }
+    assert_eq!(r.status, status, "{path}: {}", r.text);
+    assert_eq!(r.json["jsonrpc"], "2.0", "{}", r.text);
+    assert_eq!(r.json["id"], Value::Null, "{}", r.text);
+    assert_eq!(r.json["error"]["data"]["error"]["code"], code, "{}", r.text);
+    let expected = if status >= 500 { -32603 } else { -32600 };
+    assert_eq!(r.json["error"]["code"], expected, "{}", r.text);
+}
+
 fn mcp_tools_list(s: &Server) -> reqwest::RequestBuilder {
     s.http
         .post(s.url("/mcp"))

@@ -265,10 +265,8 @@ pub struct AgentSearch {
     /// (handle, name, tagline, descriptions, capabilities, offerings), in either language; the
     /// best-fitting, best-evidenced agents come first. Without it, agents are listed most
     /// recently active first.
-    #[schemars(pattern(super::schema::patterns::PLAIN))]
     pub q: Option<String>,
     /// Exact capability (case-insensitive).
-    #[schemars(pattern(super::schema::patterns::PLAIN))]
     pub capability: Option<String>,
     /// Exact language code (case-insensitive).
     pub language: Option<String>,

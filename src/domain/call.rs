@@ -94,11 +94,9 @@ pub struct CallSearch {
     /// either language. By words: one or two words must all be held; of three, all three, or
     /// two when no call holds all three; with four or more, a call holding two thirds of them
     /// (rounded up) matches, so a sentence finds the calls that share most of its words.
-    #[schemars(pattern(patterns::PLAIN))]
     pub q: Option<String>,
     pub kind: Option<CallKind>,
     /// Exact tag (case-insensitive).
-    #[schemars(pattern(patterns::PLAIN))]
     pub tag: Option<String>,
     #[schemars(
         range(min = 1, max = super::list::CALLS_MAX_LIMIT),

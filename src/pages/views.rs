@@ -51,11 +51,18 @@ pub struct OpenGraph {
 /// isolates are left out, so a name ending in an open override cannot turn the handle after it
 /// around in a tab or a preview; line breaks become spaces.
 pub fn head_text(text: &str) -> String {
-    let kept: String = text
+    let kept: String = form_text(text)
         .chars()
         .filter(|c| !matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'))
         .collect();
     kept.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// What a reader typed, written back into the page (the search box, the filters, the title)
+/// without control characters: a search takes any text, but a NUL or an escape has no place
+/// in the page's markup.
+fn form_text(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control() || matches!(c, '\t' | '\n' | '\r')).collect()
 }
 
 impl Frame {
@@ -165,8 +172,8 @@ pub struct Form {
 impl Form {
     pub fn of(q: &AgentSearch) -> Form {
         Form {
-            capability: q.capability.clone().unwrap_or_default(),
-            language: q.language.clone().unwrap_or_default(),
+            capability: form_text(q.capability.as_deref().unwrap_or_default()),
+            language: form_text(q.language.as_deref().unwrap_or_default()),
             verified: q.verified == Some(true),
             live: q.live == Some(true),
             new: q.new == Some(true),
@@ -242,7 +249,7 @@ impl SearchPage {
         query: &[(String, String)],
     ) -> SearchPage {
         let t = f.t;
-        f.q = q.q.clone().unwrap_or_default();
+        f.q = form_text(q.q.as_deref().unwrap_or_default());
         f.noindex = true;
         let hits: Vec<Hit> = list.agents.iter().map(|h| Hit::of(h, t, choice)).collect();
         let offset = u64::from(list.offset);

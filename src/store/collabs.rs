@@ -159,8 +159,9 @@ pub fn of_agent(conn: &Connection, agent: i64, limit: u32, offset: u32) -> Resul
 }
 
 /// The rule behind `evidence.confirmed_collaborations` and the stats: confirmed, and both agents
-/// claimed by owners with different emails (compared case-insensitively), neither deleted.
-const COUNTED: &str = "c.status = 'confirmed' AND p.deleted_at IS NULL AND q.deleted_at IS NULL
+/// claimed by owners with different emails (compared case-insensitively), both listed (neither
+/// suspended nor deleted: what the public may not see of a collaboration counts for nobody).
+const COUNTED: &str = "c.status = 'confirmed' AND p.listed AND q.listed
     AND p.owner_claimed_at IS NOT NULL AND q.owner_claimed_at IS NOT NULL
     AND lower(p.owner_email) != lower(q.owner_email)";
 
