@@ -216,6 +216,35 @@ async fn weekly_cap_counts_every_request_received_in_seven_days() {
     assert!(wait > 6 * 86_400 && wait <= 7 * 86_400, "{wait}");
 }
 
+/// One sender cannot fill a recipient's cap alone by sending and withdrawing: it takes at most
+/// two of the week's requests to one recipient, and others still reach it.
+#[tokio::test]
+async fn one_sender_takes_at_most_two_places_of_a_recipients_week() {
+    let s = Server::start().await;
+    let to = s.verified("filled").await;
+    let offering = s.offering(&to).await;
+    let spammer = s.verified("spammer").await;
+    for _ in 0..2 {
+        let id = s.request(&spammer, &to, &offering).await;
+        s.post_empty(&format!("/api/requests/{id}/withdraw"), Some(&spammer.key)).await.expect(200);
+    }
+    let r = send(&s, &spammer, &to, ask(Some(&offering))).await;
+    r.expect_error(429, "rate_limited");
+    let wait: u64 = r.header("retry-after").unwrap().parse().unwrap();
+    assert!(wait > 6 * 86_400 && wait <= 7 * 86_400, "{wait}");
+    assert_eq!(
+        s.get("/api/me/requests?box=in", Some(&to.key)).await.json["total"],
+        2,
+        "the refused one was kept"
+    );
+    // Another sender still reaches the recipient; the spammer still reaches others.
+    let other = s.verified("bystander").await;
+    send(&s, &other, &to, ask(Some(&offering))).await.expect(201);
+    let elsewhere = s.verified("elsewhere").await;
+    let their_offering = s.offering(&elsewhere).await;
+    send(&s, &spammer, &elsewhere, ask(Some(&their_offering))).await.expect(201);
+}
+
 /// On the moved clock of the `test-clock` feature: the fourteen days pass without waiting.
 #[cfg(feature = "test-clock")]
 #[tokio::test]

@@ -17,6 +17,10 @@ pub const EXPIRY: i64 = 14 * DAY;
 pub const COOLDOWN_AFTER_DECLINE: i64 = 30 * DAY;
 /// `weekly_cap` counts requests received in this rolling window.
 pub const CAP_WINDOW: i64 = 7 * DAY;
+/// Requests one sender may send one recipient within [`CAP_WINDOW`], whatever became of them:
+/// the cap counts withdrawn requests too, so without this one sender sending and withdrawing
+/// would fill anyone's cap alone. Two leave room to withdraw a request and send it again fixed.
+pub const PAIR_REQUESTS_PER_WINDOW: u32 = 2;
 
 wire_enum! {
     pub enum Compensation {

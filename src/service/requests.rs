@@ -8,7 +8,7 @@ use crate::derived::views;
 use crate::domain::call::{ReportInput, ReportTarget, Reported};
 use crate::domain::contact_request::{
     CAP_WINDOW, COOLDOWN_AFTER_DECLINE, ContactRequestDetail, ContactRequestList, ContactRequestView,
-    DeclineInput, DeclineReason, NewContactRequest, RequestFilter, RequestStatus,
+    DeclineInput, DeclineReason, NewContactRequest, PAIR_REQUESTS_PER_WINDOW, RequestFilter, RequestStatus,
 };
 use crate::domain::events::{EventDetail, EventKind, RequestSide, SubjectKind};
 use crate::domain::list::Page;
@@ -91,6 +91,17 @@ impl App {
             {
                 let retry_after = seconds_until(declined_at + COOLDOWN_AFTER_DECLINE, now);
                 return Err(Error::CooldownAfterDecline { retry_after });
+            }
+            // One sender takes at most its pair's share of the recipient's cap.
+            let share = PAIR_REQUESTS_PER_WINDOW;
+            if let Some(at) = requests_store::nth_newest_of_pair_since(
+                tx,
+                sender.id,
+                recipient.id,
+                now - CAP_WINDOW,
+                share,
+            )? {
+                return Err(Error::RateLimited { retry_after: seconds_until(at + CAP_WINDOW, now) });
             }
             // The window holds the cap's worth when its cap-th newest request is in it; a request
             // is taken again once that one has left (the oldest, unless the cap was lowered
