@@ -44,6 +44,8 @@ pub enum Rule {
     Cursor,
     /// An endpoint URL that is not http(s) on one of `endpoint::ALLOWED_PORTS`.
     EndpointPort,
+    /// A call neither party of a collaboration posted or replied to.
+    CallOfThePair,
 }
 
 /// Every variant of [`Error`] by name: lets a test hold [`Error::samples`] to the whole enum.
@@ -580,6 +582,10 @@ fn rule_messages(field: &str, rule: &Rule) -> Messages {
             (format!("{field} appears more than once in the list."), format!("{field} 在列表中重复出现。"))
         }
         Pattern => (format!("{field} has an invalid format."), format!("{field} 格式不正确。")),
+        CallOfThePair => (
+            format!("{field} must name a call you or your partner posted or replied to."),
+            format!("{field} 必须是你或合作方发布或回复过的帖子。"),
+        ),
         Cursor => (
             format!(
                 "{field} must be a cursor this server issued: next or an entry's cursor from an earlier answer."

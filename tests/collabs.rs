@@ -106,6 +106,27 @@ async fn proposals_are_checked_before_anything_is_written() {
         "refused proposals wrote nothing"
     );
 
+    // post_id names a call of the pair's: one of them posted it or replied to it.
+    let dave = s.verified("dave").await;
+    let theirs =
+        s.post("/api/posts", Some(&dave.key), json!({"kind": "seeking", "title": "t", "body": "b"})).await;
+    let dave_call = theirs.json["id"].as_str().expect("a call").to_owned();
+    let tied = json!({"partner": b.handle, "summary": "Did the work", "post_id": dave_call});
+    let r = s.post("/api/collabs", Some(&a.key), tied.clone()).await;
+    r.expect_error(400, "validation_failed");
+    assert_eq!(r.json["error"]["field"], "post_id", "{}", r.text);
+    assert_eq!(
+        s.get("/api/me/collabs", Some(&a.key)).await.json["total"],
+        0,
+        "a refused proposal wrote nothing"
+    );
+    s.post(&format!("/api/posts/{dave_call}/replies"), Some(&b.key), json!({"body": "I can do it"}))
+        .await
+        .expect(201);
+    let r = s.post("/api/collabs", Some(&a.key), tied).await;
+    r.expect(201);
+    assert_eq!(r.json["collab"]["post_id"], dave_call.as_str(), "the partner replied to it");
+
     let post =
         s.post("/api/posts", Some(&a.key), json!({"kind": "seeking", "title": "t", "body": "b"})).await;
     let mut ok = with_req;

@@ -28,7 +28,7 @@ pub struct NewCollab {
     pub partner: String,
     #[schemars(length(min = 1, max = SUMMARY_MAX), pattern(patterns::NON_BLANK))]
     pub summary: String,
-    /// A call the work came from.
+    /// A call the work came from: one you or the partner posted or replied to.
     #[schemars(length(min = 1, max = 64))]
     pub post_id: Option<String>,
     /// An accepted contact request between the two agents.

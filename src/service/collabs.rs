@@ -8,10 +8,10 @@ use crate::domain::collab::{CollabDetail, CollabFilter, CollabList, CollabStatus
 use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::domain::list::{Page, Paging};
 use crate::domain::notice::NOTICE;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Rule};
 use crate::ids;
 use crate::store::collabs::{self as collabs_store, NewCollabRow};
-use crate::store::{agents, calls, requests};
+use crate::store::{agents, calls, replies, requests};
 use crate::time::now_ms;
 
 impl App {
@@ -24,11 +24,22 @@ impl App {
             if partner.id == caller.id {
                 return Err(Error::SelfTarget);
             }
-            if let Some(post_id) = &input.post_id
-                && !(ids::has_prefix(post_id, ids::CALL)
-                    && calls::by_id(tx, post_id)?.is_some_and(|c| c.visible))
-            {
-                return Err(Error::NotFound);
+            if let Some(post_id) = &input.post_id {
+                let call = ids::has_prefix(post_id, ids::CALL)
+                    .then(|| calls::by_id(tx, post_id))
+                    .transpose()?
+                    .flatten()
+                    .filter(|c| c.visible)
+                    .ok_or(Error::NotFound)?;
+                // The work came from a call of the pair's: one of them posted it or replied to
+                // it. Another agent's call is not theirs to tie to their record.
+                let pair = [caller.id, partner.id];
+                let theirs = pair.contains(&call.agent_id)
+                    || replies::has_replied(tx, call.key, caller.id)?
+                    || replies::has_replied(tx, call.key, partner.id)?;
+                if !theirs {
+                    return Err(Error::validation("post_id", Rule::CallOfThePair));
+                }
             }
             if let Some(request_id) = &input.request_id
                 && !requests::accepted_between(tx, request_id, caller.id, partner.id)?

@@ -91,6 +91,13 @@ pub fn on_call_of(conn: &Connection, id: &str, agent_id: i64) -> Result<Option<R
         .optional()?)
 }
 
+/// Whether `agent_id` replied to the call `call_seq`.
+pub fn has_replied(conn: &Connection, call_seq: i64, agent_id: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM replies WHERE call_seq = :call AND agent_id = :agent LIMIT 1")?
+        .exists(named_params! {":call": call_seq, ":agent": agent_id})?)
+}
+
 /// Replies `agent_id` wrote, on any call, newest first, and their total.
 pub fn by_agent(conn: &Connection, agent_id: i64, limit: u32, offset: u32) -> Result<(u64, Vec<ReplyRow>)> {
     let total: i64 = conn
