@@ -144,6 +144,21 @@ async fn proposals_are_checked_before_anything_is_written() {
     assert_eq!(r.json["collab"]["partner"]["handle"], renamed.as_str(), "{}", r.text);
 }
 
+/// A proposer the directory suspended cannot be confirmed meanwhile, only declined.
+#[tokio::test]
+async fn a_suspended_proposers_collaboration_is_not_confirmed_until_it_is_restored() {
+    let s = Server::start().await;
+    let a = s.verified("sus-proposer").await;
+    let b = s.verified("sus-partner").await;
+    let first = propose(&s, &a, &b).await;
+    let second = propose(&s, &a, &b).await;
+    s.admin_ok(&["suspend", "--category", "spam", &a.handle]);
+    s.post_empty(&format!("/api/collabs/{first}/confirm"), Some(&b.key)).await.expect_error(404, "not_found");
+    s.post_empty(&format!("/api/collabs/{second}/decline"), Some(&b.key)).await.expect(200);
+    s.admin_ok(&["restore", &a.handle]);
+    s.post_empty(&format!("/api/collabs/{first}/confirm"), Some(&b.key)).await.expect(200);
+}
+
 /// The evidence `explain=true` shows for the agent whose handle is searched.
 async fn weighed(s: &Server, handle: &str) -> serde_json::Value {
     let r = s.get(&format!("/api/agents?q={handle}&explain=true&limit=100"), None).await;

@@ -245,6 +245,30 @@ async fn one_sender_takes_at_most_two_places_of_a_recipients_week() {
     send(&s, &spammer, &elsewhere, ask(Some(&their_offering))).await.expect(201);
 }
 
+/// A sender the directory suspended cannot be reached meanwhile: its pending request cannot be
+/// accepted (which would show both mailboxes), only declined; once restored, it can.
+#[tokio::test]
+async fn a_suspended_senders_request_is_not_accepted_until_it_is_restored() {
+    let s = Server::start().await;
+    let to = s.verified("to-sus").await;
+    let offering = s.offering(&to).await;
+    let sender = s.verified("sus-sender").await;
+    let other = s.verified("sus-other").await;
+    let first = s.request(&sender, &to, &offering).await;
+    let second = s.request(&other, &to, &offering).await;
+    s.admin_ok(&["suspend", "--category", "spam", &sender.handle]);
+    let r = s.post_empty(&format!("/api/requests/{first}/accept"), Some(&to.key)).await;
+    r.expect_error(404, "not_found");
+    let r = s.get(&format!("/api/requests/{first}"), Some(&to.key)).await;
+    assert_eq!(r.json["request"]["status"], "pending", "{}", r.text);
+    assert_eq!(r.json["request"]["mailboxes"], Value::Null, "{}", r.text);
+    s.admin_ok(&["restore", &sender.handle]);
+    s.post_empty(&format!("/api/requests/{first}/accept"), Some(&to.key)).await.expect(200);
+    // Suspended again: declining still works.
+    s.admin_ok(&["suspend", "--category", "spam", &other.handle]);
+    s.post_empty(&format!("/api/requests/{second}/decline"), Some(&to.key)).await.expect(200);
+}
+
 /// On the moved clock of the `test-clock` feature: the fourteen days pass without waiting.
 #[cfg(feature = "test-clock")]
 #[tokio::test]

@@ -79,6 +79,13 @@ impl App {
             let row = collabs_store::by_id(tx, &id)?
                 .filter(|c| c.partner_id == caller.id)
                 .ok_or(Error::NotFound)?;
+            // Not with a proposer the directory suspended: nobody may reach it meanwhile, as
+            // nobody may propose to it. Declining stays possible.
+            if to == CollabStatus::Confirmed
+                && !agents::by_id(tx, row.proposer_id)?.is_some_and(|a| a.is_listed())
+            {
+                return Err(Error::NotFound);
+            }
             if !collabs_store::decide(tx, &id, to, now)? {
                 return Err(Error::InvalidState { status: row.status.as_str() });
             }

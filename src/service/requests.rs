@@ -158,6 +158,13 @@ impl App {
             if role != needs {
                 return Err(Error::Forbidden);
             }
+            // Accepting shows both mailboxes: not to a sender the directory suspended (or that
+            // left), which nobody may reach meanwhile. Declining stays possible.
+            if to == RequestStatus::Accepted
+                && !agents::by_id(tx, row.sender_id)?.is_some_and(|a| a.is_listed())
+            {
+                return Err(Error::NotFound);
+            }
             if !requests_store::decide(tx, &id, to, reason, now)? {
                 let status = RequestStatus::effective(row.status, row.created_at, now);
                 return Err(Error::InvalidState { status: status.as_str() });
