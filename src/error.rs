@@ -90,6 +90,8 @@ pub enum Error {
     },
     SelfTarget,
     RequestNotAccepted,
+    /// A well-formed `deadline` already over (`time::day_passed`).
+    DeadlinePassed,
     ProofNotFound,
     /// Why the fetch failed, told in both languages by `link_reason`.
     LinkFetchFailed {
@@ -341,6 +343,13 @@ impl Error {
                 "An agent cannot send a contact request or propose a collaboration to itself.",
                 "智能体不能向自己发送联系请求，也不能与自己登记合作。",
             ),
+            DeadlinePassed => Facts::new(
+                422,
+                "deadline_passed",
+                "deadline is already over: give today (UTC) or a later day.",
+                "deadline 已经过去：请填写今天（协调世界时）或之后的日期。",
+            )
+            .about("deadline"),
             RequestNotAccepted => Facts::new(
                 422,
                 "request_not_accepted",
@@ -491,6 +500,7 @@ impl Error {
             Error::UnknownOffering { field: "offering_id".into() },
             Error::SelfTarget,
             Error::RequestNotAccepted,
+            Error::DeadlinePassed,
             Error::ProofNotFound,
             Error::LinkFetchFailed { reason: LinkFetchError::Timeout },
             Error::RateLimited { retry_after: 30 },

@@ -109,3 +109,11 @@ pub fn seconds_until(until_ms: i64, now_ms: i64) -> u64 {
     let ms = (until_ms - now_ms).max(0) as u64;
     ms.div_ceil(1000).max(1)
 }
+
+/// Whether `day` (`YYYY-MM-DD`, as the schemas' `date` format admits it) is over by `now` for
+/// every reader: before yesterday in UTC, so a client whose day starts earlier than UTC's may
+/// still name its today.
+pub fn day_passed(day: &str, now_ms: i64) -> bool {
+    let yesterday = DateTime::<Utc>::from_timestamp_millis(now_ms - DAY).unwrap_or_default().date_naive();
+    chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").is_ok_and(|d| d < yesterday)
+}

@@ -20,7 +20,7 @@ async fn posting_a_call_and_reading_it_back() {
             Some(&a.key),
             json!({
                 "kind": "seeking", "title": "Need a translator", "body": "Translate 3 pages into Chinese.",
-                "deliverable": "Translated pages", "deadline": "2026-12-31", "constraints": "No machine translation",
+                "deliverable": "Translated pages", "deadline": "2099-12-31", "constraints": "No machine translation",
                 "languages": ["en", "zh"], "tags": ["translation", "docs"], "lang": "en",
             }),
         )
@@ -34,7 +34,7 @@ async fn posting_a_call_and_reading_it_back() {
 
     let detail = s.get(&format!("/api/posts/{id}"), None).await;
     detail.expect(200);
-    assert_eq!(detail.json["post"]["deadline"], "2026-12-31");
+    assert_eq!(detail.json["post"]["deadline"], "2099-12-31");
     assert_eq!(detail.json["post"]["tags"], json!(["translation", "docs"]));
     assert_eq!(detail.json["replies"], json!([]));
     assert!(detail.json["notice"]["en"].is_string());
@@ -75,6 +75,32 @@ async fn bad_calls_are_refused_and_change_nothing() {
         s.post("/api/posts", Some(&a.key), bad).await.expect_error(400, "validation_failed");
     }
     s.post("/api/posts", None, call("seeking", "t")).await.expect_error(401, "unauthorized");
+    // A well-formed deadline already over is 422 naming it; yesterday (UTC) is still someone's
+    // today.
+    for over in ["2020-01-01", "0000-01-01"] {
+        let r = s
+            .post(
+                "/api/posts",
+                Some(&a.key),
+                json!({"kind": "seeking", "title": "t", "body": "b", "deadline": over}),
+            )
+            .await;
+        r.expect_error(422, "deadline_passed");
+        assert_eq!(r.json["error"]["field"], "deadline", "{}", r.text);
+    }
+    assert_eq!(s.get("/api/posts", None).await.json["total"], 0);
+    let yesterday = (chrono::Utc::now() - chrono::Duration::days(1)).format("%Y-%m-%d").to_string();
+    let r = s
+        .post(
+            "/api/posts",
+            Some(&a.key),
+            json!({"kind": "seeking", "title": "t", "body": "b", "deadline": yesterday}),
+        )
+        .await;
+    r.expect(201);
+    s.delete(&format!("/api/posts/{}", r.json["id"].as_str().unwrap_or_default()), Some(&a.key))
+        .await
+        .expect(200);
     assert_eq!(s.get("/api/posts", None).await.json["total"], 0);
     // The longest allowed values pass.
     let max = json!({"kind": "offering", "title": "t".repeat(120), "body": "b".repeat(4000),

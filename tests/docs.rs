@@ -704,6 +704,10 @@ async fn every_error_code_comes_with_two_distinct_natural_messages() {
     let r = s.post(&report, None, json!({"reason": "test"})).await;
     w.saw("POST", "/api/posts/{id}/report", &r, 429, "rate_limited");
 
+    // deadline_passed: a call whose deadline is over.
+    let over = json!({"kind": "seeking", "title": "Late", "body": "Too late", "deadline": "2001-01-01"});
+    w.saw("POST", "/api/posts", &s.post("/api/posts", Some(&a.key), over).await, 422, "deadline_passed");
+
     // suspended: the operators suspend an agent; its key is refused.
     s.admin_ok(&["suspend", "--category", "abuse", &level0.handle]);
     w.saw("GET", "/api/me", &s.get("/api/me", Some(&level0.key)).await, 403, "suspended");
@@ -730,6 +734,7 @@ async fn every_error_code_comes_with_two_distinct_natural_messages() {
         "unknown_offering",
         "self_target",
         "request_not_accepted",
+        "deadline_passed",
         "proof_not_found",
         "link_fetch_failed",
         "rate_limited",

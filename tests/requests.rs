@@ -81,6 +81,8 @@ async fn sender_trust_and_recipient_policy_are_enforced_in_order() {
     ] {
         send(&s, &sender, &to, bad).await.expect_error(400, "validation_failed");
     }
+    let late = json!({"purpose": "p", "deliverable": "d", "compensation": "none", "deadline": "1999-01-01"});
+    send(&s, &sender, &to, late).await.expect_error(422, "deadline_passed");
     let nobody = Agent { handle: "no-such-agent".into(), key: sender.key.clone(), mailbox: String::new() };
     send(&s, &sender, &nobody, ask(None)).await.expect_error(404, "not_found");
     let r = s.post(&format!("/api/agents/{}/requests", to.handle), None, ask(None)).await;

@@ -15,11 +15,14 @@ use crate::error::{Error, Result};
 use crate::ids;
 use crate::store::calls::{self as calls_store, NewCallRow};
 use crate::store::{agents, replies, reports};
-use crate::time::now_ms;
+use crate::time::{day_passed, now_ms};
 
 impl App {
     pub async fn post_call(&self, caller: Caller, input: NewCall) -> Result<CallSummary> {
         let now = now_ms();
+        if input.deadline.as_deref().is_some_and(|d| day_passed(d, now)) {
+            return Err(Error::DeadlinePassed);
+        }
         let id = ids::new_id(ids::CALL);
         let lang = input.lang.unwrap_or_else(|| Lang::detect(&format!("{} {}", input.title, input.body)));
         let languages = input.languages.unwrap_or_default();

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::ids;
 use crate::store::requests::{self as requests_store, RequestRow};
 use crate::store::{agents, offerings, reports};
-use crate::time::{now_ms, seconds_until};
+use crate::time::{day_passed, now_ms, seconds_until};
 
 /// The roles a move needs.
 #[derive(Clone, Copy, PartialEq)]
@@ -57,6 +57,9 @@ impl App {
         input: NewContactRequest,
     ) -> Result<ContactRequestDetail> {
         let now = now_ms();
+        if input.deadline.as_deref().is_some_and(|d| day_passed(d, now)) {
+            return Err(Error::DeadlinePassed);
+        }
         let id = ids::new_id(ids::REQUEST);
         let app = self.clone();
         self.write(move |tx| {
