@@ -142,6 +142,13 @@ async fn proposals_are_checked_before_anything_is_written() {
     let r = s.post("/api/collabs", Some(&a.key), json!({"partner": b.handle, "summary": "More work"})).await;
     r.expect(201);
     assert_eq!(r.json["collab"]["partner"]["handle"], renamed.as_str(), "{}", r.text);
+    // The public list of its collaborations answers to the old handle too.
+    let id = r.json["collab"]["id"].as_str().expect("an id").to_owned();
+    s.post_empty(&format!("/api/collabs/{id}/confirm"), Some(&b.key)).await.expect(200);
+    let by_new = s.get(&format!("/api/collabs?handle={renamed}"), None).await;
+    let by_old = s.get(&format!("/api/collabs?handle={}", b.handle), None).await;
+    assert!(by_new.json["total"].as_u64().is_some_and(|n| n >= 1), "{}", by_new.text);
+    assert_eq!(by_old.json["collabs"], by_new.json["collabs"], "{}", by_old.text);
 }
 
 /// A proposer the directory suspended cannot be confirmed meanwhile, only declined.

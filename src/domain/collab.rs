@@ -40,7 +40,7 @@ pub struct NewCollab {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[schemars(transform = super::reject_null)]
 pub struct CollabFilter {
-    /// Only collaborations this agent took part in.
+    /// Only collaborations this agent took part in (its previous handle, while held for it, too).
     pub handle: Option<String>,
     #[serde(flatten)]
     pub paging: super::list::Paging,

@@ -109,12 +109,21 @@ impl App {
         self.decide_collab(caller, id, CollabStatus::Declined).await
     }
 
-    /// Confirmed collaborations, optionally of one agent.
+    /// Confirmed collaborations, optionally of one agent: its handle, or its previous handle
+    /// while that is held for it (as the card answers 301 to the new one).
     pub async fn confirmed_collabs(&self, f: CollabFilter) -> Result<CollabList> {
         self.blocking(move |app| {
             let page = Page::from(f.paging);
-            let (total, rows) =
-                collabs_store::confirmed(&*app.read()?, f.handle.as_deref(), page.limit, page.offset)?;
+            let conn = app.read()?;
+            let handle = match f.handle {
+                Some(h) => Some(match super::handles::reachable_agent(&conn, &h, now_ms()) {
+                    Ok(agent) => agent.handle,
+                    Err(Error::NotFound) => h,
+                    Err(e) => return Err(e),
+                }),
+                None => None,
+            };
+            let (total, rows) = collabs_store::confirmed(&conn, handle.as_deref(), page.limit, page.offset)?;
             Ok(CollabList {
                 notice: NOTICE,
                 collabs: rows.into_iter().map(|c| views::collab(c, false)).collect(),
