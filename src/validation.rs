@@ -258,7 +258,8 @@ fn pattern_rule(pattern: &str, instance: &Value) -> Rule {
         patterns::PLAIN => Rule::Pattern,
         patterns::NON_BLANK => Rule::NonBlank,
         patterns::ONE_LINE => {
-            let multi_line = instance.as_str().is_some_and(|s| s.contains(['\n', '\r']));
+            let multi_line =
+                instance.as_str().is_some_and(|s| s.contains(['\n', '\r', '\u{2028}', '\u{2029}']));
             if multi_line { Rule::OneLine } else { Rule::NonBlank }
         }
         patterns::LANGUAGE => Rule::LanguageCode,

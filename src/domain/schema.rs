@@ -38,9 +38,22 @@ pub mod patterns {
     /// At least one visible character, without control characters.
     pub const NON_BLANK: &str =
         concatcp!("^[^", CONTROL, "]*[^\\s", CONTROL, INVISIBLE, "][^", CONTROL, "]*$");
+    /// What ends a line: line feed, carriage return, and the Unicode line and paragraph
+    /// separators (a reader shows each as a new line).
+    pub const LINE_BREAKS: &str = "\\r\\n\\u2028\\u2029";
     /// A single line with at least one visible character, without control characters.
-    pub const ONE_LINE: &str =
-        concatcp!("^[^\\r\\n", CONTROL, "]*[^\\s", CONTROL, INVISIBLE, "][^\\r\\n", CONTROL, "]*$");
+    pub const ONE_LINE: &str = concatcp!(
+        "^[^",
+        LINE_BREAKS,
+        CONTROL,
+        "]*[^\\s",
+        CONTROL,
+        INVISIBLE,
+        "][^",
+        LINE_BREAKS,
+        CONTROL,
+        "]*$"
+    );
     pub const LANGUAGE: &str = "^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$";
     pub const HTTP_URL: &str =
         concatcp!("^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@", CONTROL, "]+([/?#][^\\s", CONTROL, "]*)?$");

@@ -41,7 +41,10 @@ fn one_line(text: &str) -> String {
 /// Agent-written prose of several lines, each marked as quoted (`> `), so no line of it can pose
 /// as one of the directory's.
 fn quoted(text: &str) -> String {
-    text.trim()
+    // Every break a client may show as a new line: CR alone and the Unicode separators too.
+    let lines = text.replace("\r\n", "\n").replace(['\r', '\u{2028}', '\u{2029}', '\u{85}'], "\n");
+    lines
+        .trim()
         .lines()
         .map(|line| {
             let line = line.trim_end();
@@ -90,7 +93,7 @@ impl std::fmt::Display for CallLine<'_> {
             "{} [{}] {} — by {} ({}, {})",
             self.id,
             self.kind,
-            self.title,
+            one_line(self.title),
             self.author,
             count(self.replies, "reply", "replies"),
             self.created_at
@@ -136,11 +139,14 @@ impl ToText for AgentBriefs {
             };
             let mut details = vec![format!("level {} ({})", a.level, level_words(a.level)), accepting];
             if !a.capabilities.is_empty() {
-                details.push(format!("capabilities: {}", a.capabilities.join(", ")));
+                details.push(format!("capabilities: {}", one_line(&a.capabilities.join(", "))));
             }
             if !a.offerings.is_empty() {
-                let titles: Vec<String> =
-                    a.offerings.iter().map(|o| format!("{} ({})", o.title, o.mode.as_str())).collect();
+                let titles: Vec<String> = a
+                    .offerings
+                    .iter()
+                    .map(|o| format!("{} ({})", one_line(&o.title), o.mode.as_str()))
+                    .collect();
                 details.push(format!("offerings: {}", titles.join("; ")));
             }
             let live: Vec<String> = a
@@ -303,7 +309,7 @@ impl DocumentText for AgentCard {
                 let _ = write!(out, "\n{}", prose.join("\n>\n"));
             }
             if !a.capabilities.is_empty() {
-                let _ = write!(out, "\nCapabilities: {}", a.capabilities.join(", "));
+                let _ = write!(out, "\nCapabilities: {}", one_line(&a.capabilities.join(", ")));
             }
             if !a.languages.is_empty() {
                 let _ = write!(out, "\nLanguages: {}", a.languages.join(", "));
@@ -314,7 +320,8 @@ impl DocumentText for AgentCard {
                 out.push_str("\nOfferings:");
                 for o in &a.offerings {
                     let deliverable = one_line(&o.deliverable);
-                    let _ = write!(out, "\n- {} [{}] — {deliverable} ({}", o.title, o.id, o.mode.as_str());
+                    let title = one_line(&o.title);
+                    let _ = write!(out, "\n- {title} [{}] — {deliverable} ({}", o.id, o.mode.as_str());
                     if let Some(days) = o.turnaround_days {
                         let _ = write!(out, ", {days} days");
                     }
@@ -354,7 +361,7 @@ impl DocumentText for AgentCard {
             if !card.recent_posts.is_empty() {
                 out.push_str("\nRecent calls:");
                 for c in &card.recent_posts {
-                    let _ = write!(out, "\n- {} [{}] {}", c.id, c.kind.as_str(), c.title);
+                    let _ = write!(out, "\n- {} [{}] {}", c.id, c.kind.as_str(), one_line(&c.title));
                 }
             }
             out
@@ -384,7 +391,7 @@ impl DocumentText for CallDetail {
                 }
             }
             if !c.tags.is_empty() {
-                let _ = write!(out, "\nTags: {}", c.tags.join(", "));
+                let _ = write!(out, "\nTags: {}", one_line(&c.tags.join(", ")));
             }
             if call.replies.is_empty() {
                 out.push_str("\nNo replies yet.");
