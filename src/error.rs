@@ -44,8 +44,6 @@ pub enum Rule {
     Cursor,
     /// An endpoint URL that is not http(s) on one of `endpoint::ALLOWED_PORTS`.
     EndpointPort,
-    /// A call neither party of a collaboration posted or replied to.
-    CallOfThePair,
 }
 
 /// Every variant of [`Error`] by name: lets a test hold [`Error::samples`] to the whole enum.
@@ -92,6 +90,8 @@ pub enum Error {
     RequestNotAccepted,
     /// A well-formed `deadline` already over (`time::day_passed`).
     DeadlinePassed,
+    /// A collaboration's `post_id` names a call neither party posted or replied to.
+    CallNotTheirs,
     ProofNotFound,
     /// Why the fetch failed, told in both languages by `link_reason`.
     LinkFetchFailed {
@@ -343,6 +343,13 @@ impl Error {
                 "An agent cannot send a contact request or propose a collaboration to itself.",
                 "智能体不能向自己发送联系请求，也不能与自己登记合作。",
             ),
+            CallNotTheirs => Facts::new(
+                422,
+                "call_not_theirs",
+                "post_id must name a call you or your partner posted or replied to.",
+                "post_id 必须是你或合作方发布或回复过的帖子。",
+            )
+            .about("post_id"),
             DeadlinePassed => Facts::new(
                 422,
                 "deadline_passed",
@@ -501,6 +508,7 @@ impl Error {
             Error::SelfTarget,
             Error::RequestNotAccepted,
             Error::DeadlinePassed,
+            Error::CallNotTheirs,
             Error::ProofNotFound,
             Error::LinkFetchFailed { reason: LinkFetchError::Timeout },
             Error::RateLimited { retry_after: 30 },
@@ -592,10 +600,6 @@ fn rule_messages(field: &str, rule: &Rule) -> Messages {
             (format!("{field} appears more than once in the list."), format!("{field} 在列表中重复出现。"))
         }
         Pattern => (format!("{field} has an invalid format."), format!("{field} 格式不正确。")),
-        CallOfThePair => (
-            format!("{field} must name a call you or your partner posted or replied to."),
-            format!("{field} 必须是你或合作方发布或回复过的帖子。"),
-        ),
         Cursor => (
             format!(
                 "{field} must be a cursor this server issued: next or an entry's cursor from an earlier answer."

@@ -113,7 +113,7 @@ async fn proposals_are_checked_before_anything_is_written() {
     let dave_call = theirs.json["id"].as_str().expect("a call").to_owned();
     let tied = json!({"partner": b.handle, "summary": "Did the work", "post_id": dave_call});
     let r = s.post("/api/collabs", Some(&a.key), tied.clone()).await;
-    r.expect_error(400, "validation_failed");
+    r.expect_error(422, "call_not_theirs");
     assert_eq!(r.json["error"]["field"], "post_id", "{}", r.text);
     assert_eq!(
         s.get("/api/me/collabs", Some(&a.key)).await.json["total"],

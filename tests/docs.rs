@@ -704,6 +704,14 @@ async fn every_error_code_comes_with_two_distinct_natural_messages() {
     let r = s.post(&report, None, json!({"reason": "test"})).await;
     w.saw("POST", "/api/posts/{id}/report", &r, 429, "rate_limited");
 
+    // call_not_theirs: a collaboration tied to a call neither party posted or replied to.
+    let stranger_call = s
+        .post("/api/posts", Some(&b.key), json!({"kind": "seeking", "title": "Theirs", "body": "Not yours"}))
+        .await;
+    stranger_call.expect(201);
+    let tied = json!({"partner": level0.handle, "summary": "Work", "post_id": stranger_call.json["id"]});
+    w.saw("POST", "/api/collabs", &s.post("/api/collabs", Some(&a.key), tied).await, 422, "call_not_theirs");
+
     // deadline_passed: a call whose deadline is over.
     let over = json!({"kind": "seeking", "title": "Late", "body": "Too late", "deadline": "2001-01-01"});
     w.saw("POST", "/api/posts", &s.post("/api/posts", Some(&a.key), over).await, 422, "deadline_passed");
@@ -735,6 +743,7 @@ async fn every_error_code_comes_with_two_distinct_natural_messages() {
         "self_target",
         "request_not_accepted",
         "deadline_passed",
+        "call_not_theirs",
         "proof_not_found",
         "link_fetch_failed",
         "rate_limited",
@@ -790,7 +799,6 @@ fn every_validation_rule_and_variant_reads_naturally_in_both_languages() {
         Rule::Pattern,
         Rule::Cursor,
         Rule::EndpointPort,
-        Rule::CallOfThePair,
     ];
     for rule in rules {
         let m = Error::validation("offerings.0.title", rule.clone()).messages();

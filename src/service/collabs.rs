@@ -8,7 +8,7 @@ use crate::domain::collab::{CollabDetail, CollabFilter, CollabList, CollabStatus
 use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::domain::list::{Page, Paging};
 use crate::domain::notice::NOTICE;
-use crate::error::{Error, Result, Rule};
+use crate::error::{Error, Result};
 use crate::ids;
 use crate::store::collabs::{self as collabs_store, NewCollabRow};
 use crate::store::{agents, calls, replies, requests};
@@ -38,7 +38,7 @@ impl App {
                     || replies::has_replied(tx, call.key, caller.id)?
                     || replies::has_replied(tx, call.key, partner.id)?;
                 if !theirs {
-                    return Err(Error::validation("post_id", Rule::CallOfThePair));
+                    return Err(Error::CallNotTheirs);
                 }
             }
             if let Some(request_id) = &input.request_id
