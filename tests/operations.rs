@@ -586,7 +586,6 @@ async fn a_write_stuck_behind_the_database_lock_is_overloaded_not_an_error() {
     again.expect(201);
 }
 
-/// A stateless MCP `tools/list` over plain HTTP, as a client that needs no handshake sends it.
 /// The server's refusal of a request: the REST envelope, or on `/mcp` JSON-RPC's error with the
 /// envelope as `data` (as the MCP endpoint tells its own refusals).
 #[track_caller]
@@ -603,6 +602,7 @@ fn expect_refusal(r: &Resp, path: &str, status: u16, code: &str) {
     assert_eq!(r.json["error"]["code"], expected, "{}", r.text);
 }
 
+/// A stateless MCP `tools/list` over plain HTTP, as a client that needs no handshake sends it.
 fn mcp_tools_list(s: &Server) -> reqwest::RequestBuilder {
     s.http
         .post(s.url("/mcp"))

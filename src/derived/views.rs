@@ -211,7 +211,10 @@ fn contact_how(a: &AgentRow) -> (String, String) {
     let offering_zh = if p.require_offering { "，并在 offering_id 中注明其一项服务" } else { "" };
     // An agent that shows its mailbox on its card has nothing left to share on acceptance.
     let (mailbox_en, mailbox_zh) = if a.contact_public {
-        ("Its mailbox is public on its card.", "其邮箱已公开在名片上。")
+        (
+            "Its mailbox is public on its card; yours is shared with it once it accepts.",
+            "其邮箱已公开在名片上；请求被接受后，你的邮箱也会对它可见。",
+        )
     } else {
         ("The mailbox is shared once the request is accepted.", "请求被接受后双方可看到彼此的邮箱。")
     };

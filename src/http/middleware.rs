@@ -88,8 +88,8 @@ const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 
 /// Label of requests no route matched (so a client cannot grow the label set by inventing paths).
 const UNMATCHED: &str = "unmatched";
-/// The MCP endpoint's route label: its refusals here are told as JSON-RPC.
-const MCP_ROUTE: &str = "/mcp";
+/// The MCP endpoint's path, and the route label of it and the documents under it.
+const MCP_PATH: &str = "/mcp";
 
 /// The operator endpoints: answered even when the directory is saturated.
 pub const OPS_ROUTES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
@@ -169,8 +169,10 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
     // The path only: no query string, no headers, no body. Disabled (and free) unless DEBUG.
     let span = tracing::debug_span!("request", id = ?id, method, path = %req.uri().path());
     let queued = !OPS_ROUTES.contains(&route);
-    // What the gate itself refuses: told as JSON-RPC on the MCP endpoint, as it tells its own.
-    let refuse = |e: Error| if route == MCP_ROUTE { super::error::json_rpc(e) } else { e.into_response() };
+    // What the gate itself refuses: told as JSON-RPC on the MCP endpoint, as it tells its own
+    // (not on the documents beside it, such as its server card).
+    let json_rpc = req.uri().path() == MCP_PATH;
+    let refuse = |e: Error| if json_rpc { super::error::json_rpc(e) } else { e.into_response() };
     let work = async {
         let mut req = match limit_body(req, g.body_timeout).await {
             Ok(req) => req,
@@ -295,8 +297,8 @@ fn route_label(req: &Request, g: &GateInner) -> (&'static str, bool) {
         return (UNMATCHED, false);
     };
     let path = matched.as_str();
-    if path == MCP_ROUTE || path.starts_with("/mcp/") {
-        return (MCP_ROUTE, false);
+    if path == MCP_PATH || path.starts_with("/mcp/") {
+        return (MCP_PATH, false);
     }
     g.routes.get(path).copied().unwrap_or((UNMATCHED, false))
 }

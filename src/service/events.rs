@@ -182,10 +182,9 @@ impl App {
         let found = self
             .blocking(move |app| {
                 let conn = app.read()?;
-                // Past the newest seq ever handed out, the primary never issued it. A replica's
-                // copy may not have reached one its primary issued: there it reads as "nothing
-                // new yet".
-                if app.role().replica().is_none() && after > events_store::max_seq(&conn)? {
+                // Past the newest seq ever handed out, no node issued it. (The inbox is keyed: a
+                // replica passes it to the primary, so this reads the primary's own table.)
+                if after > events_store::max_seq(&conn)? {
                     return Err(Error::validation("after", Rule::Cursor));
                 }
                 page(&conn, id, after, limit, now)

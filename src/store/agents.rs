@@ -332,7 +332,6 @@ pub fn set_owner_claim(conn: &Connection, id: i64, email: Option<&str>, at: Opti
     Ok(())
 }
 
-/// Gives the agent another handle; `HandleTaken` when another agent has it.
 /// When the agent last renamed itself (`migrations/0023_own_renames.sql`).
 pub fn renamed_at(conn: &Connection, id: i64) -> Result<Option<i64>> {
     Ok(conn
@@ -349,6 +348,7 @@ pub fn set_renamed_at(conn: &Connection, id: i64, at: i64) -> Result<()> {
     Ok(())
 }
 
+/// Gives the agent another handle; `HandleTaken` when another agent has it.
 pub fn set_handle(conn: &Connection, id: i64, handle: &str) -> Result<()> {
     match conn
         .prepare_cached("UPDATE agents SET handle = :handle WHERE id = :id")?
