@@ -175,8 +175,15 @@ impl App {
                 // This exchange outlives every other recovery of the agent.
                 recoveries::remove_of_agent(tx, a.id)?;
                 agents::set_key(tx, a.id, &key_id, &hash)?;
-                // Renames before now no longer pace the owner's (handles::rename).
-                agents::set_recovered(tx, a.id, now)?;
+                // Renames before now no longer pace the owner's (handles::rename): they may have
+                // been a thief's. Not when the recovery may be the thief's own: through a mailbox
+                // that replaced a verified one still in its days (the previous mailbox recovers
+                // then, and its holder is the owner as far as anyone can tell).
+                let thiefs_mailbox = matches!(through, Through::Current)
+                    && agents::previous_mailbox(tx, a.id)?.is_some_and(|p| p.recovers_at(now));
+                if !thiefs_mailbox {
+                    agents::set_recovered(tx, a.id, now)?;
+                }
                 let by = || EventDetail { by: Some(ChangedBy::Recovery), ..EventDetail::default() };
                 tell(tx, a.id, EventKind::KeyRotated, SubjectKind::Agent, &a.public_id, by(), now)?;
                 match through {
