@@ -44,6 +44,8 @@ pub enum Rule {
     Cursor,
     /// An endpoint URL that is not http(s) on one of `endpoint::ALLOWED_PORTS`.
     EndpointPort,
+    /// A link-proof URL that carries a proof text itself (`trust::carries_proof_text`).
+    ProofInUrl,
 }
 
 /// Every variant of [`Error`] by name: lets a test hold [`Error::samples`] to the whole enum.
@@ -600,6 +602,14 @@ fn rule_messages(field: &str, rule: &Rule) -> Messages {
             (format!("{field} appears more than once in the list."), format!("{field} 在列表中重复出现。"))
         }
         Pattern => (format!("{field} has an invalid format."), format!("{field} 格式不正确。")),
+        ProofInUrl => (
+            format!(
+                "{field} must not carry the proof text itself: a page that writes its own address back would hold it without you putting it there. Put the text in the page."
+            ),
+            format!(
+                "{field} 不能自身包含证明文本：会回显自身地址的网页会因此“含有”证明文本。请把证明文本写在网页内容里。"
+            ),
+        ),
         Cursor => (
             format!(
                 "{field} must be a cursor this server issued: next or an entry's cursor from an earlier answer."

@@ -799,6 +799,7 @@ fn every_validation_rule_and_variant_reads_naturally_in_both_languages() {
         Rule::Pattern,
         Rule::Cursor,
         Rule::EndpointPort,
+        Rule::ProofInUrl,
     ];
     for rule in rules {
         let m = Error::validation("offerings.0.title", rule.clone()).messages();

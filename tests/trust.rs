@@ -356,6 +356,45 @@ async fn link_proofs_are_fetched_recorded_and_removed() {
     s.post("/api/me/links", None, link(format!("{base}/proof"))).await.expect_error(401, "unauthorized");
 }
 
+/// A page holds an agent's proof only as a whole handle, and only when its owner put it there:
+/// another handle's proof that begins with it proves nothing, nor does a page that writes back
+/// the address it was asked for.
+#[tokio::test]
+async fn a_proof_is_a_whole_handle_put_in_the_page_not_echoed_from_the_address() {
+    let mut env = RELAXED_LIMITS.to_vec();
+    env.push(("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "127.0.0.0/8"));
+    let s = Server::start_with(&env).await;
+    let a = s.register("whole").await;
+    let longer = format!("<p>agentdir-proof:{}-bot</p>", a.handle);
+    let handle = a.handle.clone();
+    let app = Router::new()
+        .route("/longer", get(move || async move { longer }))
+        .route("/echo", get(|q: axum::extract::RawQuery| async move { q.0.unwrap_or_default() }))
+        .route(
+            "/to-echo",
+            get(move || async move { Redirect::temporary(&format!("/echo?t=agentdir-proof:{handle}")) }),
+        );
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let base = format!("http://{addr}");
+
+    let r = s.post("/api/me/links", Some(&a.key), json!({"url": format!("{base}/longer")})).await;
+    r.expect_error(422, "proof_not_found");
+    for url in [
+        format!("{base}/echo?t=agentdir-proof:{}", a.handle),
+        format!("{base}/echo?t=AGENTDIR-PROOF%3A{}", a.handle),
+        format!("{base}/echo?t=agentdir-proof%253A{}", a.handle),
+        format!("{base}/to-echo"),
+    ] {
+        let r = s.post("/api/me/links", Some(&a.key), json!({"url": url})).await;
+        r.expect_error(400, "validation_failed");
+        assert_eq!(r.json["error"]["field"], "url", "{url}: {}", r.text);
+    }
+    let card = s.get(&format!("/api/agents/{}", a.handle), None).await;
+    assert_eq!(card.json["agent"]["trust"]["links"], json!([]), "{}", card.text);
+}
+
 #[tokio::test]
 async fn a_proof_found_after_a_redirect_proves_the_origin_it_was_found_on() {
     let mut env = RELAXED_LIMITS.to_vec();

@@ -23,6 +23,7 @@ use ipnet::{Ipv4Net, Ipv6Net};
 use url::{Host, Url};
 
 use crate::domain::endpoint::{ALLOWED_PORTS, allowed_ports_text};
+use crate::domain::trust::continues_handle;
 
 /// Sent on every request so site owners can recognise (and allow) the proof fetcher.
 pub const USER_AGENT: &str = "agentdir-link-proof/1";
@@ -330,8 +331,9 @@ fn allowed_by(policy: &FetchPolicy) -> impl Fn(IpAddr) -> bool + Sync + '_ {
     }
 }
 
-/// Fetches `url` under `policy` and tells whether the final 2xx body holds `needle` within its
-/// first `max_bytes` bytes.
+/// Fetches `url` under `policy` and tells whether the final 2xx body holds `needle` as a whole
+/// within its first `max_bytes` bytes: not followed by a character that would go on a handle
+/// (`trust::continues_handle`), so `agentdir-proof:davey` does not hold `agentdir-proof:dave`.
 pub async fn fetch_contains(
     url: &str,
     needle: &str,
@@ -550,7 +552,9 @@ async fn body_contains(
     if needle.is_empty() {
         return Ok(true);
     }
-    let keep = needle.len() - 1;
+    // The bytes kept from one chunk to the next: a needle may be cut by a chunk's end, and one
+    // that ends a chunk is whole only if the byte after it (in the next chunk) ends it.
+    let keep = needle.len();
     let mut window: Vec<u8> = Vec::new();
     let mut read = 0usize;
     while read < max_bytes {
@@ -560,14 +564,25 @@ async fn body_contains(
         let take = chunk.len().min(max_bytes - read);
         read += take;
         window.extend_from_slice(chunk.get(..take).unwrap_or_default());
-        if window.windows(needle.len()).any(|w| w == needle) {
+        if holds_whole(&window, needle) {
             return Ok(true);
         }
         if window.len() > keep {
             window.drain(..window.len() - keep);
         }
     }
-    Ok(false)
+    // What was read ended here: a needle at the very end is whole.
+    Ok(window.ends_with(needle))
+}
+
+/// Whether `window` holds `needle` followed by a byte that ends it (see `fetch_contains`). A
+/// needle at the window's very end is undecided until the next byte is read. A needle that does
+/// not end in a handle's character (a header line, say) is whole wherever it is.
+fn holds_whole(window: &[u8], needle: &[u8]) -> bool {
+    let ends_a_word = needle.last().is_some_and(|&b| continues_handle(char::from(b)));
+    window.windows(needle.len()).enumerate().filter(|(_, w)| *w == needle).any(|(at, _)| {
+        !ends_a_word || window.get(at + needle.len()).is_some_and(|&b| !continues_handle(char::from(b)))
+    })
 }
 
 fn request_error(e: reqwest::Error) -> LinkFetchError {
@@ -743,6 +758,10 @@ mod tests {
             "/at-limit" => send(stream, "200 OK", "", &padded(LIMIT - NEEDLE.len(), NEEDLE)).await,
             "/beyond-limit" => send(stream, "200 OK", "", &padded(LIMIT - NEEDLE.len() + 1, NEEDLE)).await,
             "/straddle" => send_chunks(stream, &[b"<html>agentdir-pr", b"oof:alice</html>"]).await,
+            // Another handle's proof text, which begins with alice's.
+            "/longer" => send(stream, "200 OK", "", b"<p>agentdir-proof:alice-bot</p>").await,
+            "/longer-split" => send_chunks(stream, &[b"<p>agentdir-proof:alice", b"_x</p>"]).await,
+            "/whole-split" => send_chunks(stream, &[b"<p>agentdir-proof:alice", b" and more</p>"]).await,
             "/bytewise" => {
                 let chunks: Vec<&[u8]> = NEEDLE.as_bytes().chunks(1).collect();
                 send_chunks(stream, &chunks).await
@@ -1039,6 +1058,13 @@ mod tests {
         assert_eq!(fetch("/beyond-limit").await, Ok(FetchOutcome::NotFound));
         assert_eq!(fetch("/straddle").await, found(port, "/straddle"));
         assert_eq!(fetch("/bytewise").await, found(port, "/bytewise"));
+        assert_eq!(fetch("/longer").await, Ok(FetchOutcome::NotFound), "alice-bot's proof is not alice's");
+        assert_eq!(
+            fetch("/longer-split").await,
+            Ok(FetchOutcome::NotFound),
+            "the rest of the handle came later"
+        );
+        assert_eq!(fetch("/whole-split").await, found(port, "/whole-split"));
         assert_eq!(fetch("/missing").await, Err(LinkFetchError::Status(404)));
         assert_eq!(fetch("/error").await, Err(LinkFetchError::Status(500)));
         assert_eq!(

@@ -22,9 +22,31 @@ pub fn proof_text(handle: &str) -> String {
 /// not prove `bo`, since a handle character follows.
 pub fn holds_proof(text: &str, handle: &str) -> bool {
     let needle = proof_text(handle);
-    text.match_indices(&needle).any(|(at, _)| {
-        !text[at + needle.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    })
+    text.match_indices(&needle).any(|(at, _)| !text[at + needle.len()..].starts_with(continues_handle))
+}
+
+/// Whether a URL carries a proof text itself (in any case, percent-encoded up to three times): a
+/// page that writes its own address or query back (a search page, many "not found" pages) would
+/// then hold the proof without its owner having put it there.
+pub fn carries_proof_text(url: &str) -> bool {
+    let mut text = url.to_ascii_lowercase();
+    for _ in 0..3 {
+        if text.contains(PROOF_PREFIX) {
+            return true;
+        }
+        let decoded = percent_encoding::percent_decode_str(&text).decode_utf8_lossy().to_ascii_lowercase();
+        if decoded == text {
+            return false;
+        }
+        text = decoded;
+    }
+    text.contains(PROOF_PREFIX)
+}
+
+/// Whether `c` could go on a handle (or a longer word holding one): after a proof text, it makes
+/// the text another handle's.
+pub fn continues_handle(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '-' || c == '_'
 }
 
 wire_enum! {
@@ -142,5 +164,14 @@ mod tests {
         assert!(!holds_proof("agentdir-proof:bob-2", "bob"));
         assert!(holds_proof("agentdir-proof:bob-2 and agentdir-proof:bob", "bob"));
         assert!(!holds_proof("agentdir proof:bob", "bob"));
+    }
+
+    #[test]
+    fn an_address_that_carries_a_proof_text_is_seen_however_encoded() {
+        assert!(carries_proof_text("https://x.example/search?q=agentdir-proof:bob"));
+        assert!(carries_proof_text("https://x.example/AGENTDIR-PROOF%3Abob"));
+        assert!(carries_proof_text("https://x.example/?q=agentdir%2Dproof%253Abob"));
+        assert!(!carries_proof_text("https://x.example/about"));
+        assert!(!carries_proof_text("https://x.example/agentdir-proofs/bob"));
     }
 }

@@ -12,8 +12,8 @@ use crate::app::limits::Persistent;
 use crate::checks::link_fetch::{self, FetchOutcome, FetchPolicy};
 use crate::derived::views;
 use crate::domain::events::{EventDetail, EventKind, PROOF_EXPIRING_MS, SubjectKind};
-use crate::domain::trust::{LINK_PROOF_DAYS, LinkList, LinkProofInput, proof_text};
-use crate::error::{Error, Result};
+use crate::domain::trust::{LINK_PROOF_DAYS, LinkList, LinkProofInput, carries_proof_text, proof_text};
+use crate::error::{Error, Result, Rule};
 use crate::store::{agents, proofs};
 use crate::time::now_ms;
 
@@ -67,11 +67,18 @@ impl App {
                 })
                 .await;
         }
+        if carries_proof_text(&input.url) {
+            return Err(Error::validation("url", Rule::ProofInUrl));
+        }
         self.spend_agent_budget(Persistent::Links, caller.id).await?;
         let url = link_fetch::check_url(&input.url).map_err(|reason| Error::LinkFetchFailed { reason })?;
         let policy = FetchPolicy::reaching(&self.settings.link_fetch_allow_private);
         let found_at =
             match link_fetch::fetch_contains(url.as_str(), &proof_text(&caller.handle), &policy).await {
+                // Redirected to an address that carries the text: the page may echo it.
+                Ok(FetchOutcome::Found { final_url }) if carries_proof_text(&final_url) => {
+                    return Err(Error::validation("url", Rule::ProofInUrl));
+                }
                 Ok(FetchOutcome::Found { final_url }) => final_url,
                 Ok(FetchOutcome::NotFound) => return Err(Error::ProofNotFound),
                 Err(e) => {
