@@ -52,6 +52,26 @@ async fn a_verified_mailbox_lets_the_agent_send_contact_requests() {
     assert!(!err.trim().is_empty() && err.trim().lines().count() == 1, "one-line reason: {err}");
 }
 
+/// A suspended agent changes nothing by mail either: a code asked for before the suspension
+/// verifies nothing while it lasts, and still does once the agent is restored.
+#[tokio::test]
+async fn a_suspended_agents_mailbox_is_not_verified_by_mail() {
+    let s = server().await;
+    let a = s.register("sus-mail").await;
+    let r = s.post_empty("/api/me/verify", Some(&a.key)).await;
+    r.expect(200);
+    let subject = r.json["subject"].as_str().unwrap().to_owned();
+    s.admin_ok(&["suspend", "--category", "spam", &a.handle]);
+    let raw = message(&a.mailbox, &subject, &dkim_pass(&a.mailbox));
+    let (code, err) = deliver(&s, &raw);
+    assert_eq!(code, 65, "{err}");
+    s.admin_ok(&["restore", &a.handle]);
+    assert_eq!(level(&s, &a).await, 0, "verified while suspended");
+    let (code, err) = deliver(&s, &raw);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(level(&s, &a).await, 1);
+}
+
 #[tokio::test]
 async fn forged_or_mismatched_mail_is_rejected() {
     let s = server().await;

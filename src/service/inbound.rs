@@ -128,6 +128,11 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
         }
         let applied = store::write(&mut conn, |tx| {
             let a = agents::by_id(tx, row.agent_id)?.ok_or(Error::NotFound)?;
+            // A suspended agent changes nothing, by its key or by mail; the code stays for its
+            // restore (a code lives days, a suspension may be lifted sooner).
+            if a.suspended_at.is_some() {
+                return Err(Error::Suspended);
+            }
             match row.purpose {
                 CodePurpose::Owner | CodePurpose::Mailbox => {
                     // Single use: the code is consumed by the transaction that applies it.
@@ -163,9 +168,6 @@ pub fn complete_by_mail(pool: &Pool, from: &str, subject_line: &str) -> Result<M
                     // now proves control of it.
                     if recovering_mailbox(tx, &a, from, now)?.is_none() {
                         return Err(Error::InvalidState { status: "changed" });
-                    }
-                    if a.suspended_at.is_some() {
-                        return Err(Error::Suspended);
                     }
                     let token_id = row.recovery.as_deref().unwrap_or_default();
                     if !recoveries::confirm(tx, token_id, from, now)? {
