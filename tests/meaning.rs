@@ -405,6 +405,7 @@ async fn made_up_words_find_nobody_while_real_words_still_meet_agents() {
         // Chinese characters drawn at random, which hold no dictionary word, and babble.
         "荣翩瞿颢",
         "钗鬟甍彧",
+        "榮翩瞿顥",
         "阿巴阿巴",
         "咕噜咕噜",
     ] {
@@ -418,6 +419,9 @@ async fn made_up_words_find_nobody_while_real_words_still_meet_agents() {
         ("XBRL", &rare),
         ("grow our followers on Xiaohongshu", &growth),
         ("报税", &t.tax),
+        // The same in Traditional characters, which jieba's (Simplified) dictionary lacks.
+        ("報稅", &t.tax),
+        ("合約審閱", &t.contracts_zh),
         ("subtitel translaton for my podcst", &t.subtitles),
         ("scaned invoises to exel", &t.invoices),
         // A real word the vocabulary spells in a piece and an ending (`▁bug` + `s`) and no
@@ -784,6 +788,14 @@ async fn explain_names_the_parts_of_the_profile_that_hold_the_words() {
         "{}",
         r.json
     );
+    // Found by its handle's words: the handle is named.
+    let r = s.get(&format!("/api/agents?q={}&explain=true", a.handle), None).await;
+    let hit = r.json["agents"]
+        .as_array()
+        .and_then(|h| h.iter().find(|x| x["handle"] == a.handle.as_str()))
+        .cloned();
+    let fields = hit.map(|h| h["ranking"]["signals"]["matched_fields"].clone()).unwrap_or_default();
+    assert!(fields.as_array().is_some_and(|f| f.first() == Some(&json!("handle"))), "{}", r.json);
 }
 
 #[tokio::test]
@@ -1054,7 +1066,7 @@ async fn call_pages_add_up_to_the_total() {
         }
     }
     assert_eq!(seen.len(), total);
-    assert_eq!(seen, call_ids(&all).into_iter().collect());
+    assert_eq!(seen, call_ids(&all).into_iter().collect::<HashSet<String>>());
 }
 
 /// After a crash the index replays the change log at start, before the calls are loaded: the

@@ -62,7 +62,30 @@ pub(crate) fn jieba() -> Arc<Jieba> {
 /// its default mode without the HMM, which would join characters it does not know into words of
 /// its own. Characters drawn at random (`荣翩瞿颢`) hold none; most Chinese needs hold several.
 pub fn holds_chinese_word(text: &str) -> bool {
-    jieba().cut(text, false).iter().any(|token| token.word.chars().filter(|&c| is_han(c)).count() >= 2)
+    let holds = |text: &str| {
+        jieba().cut(text, false).iter().any(|token| token.word.chars().filter(|&c| is_han(c)).count() >= 2)
+    };
+    // jieba's dictionary is Simplified: a word written in Traditional characters (翻譯, 報稅) is
+    // asked as its Simplified form too.
+    holds(text) || simplified(text).is_some_and(|s| s != text && holds(&s))
+}
+
+static T2S: OnceLock<Option<ferrous_opencc::OpenCC>> = OnceLock::new();
+
+/// `text` in Simplified characters (OpenCC's conversion), or none when the converter could not
+/// be built (its dictionaries are compiled into the binary, so only a defect does that). The
+/// first call builds it; `open` calls this up front, as it does `jieba`.
+pub(crate) fn simplified(text: &str) -> Option<String> {
+    let converter = T2S.get_or_init(|| {
+        match ferrous_opencc::OpenCC::from_config(ferrous_opencc::config::BuiltinConfig::T2s) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::error!(error = %e, "the Traditional-to-Simplified converter could not be built");
+                None
+            }
+        }
+    });
+    converter.as_ref().map(|c| c.convert(text))
 }
 
 fn is_han(c: char) -> bool {
@@ -316,10 +339,21 @@ mod tests {
 
     #[test]
     fn dictionary_words_tell_chinese_from_characters_drawn_at_random() {
-        for real in ["个税申报", "翻译", "帮我找一个会计", "亚马逊FBA头程"] {
+        // Traditional characters too, read as Simplified.
+        for real in [
+            "个税申报",
+            "翻译",
+            "帮我找一个会计",
+            "亚马逊FBA头程",
+            "翻譯",
+            "報稅",
+            "合約審閱",
+            "會計記帳",
+            "幫我翻譯合約",
+        ] {
             assert!(holds_chinese_word(real), "{real}");
         }
-        for drawn in ["荣翩瞿颢", "鬯爨龘麤", "的", "help me"] {
+        for drawn in ["荣翩瞿颢", "鬯爨龘麤", "的", "help me", "榮翩瞿顥", "嗚囉嘰噠"] {
             assert!(!holds_chinese_word(drawn), "{drawn}");
         }
     }

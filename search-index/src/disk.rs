@@ -80,8 +80,9 @@ pub(crate) fn open(dir: &Path) -> Result<Opened, IndexError> {
             }
         })?;
 
-    // Loads the dictionary now rather than on the first query.
+    // Loads the dictionaries now rather than on the first query.
     let jieba = jieba();
+    let _ = super::analysis::simplified("");
     let (agent_schema, agent_fields) = AgentFields::build();
     let (call_schema, call_fields) = CallFields::build();
     let (agents, agents_seq) = open_part(

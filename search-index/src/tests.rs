@@ -519,7 +519,7 @@ fn three_words_need_all_unless_no_call_holds_them_all() {
     assert_eq!(holding("bakery"), vec![2, 5]);
     assert_eq!(holding("a logo and a vector redraw of it"), vec![4]);
     let some: HashSet<u64> = [1, 5].into();
-    assert_eq!(idx.calls_holding(&cq("logo"), &some).expect("holding"), [1].into());
+    assert_eq!(idx.calls_holding(&cq("logo"), &some).expect("holding"), HashSet::from([1u64]));
     let tagged = CallQuery { tag: Some("nope"), ..cq("logo") };
     assert!(idx.calls_holding(&tagged, &given).expect("holding").is_empty());
 }

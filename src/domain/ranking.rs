@@ -86,7 +86,7 @@ pub struct Signals {
     /// How `q` was matched, as the list's `matched_by` says.
     pub matched_by: MatchedBy,
     /// The parts of the profile that hold a word of `q` (the index's word rule), by their
-    /// place in the agent's JSON: `name`, `tagline`, `description_en`, `description_zh`,
+    /// place in the agent's JSON: `handle`, `name`, `tagline`, `description_en`, `description_zh`,
     /// `capabilities.2`, `offerings.1.title`, `offerings.1.deliverable`, `offerings.1.tags.0`,
     /// `endpoints.0.skills.3`, `endpoints.0.tools.1`, `model`. Empty when none does (a match by
     /// meaning alone) and when listed by recency.

@@ -17,6 +17,7 @@ pub fn matched_fields(index: &SearchIndex, check: &WordCheck, agent: &AgentView)
             fields.push(name);
         }
     };
+    part("handle".into(), &agent.handle);
     part("name".into(), &agent.name);
     part("tagline".into(), &agent.tagline);
     part("description_en".into(), &agent.description_en);
