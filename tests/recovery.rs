@@ -254,6 +254,17 @@ async fn a_thiefs_rename_and_deletion_hold_nobody_off_once_the_owner_recovers() 
     send(a.handle.clone(), sender.key.clone()).await.expect_error(429, "cooldown_after_decline");
 }
 
+/// Completes the recovery `started` answered with one mail from `from`, and returns the new key.
+async fn recovered_by_mail(s: &Server, started: &Resp, from: &str) -> String {
+    started.expect(200);
+    let (token, subject) = fields(started);
+    let (code, err) = deliver(s, &message(from, &subject, &dkim_pass(from)));
+    assert_eq!(code, 0, "{err}");
+    let done = exchange(s, &token).await;
+    done.expect(200);
+    done.json["api_key"].as_str().unwrap().to_owned()
+}
+
 /// A thief that moved the mailbox to its own and recovers through it does not win the exemption
 /// an owner's recovery gets: its second rename is paced, so the owner's first handle stays held
 /// for the owner, who recovers through the previous mailbox and takes it back at once.
@@ -265,28 +276,15 @@ async fn a_thief_recovering_through_its_own_mailbox_cannot_rename_twice_and_free
     steal_mailbox(&s, &a.key, &thief).await;
     let first = common::unique_handle("first");
     s.post("/api/me/handle", Some(&a.key), json!({"handle": first})).await.expect(200);
-    let r = s.post_empty(&format!("/api/agents/{first}/recover"), None).await;
-    r.expect(200);
-    let (token, subject) = fields(&r);
-    let (code, err) = deliver(&s, &message(&thief, &subject, &dkim_pass(&thief)));
-    assert_eq!(code, 0, "{err}");
-    let done = exchange(&s, &token).await;
-    done.expect(200);
-    let thiefs_key = done.json["api_key"].as_str().unwrap().to_owned();
+    let started = s.post_empty(&format!("/api/agents/{first}/recover"), None).await;
+    let thiefs_key = recovered_by_mail(&s, &started, &thief).await;
     let second = json!({"handle": common::unique_handle("second")});
     s.post("/api/me/handle", Some(&thiefs_key), second).await.expect_error(429, "rate_limited");
     // The owner's handle is still held: nobody registers it, and a recovery by it reaches the agent.
     let taken = json!({"handle": a.handle, "name": "N", "owner": "O", "mailbox": "x@evil.example",
                        "description_en": "A squatter.", "accept_rules": true});
     s.post("/api/agents", None, taken).await.expect_error(409, "handle_taken");
-    let r = start(&s, &a).await;
-    r.expect(200);
-    let (token, subject) = fields(&r);
-    let (code, err) = deliver(&s, &message(&a.mailbox, &subject, &dkim_pass(&a.mailbox)));
-    assert_eq!(code, 0, "{err}");
-    let done = exchange(&s, &token).await;
-    done.expect(200);
-    let key = done.json["api_key"].as_str().unwrap().to_owned();
+    let key = recovered_by_mail(&s, &start(&s, &a).await, &a.mailbox).await;
     s.get("/api/me", Some(&thiefs_key)).await.expect_error(401, "unauthorized");
     s.post("/api/me/handle", Some(&key), json!({"handle": a.handle})).await.expect(200);
 }
