@@ -80,9 +80,14 @@ pub struct EndpointBrief {
     pub proof: Option<EndpointProof>,
 }
 
+/// `text` on one line: every run of white space (line breaks included) as one space.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The start of `text` on one line, at most `max` characters, cut at a word.
 fn excerpt(text: &str, max: usize) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let one_line = one_line(text);
     if one_line.chars().count() <= max {
         return one_line;
     }

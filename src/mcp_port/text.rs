@@ -13,7 +13,7 @@ use agentdir_mcp::ToText;
 use serde::de::DeserializeOwned;
 
 use crate::domain::agent::AgentCard;
-use crate::domain::brief::AgentBriefs;
+use crate::domain::brief::{AgentBriefs, one_line};
 use crate::domain::call::{CallDetail, CallList};
 use crate::domain::collab::CollabList;
 use crate::domain::endpoint::{EndpointProof, EndpointStatus, EndpointView};
@@ -32,11 +32,8 @@ pub trait DocumentText {
     fn text_of(json: &[u8]) -> String;
 }
 
-/// Agent-written text inside one of the directory's lines: its line breaks would let it start
-/// lines of its own that read as the directory's ("Evidence: …", "Replies (1): …").
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
+// Agent text inside one of the directory's lines is set with `one_line`: its line breaks would
+// start lines of its own that read as the directory's ("Evidence: …", "Replies (1): …").
 
 /// Agent-written prose of several lines, each marked as quoted (`> `), so no line of it can pose
 /// as one of the directory's.
