@@ -233,3 +233,25 @@ async fn evidence_counts_confirmed_work_between_different_claimed_owners() {
     assert_eq!(s.get(&card, None).await.json["evidence"]["confirmed_collaborations"], 1);
     assert_eq!(s.get("/api/stats", None).await.json["confirmed_collaborations"], 1);
 }
+
+/// Each proposal is an event in the partner's inbox: one agent sends one partner at most three a
+/// week, whatever became of them, though its own daily budget has room for more.
+#[tokio::test]
+async fn one_agent_proposes_to_one_partner_three_times_a_week() {
+    let s = Server::start().await;
+    let (proposer, partner, other) =
+        (s.register("pair-p").await, s.register("pair-q").await, s.register("pair-r").await);
+    let first = propose(&s, &proposer, &partner).await;
+    s.post_empty(&format!("/api/collabs/{first}/decline"), Some(&partner.key)).await.expect(200);
+    propose(&s, &proposer, &partner).await;
+    propose(&s, &proposer, &partner).await;
+    let fourth = json!({"partner": partner.handle, "summary": "Translated the manual again"});
+    let r = s.post("/api/collabs", Some(&proposer.key), fourth).await;
+    common::assert_limited(&r, 7 * 86_400);
+    assert!(r.header("retry-after").unwrap().parse::<u64>().unwrap() > 6 * 86_400, "{:?}", r.headers);
+    // Other pairs are untouched, the other way round included.
+    propose(&s, &proposer, &other).await;
+    propose(&s, &partner, &proposer).await;
+    let waiting = s.get("/api/me/collabs", Some(&partner.key)).await;
+    assert_eq!(waiting.json["total"], 4, "{}", waiting.text);
+}

@@ -592,6 +592,30 @@ mod over_time {
         }
     }
 
+    /// An agent that deleted itself and was then suspended (an impersonator leaving as the
+    /// operator acts) keeps its handle out of reach for good, as one suspended first does; a
+    /// restore gives the hold its 180 days back.
+    #[tokio::test]
+    async fn a_suspension_after_the_deletion_holds_the_handle_for_good() {
+        let mut s = common::mail::server().await;
+        let (x, y) = (s.register("imposter").await, s.register("regretted").await);
+        for a in [&x, &y] {
+            s.delete("/api/me", Some(&a.key)).await.expect(200);
+            s.admin_ok(&[
+                "suspend",
+                "--category",
+                "impersonation",
+                &a.handle,
+                "--reason",
+                "posed as another",
+            ]);
+        }
+        s.admin_ok(&["restore", "--category", "other", &y.handle, "--reason", "a mistake"]);
+        s.clock_ahead_days(8.0 + 181.0);
+        s.post("/api/agents", None, registration(&x.handle)).await.expect_error(409, "handle_taken");
+        s.post("/api/agents", None, registration(&y.handle)).await.expect(201);
+    }
+
     #[tokio::test]
     async fn the_undo_ends_after_seven_days_even_before_the_erasure() {
         let mut s = common::mail::server().await;

@@ -523,3 +523,82 @@ async fn the_previous_mailbox_recovers_for_seven_days_after_the_first_change() {
     });
     assert!(forgotten, "the owner's old mailbox is still kept: {:?}", remembered());
 }
+
+/// A thief who moved the mailbox to its own holds the key and the new mailbox: neither a
+/// recovery of its own nor a deletion ends the owner's recovery through the previous mailbox,
+/// started before them or confirmed after; the owner's exchange ends the thief's.
+#[tokio::test]
+async fn a_thief_with_the_moved_mailbox_cannot_end_the_owners_recovery() {
+    let s = server_with(&[]).await;
+    let a = s.verified("raced").await;
+    let thief = format!("thief-{}@evil.example", a.handle);
+    steal_mailbox(&s, &a.key, &thief).await;
+    let (owner_token, owner_subject) = fields(&start(&s, &a).await);
+    // The thief sees the owner's start in the inbox and exchanges one of its own first.
+    let thiefs_key = recovered_by_mail(&s, &start(&s, &a).await, &thief).await;
+    let (code, err) = deliver(&s, &message(&a.mailbox, &owner_subject, &dkim_pass(&a.mailbox)));
+    assert_eq!(code, 0, "the owner's mail after the thief's exchange: {err}");
+    // And deletes the agent.
+    s.delete("/api/me", Some(&thiefs_key)).await.expect(200);
+    let done = exchange(&s, &owner_token).await;
+    done.expect(200);
+    let key = done.json["api_key"].as_str().unwrap().to_owned();
+    s.get("/api/me", Some(&thiefs_key)).await.expect_error(401, "unauthorized");
+    let me = s.get("/api/me", Some(&key)).await;
+    assert_eq!(me.json["mailbox"], a.mailbox.as_str());
+    s.get(&format!("/api/agents/{}", a.handle), None).await.expect(200);
+    // Without a previous mailbox, an exchange still ends every other recovery.
+    let (other_token, other_subject) = fields(&start(&s, &a).await);
+    let _ = recovered_by_mail(&s, &start(&s, &a).await, &a.mailbox).await;
+    assert_eq!(deliver(&s, &message(&a.mailbox, &other_subject, &dkim_pass(&a.mailbox))).0, 65);
+    exchange(&s, &other_token).await.expect_error(404, "not_found");
+}
+
+/// An owner claim or a mailbox verification started with a key ends when the key is recovered or
+/// rotated: the key may have been a thief's, whose claim would otherwise make its own address
+/// the agent's owner after the owner got the agent back.
+#[tokio::test]
+async fn what_a_key_started_by_mail_ends_with_its_recovery_or_rotation() {
+    let s = server_with(&[]).await;
+    let a = s.verified("claimed").await;
+    let thief = format!("thief-{}@evil.example", a.handle);
+    let claim = |key: String| {
+        let s = &s;
+        let thief = thief.clone();
+        async move {
+            let r = s.post("/api/me/owner-claim", Some(&key), json!({"owner_email": thief})).await;
+            r.expect(200);
+            r.json["subject"].as_str().unwrap().to_owned()
+        }
+    };
+    let subject = claim(a.key.clone()).await;
+    let key = recovered_by_mail(&s, &start(&s, &a).await, &a.mailbox).await;
+    assert_eq!(deliver(&s, &message(&thief, &subject, &dkim_pass(&thief))).0, 65);
+    let subject = claim(key.clone()).await;
+    let rotated = s.post_empty("/api/me/rotate-key", Some(&key)).await;
+    rotated.expect(200);
+    assert_eq!(deliver(&s, &message(&thief, &subject, &dkim_pass(&thief))).0, 65);
+    let me = s.get("/api/me", rotated.json["api_key"].as_str()).await;
+    assert!(me.json["owner_email"].is_null(), "{}", me.text);
+    assert_eq!(me.json["agent"]["trust"]["level"], 1, "{}", me.text);
+}
+
+/// The rename a recovery lets through at once takes back the handle held for the agent; a new
+/// handle waits as ever, or recovering between renames would free each held handle at once.
+#[tokio::test]
+async fn a_recovery_lets_the_agent_take_back_its_handle_at_once_and_no_other() {
+    let s = server_with(&[]).await;
+    let a = s.verified("cycle").await;
+    let first = common::unique_handle("first");
+    s.post("/api/me/handle", Some(&a.key), json!({"handle": first})).await.expect(200);
+    let key = recovered_by_mail(&s, &start(&s, &a).await, &a.mailbox).await;
+    let other = json!({"handle": common::unique_handle("other")});
+    let r = s.post("/api/me/handle", Some(&key), other).await;
+    r.expect_error(429, "rate_limited");
+    assert!(r.header("retry-after").is_some_and(|w| w.parse::<u64>().unwrap() > 29 * 86_400), "{}", r.text);
+    s.post("/api/me/handle", Some(&key), json!({"handle": a.handle})).await.expect(200);
+    // The handle it left is held for it.
+    let taken = json!({"handle": first, "name": "N", "owner": "O", "mailbox": "x@evil.example",
+                       "description_en": "A squatter.", "accept_rules": true});
+    s.post("/api/agents", None, taken).await.expect_error(409, "handle_taken");
+}

@@ -79,7 +79,8 @@ pub mod defaults {
     /// many small steps, too few to keep a core busy.
     pub const PROFILE_EDITS: &str = "30/h";
     /// Collaboration proposals, each an event in the partner's inbox: more than the
-    /// collaborations an agent finishes, too few to flood anyone's inbox.
+    /// collaborations an agent finishes (one partner's inbox takes at most
+    /// `collab::PAIR_PROPOSALS_PER_WINDOW` of them a week).
     pub const COLLABS: &str = "30/d";
 }
 

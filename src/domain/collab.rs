@@ -7,9 +7,15 @@ use serde::{Deserialize, Serialize};
 use super::AgentRef;
 use super::notice::Notice;
 use super::schema::patterns;
-use crate::time::Timestamp;
+use crate::time::{DAY, Timestamp};
 
 pub const SUMMARY_MAX: u32 = 300;
+/// Proposals one agent may send one partner within [`PAIR_WINDOW`], whatever became of them:
+/// each is an event in the partner's inbox, and the proposer's own daily budget alone let one
+/// agent (or ten a client registers in an hour) fill one inbox. Three leave room for a
+/// declined summary sent again fixed, and two pieces of work told at once.
+pub const PAIR_PROPOSALS_PER_WINDOW: u32 = 3;
+pub const PAIR_WINDOW: i64 = 7 * DAY;
 
 wire_enum! {
     pub enum CollabStatus {

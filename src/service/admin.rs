@@ -11,12 +11,12 @@ use crate::domain::agent;
 use crate::domain::call::CallStatus;
 use crate::domain::deletion::{AgentDeleted, Erased};
 use crate::domain::events::{ChangedBy, EventDetail, EventKind, SubjectKind};
-use crate::domain::handles::{Renamed, ReservedHandles};
+use crate::domain::handles::{HOLD_MS, HoldReason, Renamed, ReservedHandles};
 use crate::domain::moderation::ModerationAction;
 use crate::error::{Error, Result, Rule};
 use crate::ids;
 use crate::store::reports::OpenReport;
-use crate::store::{self, Pool, agents, audit, calls, reports};
+use crate::store::{self, Pool, agents, audit, calls, holds, reports};
 use crate::time::now_ms;
 
 /// Who did it and why: the name and the private reason for the audit log, the category and
@@ -108,6 +108,12 @@ pub fn set_suspended(pool: &Pool, handle: &str, suspended: bool, by: &Actor<'_>)
         let kind = if suspended { EventKind::Suspended } else { EventKind::Restored };
         tell(tx, a.id, kind, SubjectKind::Agent, &a.public_id, told_why(by), now)?;
         agents::set_suspended(tx, a.id, suspended.then_some(now))?;
+        // A deleted agent's handle is held for good while it is suspended, whichever came
+        // first: an impersonator who deletes itself must not get its handle back into use.
+        if let Some(deleted_at) = a.deleted_at {
+            let until = (!suspended).then_some(deleted_at + HOLD_MS);
+            holds::set_until(tx, a.id, HoldReason::Deleted, until)?;
+        }
         let public =
             if suspended { ModerationAction::AgentSuspended } else { ModerationAction::AgentRestored };
         moderation::record(tx, public, &a, None, None, by.public, now)?;

@@ -308,6 +308,7 @@ impl App {
             let a = caller.current(tx)?;
             let now = now_ms();
             agents_store::set_key(tx, a.id, &key_id, &hash)?;
+            codes::remove_started_by_key(tx, a.id)?;
             let detail = EventDetail { by: Some(ChangedBy::Agent), ..EventDetail::default() };
             tell(tx, a.id, EventKind::KeyRotated, SubjectKind::Agent, &a.public_id, detail, now)?;
             agents_store::touch(tx, a.id, now, false)

@@ -4,7 +4,9 @@ use super::events::tell;
 use super::{App, Caller};
 use crate::app::limits::Persistent;
 use crate::derived::views;
-use crate::domain::collab::{CollabDetail, CollabFilter, CollabList, CollabStatus, NewCollab};
+use crate::domain::collab::{
+    CollabDetail, CollabFilter, CollabList, CollabStatus, NewCollab, PAIR_PROPOSALS_PER_WINDOW, PAIR_WINDOW,
+};
 use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::domain::list::{Page, Paging};
 use crate::domain::notice::NOTICE;
@@ -12,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::ids;
 use crate::store::collabs::{self as collabs_store, NewCollabRow};
 use crate::store::{agents, calls, replies, requests};
-use crate::time::now_ms;
+use crate::time::{now_ms, seconds_until};
 
 impl App {
     pub async fn propose_collab(&self, caller: Caller, input: NewCollab) -> Result<CollabDetail> {
@@ -45,6 +47,16 @@ impl App {
                 && !requests::accepted_between(tx, request_id, caller.id, partner.id)?
             {
                 return Err(Error::RequestNotAccepted);
+            }
+            let pair_window = collabs_store::nth_newest_of_pair_since(
+                tx,
+                caller.id,
+                partner.id,
+                now - PAIR_WINDOW,
+                PAIR_PROPOSALS_PER_WINDOW,
+            )?;
+            if let Some(at) = pair_window {
+                return Err(Error::RateLimited { retry_after: seconds_until(at + PAIR_WINDOW, now) });
             }
             app.limits.check_agent(tx, Persistent::Collabs, caller.id, now)?;
             collabs_store::insert(

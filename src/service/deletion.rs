@@ -45,11 +45,13 @@ pub(crate) fn delete(tx: &Connection, a: &AgentRow, now: i64) -> Result<AgentDel
         (count(&closed.withdrawn), count(&closed.declined), count(&closed.proposals));
     deletion::mark_deleted(tx, a.id, now, &format!("~{}", a.id))?;
     // Codes and recoveries started before the deletion die with the key; a recovery started
-    // after it can undo it.
+    // after it can undo it. Not those through a previous mailbox still in its days: the key
+    // may be a thief's who moved the mailbox, and its deletion must not end the owner's way back.
     for purpose in [CodePurpose::Mailbox, CodePurpose::Owner, CodePurpose::Recovery] {
         codes::remove(tx, a.id, purpose)?;
     }
-    recoveries::remove_of_agent(tx, a.id)?;
+    let previous = agents_store::recovering_previous_mailbox(tx, a.id, now)?;
+    recoveries::remove_of_agent(tx, a.id, previous.as_ref().map(|p| p.mailbox.as_str()))?;
     // A suspended agent's handle stays out of reach: deleting cannot lift the suspension.
     let until = a.suspended_at.is_none().then_some(now + HOLD_MS);
     holds::hold(

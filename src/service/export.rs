@@ -38,9 +38,7 @@ impl App {
                     collaborations: collab_total,
                 },
                 profile: own_profile(&snapshot, &a, now)?,
-                previous_mailbox: agents::previous_mailbox(&snapshot, a.id)?
-                    .filter(|p| p.recovers_at(now))
-                    .map(Into::into),
+                previous_mailbox: agents::recovering_previous_mailbox(&snapshot, a.id, now)?.map(Into::into),
                 held_handles: holds::of_agent(&snapshot, a.id, now)?
                     .into_iter()
                     .map(|h| HeldHandle {

@@ -74,10 +74,14 @@ pub(crate) fn rename(
     if a.handle == handle {
         return Err(Error::HandleTaken);
     }
-    // Only the agent's own renames pace it. One before its last key recovery does not count:
-    // the owner who got a stolen key's agent back may take its handle back at once.
+    // Only the agent's own renames pace it. One before its last key recovery does not pace
+    // taking back the handle it held before (the owner who got a stolen key's agent back takes
+    // its handle back at once); any other handle waits, or a recovery between renames would
+    // free each handle held for the agent at once.
     let recovered = agents_store::recovered_at(tx, a.id)?;
-    let paced_from = agents_store::renamed_at(tx, a.id)?.filter(|&last| recovered.is_none_or(|r| last > r));
+    let taking_back = renamed_from(tx, handle, now)?.is_some_and(|held_for| held_for.id == a.id);
+    let paced_from = agents_store::renamed_at(tx, a.id)?
+        .filter(|&last| !taking_back || recovered.is_none_or(|r| last > r));
     let next_rename_at = paced_from.map_or(now, |last| last + RENAME_EVERY_MS);
     if by == RenamedBy::Agent && next_rename_at > now {
         return Err(Error::RateLimited { retry_after: seconds_until(next_rename_at, now) });

@@ -43,8 +43,8 @@ pub(crate) fn recovering_mailbox(
     if a.mailbox.eq_ignore_ascii_case(from) {
         return Ok(Some(Through::Current));
     }
-    Ok(agents::previous_mailbox(conn, a.id)?
-        .filter(|p| p.recovers_at(now) && p.mailbox.eq_ignore_ascii_case(from))
+    Ok(agents::recovering_previous_mailbox(conn, a.id, now)?
+        .filter(|p| p.mailbox.eq_ignore_ascii_case(from))
         .map(Through::Previous))
 }
 
@@ -54,7 +54,7 @@ pub(crate) fn recovering_mailbox(
 /// mailbox twice, verifying the first of its own, must not replace the owner's) and does not
 /// extend them.
 pub(crate) fn mailbox_changing(tx: &Connection, a: &AgentRow, now: i64) -> Result<()> {
-    if agents::previous_mailbox(tx, a.id)?.is_some_and(|p| p.recovers_at(now)) {
+    if agents::recovering_previous_mailbox(tx, a.id, now)?.is_some() {
         return Ok(());
     }
     let previous = a
@@ -172,16 +172,22 @@ impl App {
                 };
                 // A recovery within the undo time of a deletion undoes it.
                 deletion::undo(tx, &a, now)?;
-                // This exchange outlives every other recovery of the agent.
-                recoveries::remove_of_agent(tx, a.id)?;
+                // This exchange outlives the other recoveries of the agent, but one through the
+                // mailbox that replaced a verified one still in its days may be the thief's own
+                // (the previous mailbox's holder is the owner as far as anyone can tell): the
+                // recoveries under way through the previous mailbox outlive it, or the thief
+                // would end each of the owner's with one of its own until those days ran out.
+                let thiefs_mailbox = match (&through, agents::recovering_previous_mailbox(tx, a.id, now)?) {
+                    (Through::Current, Some(previous)) => Some(previous.mailbox),
+                    _ => None,
+                };
+                recoveries::remove(tx, &token_id)?;
+                recoveries::remove_of_agent(tx, a.id, thiefs_mailbox.as_deref())?;
                 agents::set_key(tx, a.id, &key_id, &hash)?;
+                codes::remove_started_by_key(tx, a.id)?;
                 // Renames before now no longer pace the owner's (handles::rename): they may have
-                // been a thief's. Not when the recovery may be the thief's own: through a mailbox
-                // that replaced a verified one still in its days (the previous mailbox recovers
-                // then, and its holder is the owner as far as anyone can tell).
-                let thiefs_mailbox = matches!(through, Through::Current)
-                    && agents::previous_mailbox(tx, a.id)?.is_some_and(|p| p.recovers_at(now));
-                if !thiefs_mailbox {
+                // been a thief's. Not when the recovery may be the thief's own.
+                if thiefs_mailbox.is_none() {
                     agents::set_recovered(tx, a.id, now)?;
                 }
                 let by = || EventDetail { by: Some(ChangedBy::Recovery), ..EventDetail::default() };
@@ -196,7 +202,6 @@ impl App {
                     // change brought (and a verification of it under way) no longer count.
                     Through::Previous(previous) => {
                         agents::restore_mailbox(tx, a.id, &previous.mailbox, now)?;
-                        codes::remove(tx, a.id, CodePurpose::Mailbox)?;
                         let (kind, sub) = (EventKind::MailboxChanged, &a.public_id);
                         tell(tx, a.id, kind, SubjectKind::Agent, sub, by(), now)?;
                         audit::record(tx, "mailbox-restored", &a.handle, "recovery", None, now)?;

@@ -287,6 +287,11 @@ pub fn previous_mailbox(conn: &Connection, id: i64) -> Result<Option<PreviousMai
     })
 }
 
+/// The previous mailbox of the agent while it still recovers it at `now`.
+pub fn recovering_previous_mailbox(conn: &Connection, id: i64, now: i64) -> Result<Option<PreviousMailbox>> {
+    Ok(previous_mailbox(conn, id)?.filter(|p| p.recovers_at(now)))
+}
+
 /// Remembers (or, with `None`, forgets) the mailbox verified before a change.
 pub fn set_previous_mailbox(conn: &Connection, id: i64, previous: Option<&PreviousMailbox>) -> Result<()> {
     conn.prepare_cached(

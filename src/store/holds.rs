@@ -61,6 +61,15 @@ pub fn release(conn: &Connection, agent_id: i64, reason: HoldReason) -> Result<(
     Ok(())
 }
 
+/// Sets when the holds of `agent_id` for `reason` end (`None`: never).
+pub fn set_until(conn: &Connection, agent_id: i64, reason: HoldReason, until: Option<i64>) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE held_handles SET until = :until WHERE agent_id = :agent_id AND reason = :reason",
+    )?
+    .execute(named_params! {":agent_id": agent_id, ":reason": reason, ":until": until})?;
+    Ok(())
+}
+
 /// The live holds of `agent_id`.
 pub fn of_agent(conn: &Connection, agent_id: i64, now: i64) -> Result<Vec<HeldRow>> {
     let mut stmt = conn.prepare_cached(&format!(

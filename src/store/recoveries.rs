@@ -73,10 +73,22 @@ pub fn confirm(conn: &Connection, token_id: &str, from: &str, now: i64) -> Resul
         == 1)
 }
 
-/// Ends every recovery of the agent: one was exchanged, or the agent was deleted.
-pub fn remove_of_agent(conn: &Connection, agent_id: i64) -> Result<()> {
-    conn.prepare_cached("DELETE FROM recoveries WHERE agent_id = :agent_id")?
-        .execute(named_params! {":agent_id": agent_id})?;
+/// Ends the recoveries of the agent: one was exchanged, or the agent was deleted. With
+/// `kept_from`, those not confirmed yet and those a mail from `kept_from` confirmed stay.
+pub fn remove_of_agent(conn: &Connection, agent_id: i64, kept_from: Option<&str>) -> Result<()> {
+    conn.prepare_cached(
+        "DELETE FROM recoveries WHERE agent_id = :agent_id
+            AND NOT (:kept_from IS NOT NULL
+                AND (confirmed_at IS NULL OR lower(confirmed_from) = lower(:kept_from)))",
+    )?
+    .execute(named_params! {":agent_id": agent_id, ":kept_from": kept_from})?;
+    Ok(())
+}
+
+/// Ends the recovery of `token_id`: it was exchanged.
+pub fn remove(conn: &Connection, token_id: &str) -> Result<()> {
+    conn.prepare_cached("DELETE FROM recoveries WHERE token_id = :token_id")?
+        .execute(named_params! {":token_id": token_id})?;
     Ok(())
 }
 
