@@ -32,7 +32,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve the REST API, /mcp, /skill.md and /openapi.json on one port.
     Serve(Box<ServeArgs>),
-    /// Read one raw RFC 5322 message on stdin and complete a mailbox verification or owner claim.
+    /// Read one raw RFC 5322 message on stdin and complete the mail step of a mailbox verification,
+    /// an owner claim or a key recovery.
     InboundMail(SiteArgs),
     /// Operator commands.
     Admin(AdminArgs),

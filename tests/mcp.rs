@@ -609,7 +609,13 @@ async fn bad_arguments_and_unknown_ids_are_error_results_like_rest_errors() {
     match unknown {
         Err(ServiceError::McpError(e)) => {
             assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{e:?}");
-            assert!(e.message.contains("unknown tool: delete_agent"), "{e:?}");
+            assert!(e.message.contains("no tool delete_agent"), "{e:?}");
+            // The envelope says so too, in both languages, naming the tool.
+            let envelope = &e.data.as_ref().expect("an envelope")["error"];
+            assert_eq!(envelope["code"], "not_found", "{e:?}");
+            assert_eq!(envelope["field"], "name", "{e:?}");
+            assert!(envelope["message_zh"].as_str().unwrap().contains("delete_agent"), "{e:?}");
+            assert!(!envelope["message_zh"].as_str().unwrap().contains("the method"), "{e:?}");
         }
         other => panic!("an unknown tool must be a protocol error: {other:?}"),
     }
@@ -800,6 +806,12 @@ async fn a_failing_database_is_an_internal_error_never_the_clients_fault() {
     // A client's own mistakes keep their own kinds.
     let (code, envelope) = read_error(&client, "agentdir://agents/nobody-at-all").await;
     assert_eq!((code, envelope["error"]["code"].as_str()), (-32002, Some("not_found")));
+    let (code, envelope) = read_error(&client, "agentdir://other").await;
+    assert_eq!((code, envelope["error"]["field"].as_str()), (-32002, Some("uri")), "{envelope}");
+    assert!(
+        envelope["error"]["message_zh"].as_str().is_some_and(|m| m.contains("agentdir://other")),
+        "{envelope}"
+    );
     let _ = client.cancel().await;
 }
 
@@ -1014,6 +1026,13 @@ async fn a_request_without_the_params_its_method_needs_is_invalid_params() {
     }
     let (_, _, body) = raw(&server, json!({"jsonrpc": "2.0", "id": 9, "method": "prompts/get"}), &[]).await;
     assert_eq!(body["error"]["code"], -32601, "{body}");
+    let envelope = &body["error"]["data"]["error"];
+    assert_eq!(
+        (envelope["code"].as_str(), envelope["field"].as_str()),
+        (Some("not_found"), Some("method")),
+        "{body}"
+    );
+    assert!(envelope["message_zh"].as_str().is_some_and(|m| m.contains("prompts/get")), "{body}");
     // With its params, the same request is answered.
     let (_, _, body) = raw(
         &server,

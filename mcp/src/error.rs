@@ -110,16 +110,54 @@ impl ToolError {
     }
 
     /// A request of a method this server answers whose `params` are not what it takes.
-    pub(crate) fn params_malformed(method: &str) -> Self {
+    pub(crate) fn params_malformed(method: Option<&str>) -> Self {
+        let (en, zh) = match method {
+            Some(method) => (format!("The params of {method}"), format!("{method} 的 params 参数")),
+            None => ("The params of this request".to_owned(), "此请求的 params 参数".to_owned()),
+        };
         Self::new(
             ErrorKind::Invalid,
             "validation_failed",
-            format!(
-                "The params of {method} are not what it takes; see the MCP specification for what they hold."
-            ),
-            format!("{method} 的 params 参数不符合要求；其内容请参阅 MCP 规范。"),
+            format!("{en} are not what it takes; see the MCP specification for what they hold."),
+            format!("{zh}不符合要求；其内容请参阅 MCP 规范。"),
         )
         .with_field("params")
+    }
+
+    /// A `tools/call` of a tool this server does not have (it is read-only: no tool writes).
+    pub(crate) fn unknown_tool(name: &str) -> Self {
+        let name = echo(name);
+        Self::new(
+            ErrorKind::Invalid,
+            "not_found",
+            format!("This server has no tool {name}; tools/list lists its tools (all of them read; writes go through the REST API, see /skill.md)."),
+            format!("本服务器没有名为 {name} 的工具；tools/list 列出全部工具（都是只读的；写操作请使用 REST API，见 /skill.md）。"),
+        )
+        .with_field("name")
+    }
+
+    /// A `resources/read` of a URI no resource or template of this server names.
+    pub(crate) fn unknown_resource(uri: &str) -> Self {
+        let uri = echo(uri);
+        Self::new(
+            ErrorKind::Invalid,
+            "not_found",
+            format!("There is no resource at {uri}; resources/list and resources/templates/list name what there is."),
+            format!("{uri} 处没有资源；可用的资源见 resources/list 和 resources/templates/list。"),
+        )
+        .with_field("uri")
+    }
+
+    /// A method this server does not answer (it offers tools, resources and completion only).
+    pub(crate) fn unknown_method(method: &str) -> Self {
+        let method = echo(method);
+        Self::new(
+            ErrorKind::Invalid,
+            "not_found",
+            format!("This server does not answer {method}: it offers tools, resources and completion, as initialize's capabilities say."),
+            format!("本服务器不响应 {method}：它只提供工具、资源和补全，见 initialize 返回的 capabilities。"),
+        )
+        .with_field("method")
     }
 
     /// What the transport refused before any message was read (rmcp's checks and the Host and

@@ -285,7 +285,7 @@ const SMALL_ANSWER_BYTES: u64 = 512;
 /// JSON-RPC says and in both languages: rmcp answers `-32601` (as if the method did not exist)
 /// when a typed read of the params fails, and `-32602` without the envelope for some others.
 async fn with_params_error_told(res: BoxResponse) -> BoxResponse {
-    let (mut parts, body) = res.into_parts();
+    let (parts, body) = res.into_parts();
     let bytes = match body.collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(never) => match never {},
@@ -297,20 +297,35 @@ async fn with_params_error_told(res: BoxResponse) -> BoxResponse {
     };
     let Some(serde_json::Value::Object(error)) = answer.get_mut("error") else { return rebuilt() };
     let code = error.get("code").and_then(serde_json::Value::as_i64);
-    let method = match (code, error.get("message").and_then(serde_json::Value::as_str)) {
+    let told = match (code, error.get("message").and_then(serde_json::Value::as_str)) {
+        _ if error.contains_key("data") => return rebuilt(),
         // rmcp names the method it could not read as the message.
-        (Some(-32601), Some(method)) if NEEDS_PARAMS.contains(&method) => method.to_owned(),
-        (Some(-32602), Some(message)) if !error.contains_key("data") => {
-            NEEDS_PARAMS.iter().find(|m| message.contains(*m)).map_or("the method", |m| m).to_owned()
+        (Some(-32601), Some(method)) if NEEDS_PARAMS.contains(&method) => {
+            let told = ToolError::params_malformed(Some(method));
+            error.insert("message".into(), told.message_en.clone().into());
+            told
+        }
+        // A method nobody here answers: JSON-RPC's own code, and the envelope beside it.
+        (Some(-32601), Some(method)) => {
+            let told = ToolError::unknown_method(method);
+            error.insert("data".into(), told.envelope());
+            return told_again(parts, answer);
+        }
+        (Some(-32602), Some(message)) => {
+            ToolError::params_malformed(NEEDS_PARAMS.iter().find(|m| message.contains(*m)).copied())
         }
         _ => return rebuilt(),
     };
-    let told = ToolError::params_malformed(&method);
-    if code == Some(-32601) {
-        error.insert("message".into(), told.message_en.clone().into());
-    }
     error.insert("code".into(), (-32602).into());
     error.insert("data".into(), told.envelope());
+    told_again(parts, answer)
+}
+
+/// The answer `answer`, changed, under the head `parts` it came with.
+fn told_again(
+    mut parts: http::response::Parts,
+    answer: serde_json::Map<String, serde_json::Value>,
+) -> BoxResponse {
     parts.headers.remove(header::CONTENT_LENGTH);
     let body = serde_json::Value::Object(answer).to_string();
     Response::from_parts(parts, Full::new(Bytes::from(body)).boxed())

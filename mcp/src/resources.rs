@@ -75,10 +75,10 @@ pub(crate) async fn read<P: DirectoryRead>(port: &P, uri: &str) -> Result<ReadRe
     match parse_uri(uri) {
         Some(Target::Agent(handle)) => json_contents(uri, port.get_agent(single("handle", handle)).await),
         Some(Target::Call(id)) => json_contents(uri, port.get_call(single("id", id)).await),
-        None => Err(ErrorData::resource_not_found(
-            format!("no resource at {}; see resources/list and resources/templates/list", echo(uri)),
-            None,
-        )),
+        None => {
+            let told = ToolError::unknown_resource(uri);
+            Err(ErrorData::resource_not_found(told.message_en.clone(), Some(told.envelope())))
+        }
     }
 }
 

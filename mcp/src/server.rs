@@ -134,8 +134,8 @@ impl<P: DirectoryRead> ServerHandler for McpServer<P> {
         // An unknown tool is the one failure that stays a protocol error: the spec says so,
         // and the model never chose it from tools/list.
         if !self.fixed.router.has_route(&request.name) {
-            let message = format!("unknown tool: {}; see tools/list", echo(&request.name));
-            return Err(ErrorData::invalid_params(message, None));
+            let told = ToolError::unknown_tool(&request.name);
+            return Err(ErrorData::invalid_params(told.message_en.clone(), Some(told.envelope())));
         }
         self.fixed.router.call(ToolCallContext::new(self, request, context)).await
     }
