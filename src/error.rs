@@ -68,6 +68,9 @@ pub enum Error {
     MethodNotAllowed,
     /// A change-feed cursor older than the deletions the feed still remembers.
     CursorExpired,
+    /// A change-feed cursor of another feed: another directory's, or this one's before its
+    /// database was made anew.
+    FeedCursorOfAnotherFeed,
     /// An inbox cursor older than the events the inbox keeps.
     EventCursorExpired,
     HandleTaken,
@@ -249,6 +252,13 @@ impl Error {
                 "This cursor is older than the deletions the feed still remembers: read the feed again from the beginning (leave out after).",
                 "该游标早于变更流仍保留的删除记录：请从头重新读取变更流（去掉游标参数）。",
             ),
+            FeedCursorOfAnotherFeed => Facts::new(
+                410,
+                "cursor_expired",
+                "This cursor is of another feed (another directory's, or this directory's before its database was made anew): read the feed again from the beginning (leave out after).",
+                "该游标属于另一个变更流（来自其他目录，或来自本目录数据库重建之前）：请从头重新读取变更流（去掉游标参数）。",
+            )
+            .about("after"),
             EventCursorExpired => Facts::new(
                 410,
                 "cursor_expired",
@@ -494,6 +504,7 @@ impl Error {
             Error::NotFound,
             Error::MethodNotAllowed,
             Error::CursorExpired,
+            Error::FeedCursorOfAnotherFeed,
             Error::EventCursorExpired,
             Error::HandleTaken,
             Error::HandleReserved,

@@ -28,7 +28,7 @@ pub fn router(
     forwarding: Forwarding,
     metrics: ops::MetricsOn,
 ) -> Result<Router, agentdir_mcp::ConfigError> {
-    docs::publish(&app.settings().base_url, app.feed_epoch().unwrap_or_default(), SERVER_CARD);
+    docs::publish(&app.settings().base_url, SERVER_CARD);
     let mcp_config =
         agentdir_mcp::McpConfig::new(&app.settings().base_url, crate::domain::schema::MAX_BODY_BYTES)?;
     let mcp = agentdir_mcp::streamable_http_service(crate::mcp_port::McpPort::new(app.clone()), mcp_config);

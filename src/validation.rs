@@ -32,7 +32,17 @@ static COMPILED: LazyLock<RwLock<HashMap<TypeId, Arc<Compiled>>>> =
 
 /// The settings every schema of the directory is generated with (also used for openapi.json).
 pub fn schema_settings() -> SchemaSettings {
-    SchemaSettings::draft2020_12()
+    SchemaSettings::draft2020_12().with_transform(schemars::transform::RecursiveTransform(plain_integers))
+}
+
+/// Integers are published without schemars' `int64`/`uint64` formats: generators read those as
+/// big integers (a `BigInt` in TypeScript, which neither `JSON.stringify` nor arithmetic with
+/// numbers takes), while every integer the directory sends (a count, a timestamp in
+/// milliseconds, a seq) fits a JSON number exactly. Bounds stay in `minimum` and `maximum`.
+fn plain_integers(schema: &mut Schema) {
+    if schema.get("format").and_then(|f| f.as_str()).is_some_and(|f| f.ends_with("int64")) {
+        schema.remove("format");
+    }
 }
 
 /// The standalone JSON Schema of an input type, `$defs` included.

@@ -211,7 +211,7 @@ async fn openapi_and_the_index_list_exactly_the_routes_the_server_serves() {
 }
 
 #[tokio::test]
-async fn the_published_cursor_pattern_admits_exactly_this_feeds_cursors() {
+async fn the_published_cursor_pattern_admits_every_feeds_cursors_and_another_feeds_is_410() {
     let s = Server::start().await;
     let a = s.register("cursor").await;
     s.seeking(&a, "Cursor pattern").await;
@@ -225,7 +225,7 @@ async fn the_published_cursor_pattern_admits_exactly_this_feeds_cursors() {
     assert!(pattern.is_match(&next), "{next} does not match {pattern}");
     let (epoch, _) = next.split_once('_').expect("epoch_seq");
     for refused in
-        ["0", "0_0", "", "nope", &format!("{epoch}_"), &format!("{epoch}_1_2"), &format!("{epoch}_A")]
+        ["0", "", "nope", "0_0_0", &format!("{epoch}_"), &format!("{epoch}_1_2"), &format!("{epoch}_A")]
     {
         assert!(!pattern.is_match(refused), "{refused:?} matches {pattern}");
     }
@@ -238,6 +238,17 @@ async fn the_published_cursor_pattern_admits_exactly_this_feeds_cursors() {
     let ahead = format!("{epoch}_zzzzzzzzzzzz");
     assert!(pattern.is_match(&ahead), "{ahead}");
     s.get(&format!("/api/changes?after={ahead}"), None).await.expect_error(400, "validation_failed");
+    // The document is the same for every directory: a cursor of another feed (another epoch,
+    // as a database made anew draws) has the shape, and is told to read from the beginning.
+    let other = Server::start().await;
+    let theirs_doc = openapi(&other).await.to_string().replace(&other.base, &s.base);
+    assert_eq!(theirs_doc, doc.to_string(), "openapi.json differs between two directories but for their URL");
+    let theirs = other.get("/api/changes", None).await.json["next"].as_str().expect("a cursor").to_owned();
+    assert_ne!(theirs.split_once('_').unwrap().0, epoch);
+    assert!(pattern.is_match(&theirs), "{theirs}");
+    let r = s.get(&format!("/api/changes?after={theirs}"), None).await;
+    r.expect_error(410, "cursor_expired");
+    assert_eq!(r.json["error"]["field"], "after", "{}", r.text);
 }
 
 #[tokio::test]
@@ -329,7 +340,7 @@ async fn openapi_states_the_limits_auth_and_statuses_the_server_enforces() {
             assert_eq!(op["security"], json!([{"bearer": []}]), "{method} {path}");
             assert!(has("401") && has("403"), "{method} {path} lacks 401/403");
         } else {
-            assert!(op.get("security").is_none(), "{method} {path} is public");
+            assert_eq!(op["security"], json!([]), "{method} {path} is public and says so");
         }
         if op.get("requestBody").is_some() {
             assert!(has("400") && has("413") && has("415"), "{method} {path} lacks 400/413/415");

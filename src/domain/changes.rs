@@ -20,14 +20,18 @@ pub const MAX_LIMIT: u32 = 1_000;
 pub const CURSOR_MAX: u32 = 40;
 /// Base-36 digits of a cursor's seq: twelve always fit a seq (36^12 > 4.7 * 10^18).
 pub const CURSOR_SEQ_DIGITS: usize = 12;
+/// Base-36 digits of a cursor's epoch, at most: thirteen hold any `u64`.
+pub const CURSOR_EPOCH_DIGITS: usize = 13;
 
 /// Query of `GET /api/changes`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[schemars(transform = super::reject_null)]
 pub struct ChangesQuery {
     /// A cursor from an earlier answer (`next`, or an entry's `cursor`); leave it out to read
-    /// from the beginning. One this server did not issue (past its newest) is 400.
-    #[schemars(length(min = 1, max = CURSOR_MAX))]
+    /// from the beginning. One of this feed past its newest (never issued) is 400; one of
+    /// another feed (another directory's, or this one's before its database was made anew) is
+    /// 410 `cursor_expired`: read from the beginning again.
+    #[schemars(length(min = 1, max = CURSOR_MAX), pattern(Cursor::PATTERN))]
     pub after: Option<String>,
     #[schemars(
         range(min = 1, max = MAX_LIMIT),
@@ -44,25 +48,42 @@ pub struct Cursor {
     pub seq: u64,
 }
 
-impl Cursor {
-    /// Every cursor of the feed whose epoch is `epoch`, as a pattern (published in openapi.json).
-    pub fn pattern(epoch: u64) -> String {
-        format!("^{}_[0-9a-z]{{1,{CURSOR_SEQ_DIGITS}}}$", base36(epoch))
-    }
+/// Why a cursor is not one of this feed's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CursorFault {
+    /// Not of the published shape [`Cursor::PATTERN`].
+    Shape,
+    /// Of the shape, but of a feed with another epoch.
+    OtherFeed,
+}
 
-    /// Reads a cursor the published [`pattern`](Cursor::pattern) admits: the epoch as the server
-    /// writes it, a seq of at most [`CURSOR_SEQ_DIGITS`] lower-case digits (so it fits the
-    /// database's signed seq); anything else is `None`.
-    pub fn parse(text: &str) -> Option<Cursor> {
-        let (epoch_text, seq) = text.split_once('_')?;
+impl Cursor {
+    /// Every feed's cursors: an epoch and a seq, each in lower-case base 36 (the epoch is a
+    /// `u64`: thirteen digits hold it). Published without this feed's epoch, so that one
+    /// document serves a client of any directory.
+    pub const PATTERN: &str = const_format::concatcp!(
+        "^[0-9a-z]{1,",
+        CURSOR_EPOCH_DIGITS,
+        "}_[0-9a-z]{1,",
+        CURSOR_SEQ_DIGITS,
+        "}$"
+    );
+
+    /// The seq of `text` as a cursor of the feed whose epoch is `epoch` (the epoch as the server
+    /// writes it; a seq of at most [`CURSOR_SEQ_DIGITS`] digits, so it fits the database's signed
+    /// seq).
+    pub fn seq_of(text: &str, epoch: u64) -> Result<u64, CursorFault> {
+        let (epoch_text, seq) = text.split_once('_').ok_or(CursorFault::Shape)?;
         let digits = |s: &str, most: usize| {
             (1..=most).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
         };
-        if !digits(seq, CURSOR_SEQ_DIGITS) || !digits(epoch_text, CURSOR_MAX as usize) {
-            return None;
+        if !digits(seq, CURSOR_SEQ_DIGITS) || !digits(epoch_text, CURSOR_EPOCH_DIGITS) {
+            return Err(CursorFault::Shape);
         }
-        let epoch = u64::from_str_radix(epoch_text, 36).ok()?;
-        (base36(epoch) == epoch_text).then_some(Cursor { epoch, seq: u64::from_str_radix(seq, 36).ok()? })
+        if epoch_text != base36(epoch) {
+            return Err(CursorFault::OtherFeed);
+        }
+        u64::from_str_radix(seq, 36).map_err(|_| CursorFault::Shape)
     }
 }
 

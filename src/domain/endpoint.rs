@@ -308,6 +308,7 @@ pub struct EndpointView {
     /// mcp: `required` when it answered 401 with an OAuth challenge.
     pub auth: Option<EndpointAuth>,
     /// Why it is `down` or `invalid` (null otherwise).
+    #[schemars(schema_with = "super::schema::open_set_or_null::<EndpointReason>")]
     pub reason: Option<EndpointReason>,
     /// How the endpoint itself shows it is this agent's (its own answer holds the agent's proof
     /// text, or its origin's `/.well-known/agentdir-proof` does); null when it does not. Only

@@ -21,7 +21,9 @@ pub struct Ranking {
 /// alone: the server searches by words only), `words_busy` (words alone because neither
 /// encoder could read the need now: a client tells "nothing matches" from "answered by words
 /// alone"), `recency` (no `q`: listed most recently active first).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, strum::IntoStaticStr)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr, strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
 #[strum(serialize_all = "snake_case")]
 pub enum MatchedBy {
@@ -32,6 +34,17 @@ pub enum MatchedBy {
     Words,
     WordsBusy,
     Recency,
+}
+
+/// Published as an open set: the ways to match a need have grown, and may again.
+impl JsonSchema for MatchedBy {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MatchedBy".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        super::schema::open_set::<Self>(generator)
+    }
 }
 
 impl MatchedBy {

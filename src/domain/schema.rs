@@ -102,6 +102,16 @@ where
     })
 }
 
+/// [`open_set`] for a field that may also be `null`.
+pub fn open_set_or_null<T>(generator: &mut schemars::SchemaGenerator) -> schemars::Schema
+where
+    T: strum::VariantArray + Copy + Into<&'static str>,
+{
+    let mut schema = open_set::<T>(generator);
+    schema.insert("type".into(), serde_json::json!(["string", "null"]));
+    schema
+}
+
 /// Reads an optional field that distinguishes "absent" (keep) from `null` (clear).
 pub fn double_option<'de, D, T>(de: D) -> std::result::Result<Option<Option<T>>, D::Error>
 where

@@ -102,13 +102,13 @@ pub fn ai_catalog(base_url: &str, server_card_path: &str) -> AiCatalog {
 /// base URL and its change feed's epoch (the only cursors the feed takes are of that epoch).
 /// A process serves one directory: a later call returns the documents of the first and its
 /// arguments are not read.
-pub fn publish(base_url: &str, feed_epoch: u64, server_card_path: &str) -> &'static Published {
+pub fn publish(base_url: &str, server_card_path: &str) -> &'static Published {
     published::publish_with(|| Published {
         api_index: serde_json::to_vec(&api_index(base_url)).expect("the API index serialises").into(),
         ai_catalog: serde_json::to_vec(&ai_catalog(base_url, server_card_path))
             .expect("the AI catalog serialises")
             .into(),
-        openapi: serde_json::to_vec(&openapi(base_url, feed_epoch)).expect("openapi.json serialises").into(),
+        openapi: serde_json::to_vec(&openapi(base_url)).expect("openapi.json serialises").into(),
         skill_md: Bytes::from_static(crate::skill::render(base_url).as_bytes()),
         skill_md_en: Bytes::from_static(crate::skill::languages(crate::skill::render(base_url)).0.as_bytes()),
         skill_md_zh: Bytes::from_static(crate::skill::languages(crate::skill::render(base_url)).1.as_bytes()),
@@ -266,7 +266,7 @@ fn generator(settings: SchemaSettings) -> SchemaGenerator {
 }
 
 /// openapi.json, built from the route table and the same schemas the server validates with.
-pub fn openapi(base_url: &str, feed_epoch: u64) -> Value {
+pub fn openapi(base_url: &str) -> Value {
     let mut inputs = generator(schema_settings());
     let mut outputs = generator(schema_settings().for_serialize());
     // Query parameters are listed one by one, so their schema is wanted whole, not as a `$ref`.
@@ -279,7 +279,6 @@ pub fn openapi(base_url: &str, feed_epoch: u64) -> Value {
         let entry = paths.entry(e.path.to_owned()).or_insert_with(|| json!({}));
         entry[e.method.as_str().to_ascii_lowercase()] = op;
     }
-    publish_cursor_pattern(&mut paths, feed_epoch);
     let mut schemas = inputs.take_definitions(true);
     for (name, schema) in outputs.take_definitions(true) {
         // Input and output types have distinct names; `component_names_do_not_collide` keeps it so.
@@ -441,9 +440,9 @@ fn operation(
         }
     }
     op.insert("responses".into(), Value::Object(responses));
-    if e.access == Access::Key {
-        op.insert("security".into(), json!([{"bearer": []}]));
-    }
+    // A public route says so (no requirement), for linters that read an absent one as unknown.
+    let security = if e.access == Access::Key { json!([{"bearer": []}]) } else { json!([]) };
+    op.insert("security".into(), security);
     Value::Object(op)
 }
 
@@ -511,19 +510,6 @@ fn query_parameters(schema: Value) -> Vec<Value> {
             p
         })
         .collect()
-}
-
-/// The feed's `after` has the shape of this directory's feed cursors: its epoch and a seq. The
-/// schema cannot say which seqs were handed out, so one past the newest is still 400.
-fn publish_cursor_pattern(paths: &mut Map<String, Value>, feed_epoch: u64) {
-    let Some(params) = paths.get_mut("/api/changes").and_then(|p| p.pointer_mut("/get/parameters")) else {
-        return;
-    };
-    for p in params.as_array_mut().into_iter().flatten() {
-        if p["name"] == "after" {
-            p["schema"]["pattern"] = Value::String(crate::domain::changes::Cursor::pattern(feed_epoch));
-        }
-    }
 }
 
 fn operation_links(e: &Endpoint) -> Map<String, Value> {

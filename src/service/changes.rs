@@ -7,7 +7,8 @@ use super::App;
 use crate::derived::rendered::Rendered;
 use crate::derived::views;
 use crate::domain::changes::{
-    ChangeData, ChangeEntry, ChangeFeed, ChangeOp, ChangesQuery, Cursor, DEFAULT_LIMIT, EntityKind,
+    ChangeData, ChangeEntry, ChangeFeed, ChangeOp, ChangesQuery, Cursor, CursorFault, DEFAULT_LIMIT,
+    EntityKind,
 };
 use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result, Rule};
@@ -28,11 +29,6 @@ fn kind(k: ChangeKind) -> EntityKind {
 }
 
 impl App {
-    /// The epoch of this directory's change feed (every cursor it issues starts with it).
-    pub(crate) fn feed_epoch(&self) -> Result<u64> {
-        changes::epoch(&*self.read()?)
-    }
-
     /// One page of the feed, read in one snapshot (the log position and the data agree), and
     /// rendered there too: a page can hold hundreds of cards.
     pub async fn changes(&self, q: ChangesQuery) -> Result<Rendered> {
@@ -48,10 +44,11 @@ impl App {
                 // "nothing new yet".
                 Some(text) => {
                     let newest = changes::max_seq(&snapshot)?.get();
-                    Cursor::parse(text)
-                        .filter(|c| c.epoch == epoch)
-                        .filter(|c| app.role().replica().is_some() || c.seq <= newest)
-                        .ok_or(Error::validation("after", Rule::Cursor))?
+                    match Cursor::seq_of(text, epoch) {
+                        Err(CursorFault::OtherFeed) => return Err(Error::FeedCursorOfAnotherFeed),
+                        Ok(seq) if app.role().replica().is_some() || seq <= newest => Cursor { epoch, seq },
+                        _ => return Err(Error::validation("after", Rule::Cursor)),
+                    }
                 }
             };
             // A reader at the very beginning holds nothing a forgotten deletion could be about.
