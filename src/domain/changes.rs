@@ -176,21 +176,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_cursor_is_read_only_as_the_published_pattern_admits_it() {
+    fn a_cursor_is_read_as_the_published_pattern_admits_it_and_of_its_own_feed_only() {
         let epoch = 0x5eed_u64 << 20;
-        let pattern = regex::Regex::new(&Cursor::pattern(epoch)).expect("pattern");
+        let pattern = regex::Regex::new(Cursor::PATTERN).expect("pattern");
         let widest = format!("{}_{}", base36(epoch), "z".repeat(CURSOR_SEQ_DIGITS));
-        let read = Cursor::parse(&widest).expect("the widest seq the pattern admits");
-        assert!(pattern.is_match(&widest) && i64::try_from(read.seq).is_ok());
+        let seq = Cursor::seq_of(&widest, epoch).expect("the widest seq the pattern admits");
+        assert!(pattern.is_match(&widest) && i64::try_from(seq).is_ok());
+        let largest = Cursor { epoch: u64::MAX, seq: 1 }.to_string();
+        assert!(pattern.is_match(&largest), "{largest}");
+        assert_eq!(Cursor::seq_of(&largest, u64::MAX), Ok(1));
         let c = Cursor { epoch, seq: 46 };
-        assert_eq!(Cursor::parse(&c.to_string()), Some(c));
-        assert_eq!(Cursor::parse(&format!("{}_001a", base36(epoch))), Some(c));
+        assert_eq!(Cursor::seq_of(&c.to_string(), epoch), Ok(46));
+        assert_eq!(Cursor::seq_of(&format!("{}_001a", base36(epoch)), epoch), Ok(46));
+        // Of the shape, but another feed's: another epoch, or this one written otherwise.
+        let padded_epoch = format!("0{}_1a", base36(epoch));
+        for other in [Cursor { epoch: epoch + 1, seq: 46 }.to_string(), padded_epoch] {
+            assert!(pattern.is_match(&other), "{other}");
+            assert_eq!(Cursor::seq_of(&other, epoch), Err(CursorFault::OtherFeed), "{other}");
+        }
         let too_long = format!("{}_1{}", base36(epoch), "z".repeat(CURSOR_SEQ_DIGITS));
         let upper = format!("{}_1a", base36(epoch).to_uppercase());
-        let padded_epoch = format!("0{}_1a", base36(epoch));
-        for bad in [too_long, upper, padded_epoch, "_1".into(), format!("{}_", base36(epoch)), "x".into()] {
+        let long_epoch = format!("{}_1", "1".repeat(CURSOR_EPOCH_DIGITS + 1));
+        for bad in [too_long, upper, long_epoch, "_1".into(), format!("{}_", base36(epoch)), "x".into()] {
             assert!(!pattern.is_match(&bad), "{bad}");
-            assert_eq!(Cursor::parse(&bad), None, "{bad}");
+            assert_eq!(Cursor::seq_of(&bad, epoch), Err(CursorFault::Shape), "{bad}");
         }
     }
 }

@@ -752,7 +752,7 @@ mod tests {
 
     #[test]
     fn every_error_status_is_described() {
-        let doc = openapi("http://example.test", 1);
+        let doc = openapi("http://example.test");
         let codes = doc.pointer("/components/schemas/ErrorBody/properties/code/description");
         let codes = codes.and_then(Value::as_str).expect("the error codes are described");
         for e in Error::samples() {
