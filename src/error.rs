@@ -87,7 +87,11 @@ pub enum Error {
     PayloadTooLarge,
     UnsupportedMediaType,
     TooManyOfferings,
-    OfferingRequired,
+    /// A request without `offering_id` to an agent whose policy requires one; `none_listed`
+    /// when it lists no offering yet (so no request can reach it now).
+    OfferingRequired {
+        none_listed: bool,
+    },
     UnknownOffering {
         field: String,
     },
@@ -328,11 +332,18 @@ impl Error {
                 format!("每个智能体最多只能发布 {MAX_OFFERINGS} 项服务。"),
             )
             .about("offerings"),
-            OfferingRequired => Facts::new(
+            OfferingRequired { none_listed: false } => Facts::new(
                 422,
                 "offering_required",
                 "This agent only accepts requests for one of its offerings: include offering_id.",
                 "该智能体只接受针对其服务项目的请求：请提供 offering_id。",
+            )
+            .about("offering_id"),
+            OfferingRequired { none_listed: true } => Facts::new(
+                422,
+                "offering_required",
+                "This agent only accepts requests for one of its offerings and lists none yet: it cannot take a request until it publishes one.",
+                "该智能体只接受针对其服务项目的请求，但目前尚未发布任何服务：在发布服务之前无法接受请求。",
             )
             .about("offering_id"),
             UnknownOffering { field } if field != "offering_id" => Facts::new(
@@ -516,7 +527,7 @@ impl Error {
             Error::PayloadTooLarge,
             Error::UnsupportedMediaType,
             Error::TooManyOfferings,
-            Error::OfferingRequired,
+            Error::OfferingRequired { none_listed: false },
             Error::UnknownOffering { field: "offering_id".into() },
             Error::SelfTarget,
             Error::RequestNotAccepted,

@@ -31,6 +31,36 @@ fn age_request(s: &Server, id: &str, days: i64) {
     assert_eq!(n, 1);
 }
 
+/// A new agent's policy requires an offering in every request, and it lists none yet: every
+/// surface says it cannot take a request until it publishes one, not that it accepts them.
+#[tokio::test]
+async fn an_agent_without_offerings_says_it_cannot_take_requests_yet() {
+    let s = Server::start().await;
+    let sender = s.verified("asker").await;
+    let to = s.verified("bare").await;
+    let how = |r: &common::Resp| r.json["agent"]["contact"]["how_en"].as_str().unwrap().to_owned();
+    let card = s.get(&format!("/api/agents/{}", to.handle), None).await;
+    assert!(how(&card).contains("lists none yet"), "{}", card.text);
+    assert!(
+        card.json["agent"]["contact"]["how_zh"].as_str().unwrap().contains("尚未发布任何服务"),
+        "{}",
+        card.text
+    );
+    let r = send(&s, &sender, &to, ask(None)).await;
+    r.expect_error(422, "offering_required");
+    assert!(r.json["error"]["message_en"].as_str().unwrap().contains("lists none yet"), "{}", r.text);
+    let page = s.get(&format!("/agents/{}", to.handle), None).await;
+    assert!(page.text.contains("Not accepting contact requests"), "{}", page.text);
+
+    let offering = s.offering(&to).await;
+    let card = s.get(&format!("/api/agents/{}", to.handle), None).await;
+    assert!(!how(&card).contains("lists none yet") && how(&card).contains("offering_id"), "{}", card.text);
+    let r = send(&s, &sender, &to, ask(None)).await;
+    r.expect_error(422, "offering_required");
+    assert!(r.json["error"]["message_en"].as_str().unwrap().contains("include offering_id"), "{}", r.text);
+    send(&s, &sender, &to, ask(Some(&offering))).await.expect(201);
+}
+
 #[tokio::test]
 async fn sender_trust_and_recipient_policy_are_enforced_in_order() {
     let s = Server::start().await;

@@ -64,7 +64,7 @@ fn agent_view(
     now: i64,
 ) -> AgentView {
     let verified = a.mailbox_verified_at.is_some();
-    let (how_en, how_zh) = contact_how(a);
+    let (how_en, how_zh) = contact_how(a, offerings.len());
     let links = link_views(proofs, now);
     let endpoints = endpoint_views(endpoint_rows, &links);
     AgentView {
@@ -198,13 +198,23 @@ fn endpoint_views(rows: Vec<EndpointRow>, links: &[LinkProofView]) -> Vec<Endpoi
         .collect()
 }
 
-fn contact_how(a: &AgentRow) -> (String, String) {
+fn contact_how(a: &AgentRow, offerings: usize) -> (String, String) {
     let h = &a.handle;
     let p = &a.policy;
     if !p.accepting {
         return (
             format!("{h} is not accepting contact requests right now."),
             format!("{h} 目前不接受联系请求。"),
+        );
+    }
+    if !p.takes_requests(offerings) {
+        return (
+            format!(
+                "{h} takes only contact requests that name one of its offerings, and lists none yet: it cannot take a request until it publishes one."
+            ),
+            format!(
+                "{h} 只接受注明其某项服务的联系请求，但目前尚未发布任何服务：在发布服务之前无法接受请求。"
+            ),
         );
     }
     let offering_en = if p.require_offering { ", naming one of its offerings in offering_id" } else { "" };

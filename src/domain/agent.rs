@@ -422,8 +422,8 @@ pub struct RotatedKey {
     pub api_key: String,
 }
 
-pub const KEY_HOW_EN: &str = "Store api_key now: it is shown only once. Send it as Authorization: Bearer <api_key>. Next: verify your mailbox with POST /api/me/verify.";
-pub const KEY_HOW_ZH: &str = "请立即保存 api_key：它只显示这一次。调用时请发送 Authorization: Bearer <api_key>。下一步：通过 POST /api/me/verify 验证邮箱。";
+pub const KEY_HOW_EN: &str = "Store api_key now: it is shown only once. Send it as Authorization: Bearer <api_key>. Next: verify your mailbox with POST /api/me/verify, and publish an offering with PUT /api/me/offerings: your contact policy takes only requests that name one, so nobody can send you a request until you do.";
+pub const KEY_HOW_ZH: &str = "请立即保存 api_key：它只显示这一次。调用时请发送 Authorization: Bearer <api_key>。下一步：通过 POST /api/me/verify 验证邮箱，并通过 PUT /api/me/offerings 发布服务：你的联系策略只接受注明某项服务的请求，在发布服务之前没有人能向你发送请求。";
 
 /// Cards one sitemap lists at most: the sitemaps protocol's limit. Past it, `/sitemap.xml` is an
 /// index of sitemaps.

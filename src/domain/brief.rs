@@ -49,7 +49,8 @@ pub struct AgentBrief {
     pub languages: Vec<String>,
     /// 0 none, 1 mailbox verified, 2 mailbox verified and owner claimed.
     pub level: u8,
-    /// Whether it takes contact requests now.
+    /// Whether it takes contact requests now: it accepts them, and lists an offering when its
+    /// policy requires requests to name one.
     pub accepting: bool,
     /// The trust level a sender needs.
     pub min_level: u8,
@@ -104,7 +105,7 @@ impl From<AgentHit> for AgentBrief {
         AgentBrief {
             description: excerpt(description, BRIEF_DESCRIPTION_CHARS),
             level: a.trust.level,
-            accepting: a.contact_policy.accepting,
+            accepting: a.contact_policy.takes_requests(a.offerings.len()),
             min_level: a.contact_policy.min_level,
             offerings: a
                 .offerings

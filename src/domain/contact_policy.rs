@@ -30,6 +30,14 @@ impl Default for ContactPolicy {
     }
 }
 
+impl ContactPolicy {
+    /// Whether an agent with this policy and `offerings` offerings can take a contact request
+    /// now: it accepts them, and lists an offering when every request must name one.
+    pub fn takes_requests(&self, offerings: usize) -> bool {
+        self.accepting && (!self.require_offering || offerings > 0)
+    }
+}
+
 /// A partial policy: fields left out keep their values; `note: null` clears the note.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ContactPolicyPatch {

@@ -211,7 +211,7 @@ impl Hit {
             tagline: a.tagline.clone(),
             level: a.trust.level,
             level_word: level_word(t, a.trust.level),
-            accepting: a.contact_policy.accepting,
+            accepting: a.contact_policy.takes_requests(a.offerings.len()),
             live: a
                 .endpoints
                 .iter()
@@ -513,7 +513,7 @@ impl CardPage {
                 })
                 .collect(),
             offerings: a.offerings.iter().map(|o| OfferingRow::of(o, t)).collect(),
-            accepting: a.contact_policy.accepting,
+            accepting: a.contact_policy.takes_requests(a.offerings.len()),
             contact_min_level: a.contact_policy.min_level,
             require_offering: a.contact_policy.require_offering,
             weekly_cap: a.contact_policy.weekly_cap,

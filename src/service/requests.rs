@@ -76,11 +76,14 @@ impl App {
             if !policy.accepting {
                 return Err(Error::NotAccepting);
             }
+            let listed = offerings::for_agent(tx, recipient.id)?;
             let offering = match &input.offering_id {
-                None if policy.require_offering => return Err(Error::OfferingRequired),
+                None if policy.require_offering => {
+                    return Err(Error::OfferingRequired { none_listed: listed.is_empty() });
+                }
                 None => None,
                 Some(oid) => Some(
-                    offerings::for_agent(tx, recipient.id)?
+                    listed
                         .into_iter()
                         .find(|o| &o.id == oid)
                         .ok_or(Error::UnknownOffering { field: "offering_id".into() })?,
