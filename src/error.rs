@@ -19,6 +19,8 @@ use crate::time::DAY;
 pub enum Rule {
     Required,
     Type(&'static str),
+    /// `null` where the field takes none.
+    NotNull,
     MaxLength(u64),
     MinLength(u64),
     MaxItems(u64),
@@ -560,7 +562,18 @@ fn rule_messages(field: &str, rule: &Rule) -> Messages {
         MaxLength(n) => {
             (format!("{field} must be at most {n} characters long."), format!("{field} 最多 {n} 个字符。"))
         }
-        MinLength(1) => (format!("{field} must not be empty."), format!("{field} 不能为空。")),
+        NotNull => (
+            format!("{field} cannot be null: send a value, or leave the field out where it is optional."),
+            format!("{field} 不能为 null：请提供一个值，或在该字段可选时省略它。"),
+        ),
+        MinLength(1) => (
+            format!(
+                "{field} must not be empty: send text, or leave the field out where it is optional (null clears a field whose description says so)."
+            ),
+            format!(
+                "{field} 不能为空：请提供文字，或在该字段可选时省略它（字段说明允许时，null 表示清除）。"
+            ),
+        ),
         MinLength(n) => (
             format!("{field} must be at least {n} characters long."),
             format!("{field} 至少需要 {n} 个字符。"),

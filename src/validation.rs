@@ -223,6 +223,7 @@ fn to_error(schema: &Value, err: &ValidationError<'_>) -> Error {
             let full = if path.is_empty() { name.to_string() } else { format!("{path}.{name}") };
             return Error::validation(full, Rule::Required);
         }
+        (_, ValidationErrorKind::Type { .. }) if err.instance().is_null() => Rule::NotNull,
         (_, ValidationErrorKind::Type { kind }) => Rule::Type(expected_type(kind)),
         (_, ValidationErrorKind::MaxLength { limit }) => Rule::MaxLength(*limit),
         (_, ValidationErrorKind::MinLength { limit }) => Rule::MinLength(*limit),

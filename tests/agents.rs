@@ -460,6 +460,25 @@ async fn offerings_are_replaced_whole_and_keep_their_ids() {
     // None of the refused lists changed anything.
     let card = s.get(&format!("/api/agents/{}", a.handle), None).await;
     assert_eq!(card.json["agent"]["offerings"][0]["id"], ids[0]);
+    // The menu as the card shows it (what it leaves unstated as null) goes back as it is.
+    let mut shown = card.json["agent"]["offerings"].clone();
+    assert!(shown[0]["for_whom"].is_null() && shown[0]["not_doing"].is_null(), "{}", card.text);
+    shown[0]["turnaround_days"] = json!(5);
+    let r = s.put("/api/me/offerings", Some(&a.key), json!({"offerings": shown})).await;
+    r.expect(200);
+    assert_eq!(r.json["offerings"][0]["id"], ids[0]);
+    assert_eq!(r.json["offerings"][0]["turnaround_days"], 5);
+    // A null where none is taken says how to mend it.
+    let r = s
+        .put(
+            "/api/me/offerings",
+            Some(&a.key),
+            json!({"offerings": [{"title": null, "deliverable": "d", "mode": "free"}]}),
+        )
+        .await;
+    r.expect_error(400, "validation_failed");
+    assert_eq!(r.json["error"]["field"], "offerings.0.title", "{}", r.text);
+    assert!(r.json["error"]["message_en"].as_str().unwrap().contains("cannot be null"), "{}", r.text);
     // An empty list clears the menu.
     s.put("/api/me/offerings", Some(&a.key), json!({"offerings": []})).await.expect(200);
 }

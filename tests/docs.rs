@@ -787,6 +787,7 @@ fn every_validation_rule_and_variant_reads_naturally_in_both_languages() {
         Rule::Type("boolean"),
         Rule::Type("array"),
         Rule::Type("object"),
+        Rule::NotNull,
         Rule::MaxLength(80),
         Rule::MinLength(1),
         Rule::MinLength(3),

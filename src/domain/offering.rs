@@ -25,14 +25,16 @@ wire_enum! {
     }
 }
 
-/// The spec types `turnaround_days` "integer or null": it alone may be sent as `null`.
-fn reject_null_but_turnaround(schema: &mut schemars::Schema) {
-    super::reject_null_except(schema, &["turnaround_days"]);
+/// The spec types `turnaround_days` "integer or null"; `for_whom` and `not_doing` may be `null`
+/// too, as the card writes them when not stated: an offering read from the card can be sent back
+/// as it is.
+fn reject_null_but_unstated(schema: &mut schemars::Schema) {
+    super::reject_null_except(schema, &["turnaround_days", "for_whom", "not_doing"]);
 }
 
 /// One offering as sent in `PUT /api/me/offerings`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[schemars(transform = reject_null_but_turnaround)]
+#[schemars(transform = reject_null_but_unstated)]
 pub struct OfferingInput {
     /// Keep an existing id to keep the offering stable; omit it for a new offering.
     #[schemars(length(min = 1, max = ID_LEN_MAX))]
