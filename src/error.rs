@@ -104,6 +104,8 @@ pub enum Error {
     /// A collaboration's `post_id` names a call neither party posted or replied to.
     CallNotTheirs,
     ProofNotFound,
+    /// A link proof on a page of a directory of agents (this one or another), where agents write.
+    ProofOnADirectory,
     /// Why the fetch failed, told in both languages by `link_reason`.
     LinkFetchFailed {
         reason: crate::checks::link_fetch::LinkFetchError,
@@ -388,6 +390,13 @@ impl Error {
                 "request_id must name an accepted contact request between you and the partner.",
                 "request_id 必须是你与合作方之间一条已接受的联系请求。",
             ),
+            ProofOnADirectory => Facts::new(
+                422,
+                "proof_not_found",
+                "The page is one of a directory of agents, where agents write: it proves nothing of yours. Put the proof text on a page of your own site.",
+                "该页面属于一个智能体目录，智能体可以在上面写入内容：它不能证明任何属于你的东西。请把证明文字放在你自己网站的页面上。",
+            )
+            .about("url"),
             ProofNotFound => Facts::new(
                 422,
                 "proof_not_found",
@@ -536,6 +545,7 @@ impl Error {
             Error::DeadlinePassed,
             Error::CallNotTheirs,
             Error::ProofNotFound,
+            Error::ProofOnADirectory,
             Error::LinkFetchFailed { reason: LinkFetchError::Timeout },
             Error::RateLimited { retry_after: 30 },
             Error::WeeklyCapReached { retry_after: 3_600 },
@@ -696,6 +706,15 @@ fn type_zh(kind: &str) -> &'static str {
 /// Chinese one leaves out library details that exist only in English.
 fn link_reason(e: &crate::checks::link_fetch::LinkFetchError) -> (String, String) {
     use crate::checks::link_fetch::LinkFetchError::*;
+    // A name that does not resolve, one that leads to a non-public address and a connection
+    // refused read alike, as endpoint checks read them: which names the server's resolver knows
+    // and which ports answer is not told to whoever submits links.
+    if matches!(e, Resolve(_) | RefusedAddress(_) | Connect(_) | Http(_)) {
+        return (
+            "the host could not be reached at a public address (it did not resolve, is not public, or did not answer)".to_owned(),
+            "无法通过公网地址访问该主机（无法解析、不是公网地址或没有响应）".to_owned(),
+        );
+    }
     let zh = match e {
         InvalidUrl(_) => "网址格式无效".to_owned(),
         UnsupportedScheme(scheme) => format!("只能获取 http 和 https 网址，不支持 {scheme}"),

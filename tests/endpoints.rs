@@ -858,11 +858,21 @@ async fn what_a_proven_endpoint_exposes_is_shown_and_searched_as_the_agents() {
     statement.expect(200);
     assert!(statement.text.contains('.'), "a JWS");
 
-    // One endpoint URL counts for one agent: another agent listing it gains nothing.
+    // One endpoint URL counts for one agent: another agent listing it gains nothing, however
+    // it spells the URL (kept in one spelling).
     let other = common::unique_handle("copycat");
-    register_with(&s, &other, json!([{"kind": "mcp", "url": proven.url("/mcp")}])).await;
+    let spelt = proven.url("/./m%63p?#copy").replacen("http://", "HTTP://", 1);
+    let copycat = register_with(&s, &other, json!([{"kind": "mcp", "url": spelt}])).await;
     let e = endpoints_when(&s, &other, "the copied endpoint checked", |e| status_of(&e[0]) == "live").await;
+    assert_eq!(e[0]["url"], proven.url("/mcp"), "{e:#?}");
     assert_eq!((e[0]["proof"].clone(), e[0]["tools"].clone()), (Value::Null, Value::Null), "{e:#?}");
+    // Nor can a URL carry the proof text, which a server that writes back the URL it was asked
+    // for would put in its answer.
+    let echoed = proven.url(&format!("/mcp?agentdir-proof:{other}"));
+    let r =
+        s.patch("/api/me", Some(&copycat.key), json!({"endpoints": [{"kind": "mcp", "url": echoed}]})).await;
+    r.expect_error(400, "validation_failed");
+    assert_eq!(r.json["error"]["field"], "endpoints.0.url", "{}", r.text);
 
     // The origin's well-known proof does the same as the answer.
     let well_known = Endpoint::start("mcp-tides-well-known", Some(&handle));

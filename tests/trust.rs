@@ -363,6 +363,22 @@ async fn link_proofs_are_fetched_recorded_and_removed() {
     for bad in ["ftp://example.org/x", "not a url", "http://user:pw@example.org/"] {
         s.post("/api/me/links", Some(&a.key), link(bad.into())).await.expect_error(400, "validation_failed");
     }
+    // The directory's own pages show what agents write: the agent's card holding the proof text
+    // it wrote itself proves nothing, nor does any other page of a directory.
+    let proof = format!("agentdir-proof:{}", a.handle);
+    s.patch("/api/me", Some(&a.key), json!({"description_en": format!("Our proof: {proof}")}))
+        .await
+        .expect(200);
+    for own in [format!("/agents/{}", a.handle), format!("/api/agents/{}", a.handle)] {
+        let r = s.post("/api/me/links", Some(&a.key), link(s.url(&own))).await;
+        r.expect_error(422, "proof_not_found");
+        assert!(
+            r.json["error"]["message_en"].as_str().unwrap().contains("directory of agents"),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("\"url\""), "{}", r.text);
+    }
 
     // Removed by the URL submitted, or by the one recorded.
     let remove = |url: String| json!({"url": url, "remove": true});
@@ -464,24 +480,29 @@ async fn link_proofs_refuse_internal_targets() {
     let base = site(&a.handle).await;
     let port = base.rsplit(':').next().unwrap().to_owned();
     let ports = "only ports 80, 443, 8000, 8080 and 8443";
+    // A name that does not resolve, a non-public address and a refused connection read alike:
+    // whoever submits links learns nothing of the server's network.
+    let unreachable = "could not be reached at a public address";
     for (target, why) in [
         // On web ports, where nothing of the test listens: the address alone is refused.
-        ("http://127.0.0.1/proof".to_owned(), "non-public"),
-        ("http://localhost:8080/proof".into(), "non-public"),
-        ("http://[::1]:8000/proof".into(), "non-public"),
-        ("http://[::ffff:127.0.0.1]:8443/proof".into(), "non-public"),
-        ("http://2130706433/proof".into(), "non-public"),
-        ("http://0.0.0.0:80/proof".into(), "non-public"),
-        ("http://169.254.169.254/latest/meta-data/".into(), "non-public"),
-        ("http://10.0.0.1/".into(), "non-public"),
-        ("http://192.168.1.1/".into(), "non-public"),
-        ("http://100.64.0.1/".into(), "non-public"),
-        ("http://[fd00::1]/".into(), "non-public"),
+        ("http://127.0.0.1/proof".to_owned(), unreachable),
+        ("http://localhost:8080/proof".into(), unreachable),
+        ("http://[::1]:8000/proof".into(), unreachable),
+        ("http://[::ffff:127.0.0.1]:8443/proof".into(), unreachable),
+        ("http://2130706433/proof".into(), unreachable),
+        ("http://0.0.0.0:80/proof".into(), unreachable),
+        ("http://169.254.169.254/latest/meta-data/".into(), unreachable),
+        ("http://10.0.0.1/".into(), unreachable),
+        ("http://192.168.1.1/".into(), unreachable),
+        ("http://100.64.0.1/".into(), unreachable),
+        ("http://[fd00::1]/".into(), unreachable),
         // Web ports only, as for endpoints: the live page on its own port, and any host.
         (format!("{base}/proof"), ports),
         (format!("http://localhost:{port}/proof"), ports),
         ("http://example.org:22/".into(), ports),
         ("https://example.org:8081/proof".into(), ports),
+        // A name that does not resolve reads as a non-public address does.
+        ("http://no-such-host.invalid/proof".into(), unreachable),
     ] {
         let r = s.post("/api/me/links", Some(&a.key), json!({"url": target})).await;
         r.expect_error(422, "link_fetch_failed");

@@ -18,7 +18,7 @@ use crate::domain::endpoint::{
     EndpointStatus, Finding, MCP_DISCOVER_REVISION, MCP_INITIALIZE_REVISION, OBSERVED_PER_ENDPOINT, Observed,
     PROOF_WELL_KNOWN,
 };
-use crate::domain::trust::holds_proof;
+use crate::domain::trust::{carries_proof_text, holds_proof};
 
 /// How a check reaches the network: the fetch rules, and the gate every hop passes.
 #[derive(Clone, Copy)]
@@ -120,8 +120,8 @@ async fn http(url: &str, reach: Reach<'_>) -> Finding {
 }
 
 /// The URL itself when it serves a valid card, else the card at its origin's well-known path.
-/// When neither is valid, a JSON object at the URL itself (a card gone wrong) makes the
-/// endpoint invalid; otherwise the well-known path's answer decides.
+/// When neither is valid, a 2xx at the URL itself (a card gone wrong, a page, an answer past
+/// the read bound) says why; otherwise the well-known path's answer decides.
 /// With a live card, the card's text (where its proof text may stand).
 async fn a2a(url: &str, reach: Reach<'_>) -> (Finding, Vec<String>) {
     let get = || Request::get().header("accept", "application/json");
@@ -129,7 +129,11 @@ async fn a2a(url: &str, reach: Reach<'_>) -> (Finding, Vec<String>) {
         Ok(a) => a,
         Err(e) => return (failed(&e), Vec::new()),
     };
-    let own = success(first.status).then(|| json_object(&first.body)).flatten().map(|card| a2a_card(&card));
+    // A 2xx that is no card (a page, or one cut at the read bound) says why, rather than the
+    // well-known path's answer, which the agent did not list.
+    let own = success(first.status).then(|| {
+        json_object(&first.body).map_or_else(|| unreadable(&first, Why::NotA2aCard), |card| a2a_card(&card))
+    });
     if let Some(found) = &own
         && found.status() == EndpointStatus::Live
     {
@@ -137,14 +141,7 @@ async fn a2a(url: &str, reach: Reach<'_>) -> (Finding, Vec<String>) {
     }
     let well_known = url::Url::parse(url).ok().and_then(|u| u.join(A2A_WELL_KNOWN).ok());
     let Some(well_known) = well_known.filter(|w| w.as_str() != url) else {
-        let found = own.unwrap_or_else(|| {
-            if success(first.status) {
-                unreadable(&first, Why::NotA2aCard)
-            } else {
-                not_success(first.status)
-            }
-        });
-        return (found, Vec::new());
+        return (own.unwrap_or_else(|| not_success(first.status)), Vec::new());
     };
     let (there, text) = match reach.exchange(well_known.as_str(), &get()).await {
         Ok(a) if success(a.status) => (
@@ -173,10 +170,11 @@ async fn proven_at_origin(url: &str, handle: &str, reach: Reach<'_>) -> bool {
 }
 
 /// The text of an answer that may prove whose the endpoint `url` is: none when a redirect led
-/// to another origin, whose answer is that origin's word, not the endpoint's.
+/// to another origin, whose answer is that origin's word, not the endpoint's, nor when a
+/// redirect led to a URL that carries the proof text, which a server may write back.
 fn own_words(url: &str, answer: &Answer) -> Vec<String> {
     match url::Url::parse(url) {
-        Ok(asked) if same_origin(&asked, &answer.url) => {
+        Ok(asked) if same_origin(&asked, &answer.url) && !carries_proof_text(answer.url.as_str()) => {
             vec![String::from_utf8_lossy(&answer.body).into_owned()]
         }
         _ => Vec::new(),

@@ -99,6 +99,9 @@ pub enum FetchOutcome {
         final_url: String,
     },
     NotFound,
+    /// The page is a directory's (its answer carries `trust::DIRECTORY_HEADER`): agents write
+    /// there, so whatever it holds proves nothing.
+    OnADirectory,
 }
 
 /// Why a fetch failed. `Display` is a one-line English reason that holds no credentials and no
@@ -144,6 +147,57 @@ pub fn check_url(url: &str) -> Result<Url, LinkFetchError> {
     let parsed = Url::parse(url).map_err(|e| LinkFetchError::InvalidUrl(e.to_string()))?;
     check_parsed_url(&parsed)?;
     Ok(parsed)
+}
+
+/// The one spelling of a URL that endpoints are kept and compared in: as the WHATWG parser
+/// writes it (scheme and host in lower case, no default port, no dot segments), without a
+/// fragment (never sent) or an empty query, without a trailing dot on the host name, and with
+/// percent-encoded unreserved characters decoded (RFC 3986, 6.2.2). Spellings of one endpoint
+/// are one endpoint, so none of them counts it again for another agent.
+pub fn canonical(url: &Url) -> String {
+    let mut url = url.clone();
+    url.set_fragment(None);
+    if url.query() == Some("") {
+        url.set_query(None);
+    }
+    if let Some(host) = url.host_str().and_then(|h| h.strip_suffix('.')).map(str::to_owned)
+        && !host.is_empty()
+    {
+        let _ = url.set_host(Some(&host));
+    }
+    let path = unreserved_decoded(url.path());
+    url.set_path(&path);
+    if let Some(query) = url.query().map(unreserved_decoded) {
+        url.set_query(Some(&query));
+    }
+    url.to_string()
+}
+
+/// `text` with each percent-encoded unreserved character (letters, digits, `-._~`) written as
+/// itself; every other escape is kept as it is.
+fn unreserved_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let decoded = (bytes[i] == b'%')
+            .then(|| text.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+            .filter(|b| b.is_ascii_alphanumeric() || b"-._~".contains(b));
+        match decoded {
+            Some(b) => {
+                out.push(char::from(b));
+                i += 3;
+            }
+            None => {
+                let c = text[i..].chars().next().unwrap_or_default();
+                out.push(c);
+                i += c.len_utf8();
+            }
+        }
+    }
+    out
 }
 
 fn check_parsed_url(url: &Url) -> Result<(), LinkFetchError> {
@@ -355,6 +409,9 @@ async fn fetch_with(
         let status = response.status();
         if !status.is_success() {
             return Err(LinkFetchError::Status(status.as_u16()));
+        }
+        if response.headers().contains_key(crate::domain::trust::DIRECTORY_HEADER) {
+            return Ok(FetchOutcome::OnADirectory);
         }
         Ok(if body_contains(response, needle.as_bytes(), policy.max_bytes).await? {
             FetchOutcome::Found { final_url: url.to_string() }
@@ -638,6 +695,27 @@ fn describe(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spellings_of_one_url_are_one_canonical_url() {
+        let one = |u: &str| canonical(&check_url(u).expect(u));
+        let plain = one("http://127.0.0.1:18111/a2a/shared");
+        for spelling in [
+            "http://127.0.0.1:18111/a2a/shared#frag",
+            "HTTP://127.0.0.1:18111/a2a/shared",
+            "http://127.0.0.1:18111/a2a/./shared",
+            "http://127.0.0.1:18111/a2a/shared?",
+            "http://127.0.0.1:18111/a2a/%73hared",
+            "http://127.0.0.1:18111/a2a/x/../shared",
+        ] {
+            assert_eq!(one(spelling), plain, "{spelling}");
+        }
+        assert_eq!(one("http://LOCALHOST.:8080/mcp"), one("http://localhost:8080/mcp"));
+        assert_eq!(one("https://example.org:443/a"), "https://example.org/a");
+        // Escapes of reserved or non-ASCII characters stay: they name another resource.
+        assert_eq!(one("https://example.org/a%2Fb"), "https://example.org/a%2Fb");
+        assert_eq!(one("https://example.org/%E4%B8%AD?q=%7e"), "https://example.org/%E4%B8%AD?q=~");
+    }
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Instant;

@@ -204,7 +204,7 @@ impl Observed {
     /// the tags and the examples while room is left, each cut at a word. `None` without a name.
     pub fn kept(name: &str, description: Option<&str>, tags: &[&str], examples: &[&str]) -> Option<Observed> {
         let name = cut_at_word(name, OBSERVED_NAME_CHARS);
-        if name.is_empty() {
+        if !super::schema::is_non_blank(&name) {
             return None;
         }
         let mut room = OBSERVED_ENTRY_CHARS - name.chars().count();
@@ -257,9 +257,23 @@ fn cut_words(text: &str, max: usize) -> (String, Option<String>) {
     if clean.chars().count() <= max {
         return (clean.clone(), Some(clean));
     }
-    let head: String = clean.chars().take(max + 1).collect();
-    let cut = head.rfind(' ').filter(|at| *at > 0).map(|at| head[..at].trim_end().to_owned());
+    let head: Vec<char> = clean.chars().take(max + 1).collect();
+    // A word ends before a space, and beside a character of a script written without spaces
+    // (Chinese, Japanese): there any character boundary is one.
+    let cut = (1..=max)
+        .rev()
+        .find(|&at| head[at] == ' ' || unspaced(head[at - 1]) || unspaced(head[at]))
+        .map(|at| head[..at].iter().collect::<String>().trim_end().to_owned())
+        .filter(|kept| !kept.is_empty());
     (clean, cut)
+}
+
+/// A character of a script written without spaces between words: CJK punctuation, kana, Han
+/// ideographs (the extensions too) and full-width forms.
+fn unspaced(c: char) -> bool {
+    matches!(c,
+        '\u{3000}'..='\u{30FF}' | '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}'
+        | '\u{F900}'..='\u{FAFF}' | '\u{FF00}'..='\u{FFEF}' | '\u{20000}'..='\u{3134F}')
 }
 
 /// What each endpoint of an agent (its findings, in the card's order) exposes as the agent's:
@@ -428,6 +442,16 @@ mod tests {
         let short = Observed::kept("Echo", Some("Echoes text."), &["echo"], &["say hi"]).unwrap();
         assert_eq!(short.texts().collect::<Vec<_>>(), ["Echo", "Echoes text.", "echo", "say hi"]);
         assert_eq!(Observed::kept("  ", Some("no name"), &[], &[]), None);
+        assert_eq!(Observed::kept("\u{200b}\u{200b}", Some("an invisible name"), &[], &[]), None);
+        // Chinese has no spaces: a word may end at any character, so a long description is cut,
+        // not dropped.
+        let chinese = "把播客音频转写成中文字幕并按时间轴输出SRT文件".repeat(20);
+        let kept = Observed::kept("中文字幕", Some(&chinese), &[], &[]).unwrap();
+        let description = kept.description.expect("the description, cut");
+        assert_eq!(description.chars().count(), OBSERVED_ENTRY_CHARS - 4);
+        assert!(chinese.starts_with(&description));
+        assert_eq!(cut_between_words("README翻译成中文", 9), "README翻译成");
+        assert_eq!(cut_between_words("README翻译", 5), "");
     }
 
     #[test]

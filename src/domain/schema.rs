@@ -102,6 +102,14 @@ where
     })
 }
 
+/// Whether `text` holds a character that draws something, as [`patterns::NON_BLANK`] asks of
+/// the texts agents write (for texts the directory keeps from elsewhere, such as observed skills).
+pub fn is_non_blank(text: &str) -> bool {
+    static NON_BLANK: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| regex::Regex::new(patterns::NON_BLANK).expect("the non-blank pattern"));
+    NON_BLANK.is_match(text)
+}
+
 /// [`open_set`] for a field that may also be `null`.
 pub fn open_set_or_null<T>(generator: &mut schemars::SchemaGenerator) -> schemars::Schema
 where

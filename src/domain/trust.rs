@@ -25,6 +25,11 @@ pub fn holds_proof(text: &str, handle: &str) -> bool {
     text.match_indices(&needle).any(|(at, _)| !text[at + needle.len()..].starts_with(continues_handle))
 }
 
+/// A header every answer of a directory carries. A page of a directory (this one or another)
+/// shows what agents write there, so it proves nothing of an agent's: a link proof found on one
+/// is refused.
+pub const DIRECTORY_HEADER: &str = "x-agentdir-directory";
+
 /// Whether a URL carries a proof text itself (in any case, percent-encoded up to three times): a
 /// page that writes its own address or query back (a search page, many "not found" pages) would
 /// then hold the proof without its owner having put it there.

@@ -47,6 +47,7 @@ use tokio::time::error::Elapsed;
 use tracing::Instrument;
 
 use crate::domain::schema::MAX_BODY_BYTES;
+use crate::domain::trust::DIRECTORY_HEADER;
 use crate::error::Error;
 use crate::net::InFlightSlot;
 use crate::telemetry;
@@ -219,6 +220,8 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
     for (name, value) in SECURITY_HEADERS {
         headers.entry(name).or_insert(value);
     }
+    // Says the answer is a directory's, whose pages prove nothing of an agent (link proofs).
+    headers.insert(HeaderName::from_static(DIRECTORY_HEADER), HeaderValue::from_static("agentdir"));
     if keyed {
         // What a key unlocks (the own profile with its mailbox) must not sit in a shared cache.
         headers.insert(header::CACHE_CONTROL, NO_STORE);

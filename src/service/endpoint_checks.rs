@@ -431,43 +431,36 @@ async fn check_one(app: &App, target: &Target, pass: Pass) -> Outcome {
 }
 
 /// Writes a finding that differs from the stored one. The comparison is made on a read
-/// connection first, so a check that finds nothing new costs no write transaction at all (not
-/// even an empty one through the writer); the write compares again, in case a change of the
-/// list came between. What an endpoint exposes counts for the first agent that proved the
-/// endpoint its own; a change of it changes what the agent's profile means, so it is paced like
-/// profile writes (the agent's profile-edit budget): past the budget the check keeps what was
-/// stored and the next check tries again. A proof that no longer holds is recorded at once.
+/// connection first, with the finding settled as it would be stored (`settle`), so a check that
+/// changes nothing costs no write transaction at all (not even an empty one through the writer,
+/// which would move the position replicas follow); the write settles and compares again, in case
+/// a change of the list came between.
 async fn record(app: &App, target: &Target, found: Finding) {
     let t = target.clone();
     let seen = found.clone();
-    match app.blocking(move |app| store::finding(&*app.read()?, &t)).await {
-        Ok(Some(stored)) if stored != seen => {}
-        Ok(_) => return,
+    let changes = app
+        .blocking(move |app| {
+            let conn = app.read()?;
+            let Some(stored) = store::finding(&conn, &t)? else { return Ok(false) };
+            let settled = settle(app, &conn, &t, seen, Some(&stored), now_ms(), Budget::Check)?;
+            Ok(settled != stored)
+        })
+        .await;
+    match changes {
+        Ok(true) => {}
+        Ok(false) => return,
         Err(e) => {
             tracing::warn!(error = %e, "an endpoint check's finding could not be compared");
             return;
         }
     }
     let t = target.clone();
-    let limits = app.clone();
+    let app_ = app.clone();
     let written = app.write(move |tx| {
         let now = now_ms();
-        let mut found = found;
-        if found.proof.is_some() && store::proven_by_another(tx, &t)? {
-            found.proof = None;
-            found.observed.clear();
-        }
         let stored = store::finding(tx, &t)?;
         let before = stored.as_ref().map(|f| f.status());
-        // Losing the proof is recorded at once; learning something new waits for the budget.
-        if let Some(stored) = stored
-            && found.proof.is_some()
-            && (stored.proof, &stored.observed) != (found.proof, &found.observed)
-            && limits.limits.spend_agent(tx, Persistent::ProfileEdits, t.agent_id, now).is_err()
-        {
-            found.proof = stored.proof;
-            found.observed = stored.observed;
-        }
+        let found = settle(&app_, tx, &t, found, stored.as_ref(), now, Budget::Spend)?;
         if store::record(tx, &t, &found, now)? && before != Some(found.status()) {
             // The agent hears when its endpoint goes down, comes back, or is found invalid.
             let detail = EventDetail {
@@ -484,6 +477,47 @@ async fn record(app: &App, target: &Target, found: Finding) {
     if let Err(e) = written.await {
         tracing::warn!(error = %e, "an endpoint check's finding could not be recorded");
     }
+}
+
+/// Whether settling a finding spends the agent's profile-edit budget or only asks it.
+#[derive(Clone, Copy, PartialEq)]
+enum Budget {
+    Check,
+    Spend,
+}
+
+/// A check's finding as it is stored. What an endpoint exposes counts for the first agent that
+/// proved the endpoint its own. A change of it changes what the agent's profile means, so it is
+/// paced like profile writes (the agent's profile-edit budget): past the budget the finding keeps
+/// what was stored and the next check tries again. A proof that no longer holds is recorded at
+/// once.
+fn settle(
+    app: &App,
+    conn: &rusqlite::Connection,
+    t: &Target,
+    mut found: Finding,
+    stored: Option<&Finding>,
+    now: i64,
+    budget: Budget,
+) -> crate::error::Result<Finding> {
+    if found.proof.is_some() && store::proven_by_another(conn, t)? {
+        found.proof = None;
+        found.observed.clear();
+    }
+    if let Some(stored) = stored
+        && found.proof.is_some()
+        && (stored.proof, &stored.observed) != (found.proof, &found.observed)
+    {
+        let asked = match budget {
+            Budget::Check => app.limits.check_agent(conn, Persistent::ProfileEdits, t.agent_id, now),
+            Budget::Spend => app.limits.spend_agent(conn, Persistent::ProfileEdits, t.agent_id, now),
+        };
+        if asked.is_err() {
+            found.proof = stored.proof;
+            found.observed = stored.observed.clone();
+        }
+    }
+    Ok(found)
 }
 
 #[cfg(test)]

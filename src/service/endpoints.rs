@@ -5,6 +5,7 @@ use rusqlite::Connection;
 
 use crate::checks::link_fetch;
 use crate::domain::endpoint::{ALLOWED_PORTS, EndpointInput, EndpointStatus, Finding, port_rule_lifted};
+use crate::domain::trust::carries_proof_text;
 use crate::error::{Error, Result, Rule};
 use crate::store::endpoints::{self as store, EndpointRow, Target};
 
@@ -20,19 +21,30 @@ pub fn validate(list: &[EndpointInput]) -> Result<()> {
         if !port_rule_lifted() && !ALLOWED_PORTS.contains(&port) {
             return Err(Error::validation(field(), Rule::EndpointPort));
         }
+        // A server that writes the URL it was asked for into its answer would prove itself for
+        // whoever lists it with the text in the URL, as a page that echoes its address would.
+        if carries_proof_text(&e.url) {
+            return Err(Error::validation(field(), Rule::ProofInUrl));
+        }
     }
     Ok(())
 }
 
-/// Replaces the agent's endpoints with `list`; one that was listed before (same kind and URL)
-/// keeps its status until a check answers. Returns what must be checked now: all of them.
+/// Replaces the agent's endpoints with `list`, each URL in its one spelling; one that was listed
+/// before (same kind and URL) keeps its status until a check answers. Returns what must be
+/// checked now: all of them.
 ///
 /// An endpoint is its kind and URL, listed once. The schema's `uniqueItems` refuses items sent
 /// twice, but compares them as sent: two that differ only by a field the input ignores are
 /// valid by the published schema, and are one endpoint here (the first).
 pub fn replace(conn: &Connection, agent_id: i64, list: Vec<EndpointInput>, now: i64) -> Result<Vec<Target>> {
     let mut once: Vec<EndpointInput> = Vec::with_capacity(list.len());
-    for e in list {
+    for mut e in list {
+        // Kept in one spelling (`link_fetch::canonical`): two spellings of one URL are one
+        // endpoint, here and for the rule that one endpoint URL counts for one agent.
+        if let Ok(url) = link_fetch::check_url(&e.url) {
+            e.url = link_fetch::canonical(&url);
+        }
         if !once.contains(&e) {
             once.push(e);
         }

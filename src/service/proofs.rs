@@ -81,6 +81,7 @@ impl App {
                 }
                 Ok(FetchOutcome::Found { final_url }) => final_url,
                 Ok(FetchOutcome::NotFound) => return Err(Error::ProofNotFound),
+                Ok(FetchOutcome::OnADirectory) => return Err(Error::ProofOnADirectory),
                 Err(e) => {
                     tracing::info!(error = ?e, "link proof fetch failed");
                     return Err(Error::LinkFetchFailed { reason: e });

@@ -189,18 +189,16 @@ pub fn listing(conn: &Connection, target: &Target) -> Result<Listing> {
     })
 }
 
-/// Whether another agent's endpoint of this kind and URL proved it is its own first (one
-/// endpoint URL counts for one agent).
+/// Whether another agent's endpoint of this URL, of any kind, proved it is its own first (one
+/// endpoint URL counts for one agent; URLs are kept in one spelling).
 pub fn proven_by_another(conn: &Connection, target: &Target) -> Result<bool> {
     Ok(conn
         .prepare_cached(
-            "SELECT 1 FROM endpoints WHERE kind = :kind AND url = :url AND proof IS NOT NULL
-                AND agent_id <> :agent_id",
+            // Every kind named, so the partial index on (kind, url) answers it.
+            "SELECT 1 FROM endpoints WHERE kind IN ('a2a', 'mcp', 'http') AND url = :url
+                AND proof IS NOT NULL AND agent_id <> :agent_id",
         )?
-        .query_row(
-            named_params! {":agent_id": target.agent_id, ":kind": target.kind, ":url": target.url},
-            |_| Ok(()),
-        )
+        .query_row(named_params! {":agent_id": target.agent_id, ":url": target.url}, |_| Ok(()))
         .optional()?
         .is_some())
 }
