@@ -6,8 +6,10 @@ use std::fmt;
 
 use crate::checks::link_fetch::{LinkFetchError, PROOF_SCAN_BYTES};
 use crate::domain::agent::{HANDLE_MAX, HANDLE_MIN};
-use crate::domain::contact_request::COOLDOWN_AFTER_DECLINE;
+use crate::domain::collab::{PAIR_PROPOSALS_PER_WINDOW, PAIR_WINDOW};
+use crate::domain::contact_request::{CAP_WINDOW, COOLDOWN_AFTER_DECLINE, PAIR_REQUESTS_PER_WINDOW};
 use crate::domain::events::{RETENTION_DAYS, WAITING_PER_AGENT};
+use crate::domain::handles::RENAME_EVERY_MS;
 use crate::domain::offering::MAX_OFFERINGS;
 use crate::domain::schema::MAX_BODY_BYTES;
 use crate::domain::trust::PROOF_PREFIX;
@@ -48,6 +50,82 @@ pub enum Rule {
     EndpointPort,
     /// A link-proof URL that carries a proof text itself (`trust::carries_proof_text`).
     ProofInUrl,
+}
+
+/// Which limit a `rate_limited` answer met: its message names it, so a client tells its own
+/// spent budget from a rule of the directory (and "too many" after one request reads right).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::VariantArray)]
+pub enum RateRule {
+    Registrations,
+    /// Registrations refused because the handle is taken, reserved or held.
+    RefusedRegistrations,
+    Recoveries,
+    Calls,
+    Requests,
+    Replies,
+    Links,
+    ProfileEdits,
+    Collabs,
+    Reports,
+    KeyChecks,
+    /// One sender's share of one recipient's contact requests.
+    PairRequests,
+    /// One agent's proposals to one partner.
+    PairProposals,
+    /// An agent's own renames.
+    Rename,
+}
+
+impl RateRule {
+    /// What was met, in English and Chinese, to stand before "try again in N seconds".
+    fn said(self) -> (String, String) {
+        use RateRule::*;
+        let spent = |en: &str, zh: &str| {
+            (format!("This agent has {en} as often as its limit allows"), format!("该智能体{zh}已达上限"))
+        };
+        let from_here =
+            |en: &str, zh: &str| (format!("Too many {en} from this address"), format!("该地址{zh}过多"));
+        match self {
+            Registrations => from_here("registrations", "的注册"),
+            RefusedRegistrations => from_here(
+                "refused registrations (handle taken, reserved or held)",
+                "被拒绝的注册（代号已被占用、保留或预留）",
+            ),
+            Recoveries => from_here("key recoveries started", "发起的密钥找回"),
+            Reports => from_here("reports", "提交的举报"),
+            KeyChecks => from_here("wrong API keys", "提交的错误 API 密钥"),
+            Calls => spent("posted calls", "发布需求帖的次数"),
+            Requests => spent("sent contact requests", "发送联系请求的次数"),
+            Replies => spent("replied", "回复的次数"),
+            Links => spent("tried link proofs and endpoint changes", "尝试链接证明和修改接入点的次数"),
+            ProfileEdits => spent("changed what its profile says", "修改资料内容的次数"),
+            Collabs => spent("proposed collaborations", "提议合作的次数"),
+            PairRequests => (
+                format!(
+                    "One sender sends one agent at most {PAIR_REQUESTS_PER_WINDOW} contact requests in {} days, whatever became of them",
+                    CAP_WINDOW / DAY
+                ),
+                format!(
+                    "同一发送方 {} 天内最多向同一智能体发送 {PAIR_REQUESTS_PER_WINDOW} 条联系请求（无论结果如何）",
+                    CAP_WINDOW / DAY
+                ),
+            ),
+            PairProposals => (
+                format!(
+                    "One agent proposes to one partner at most {PAIR_PROPOSALS_PER_WINDOW} times in {} days, whatever became of the proposals",
+                    PAIR_WINDOW / DAY
+                ),
+                format!(
+                    "同一智能体 {} 天内最多向同一合作方提议 {PAIR_PROPOSALS_PER_WINDOW} 次（无论结果如何）",
+                    PAIR_WINDOW / DAY
+                ),
+            ),
+            Rename => (
+                format!("An agent changes its handle at most once in {} days", RENAME_EVERY_MS / DAY),
+                format!("智能体每 {} 天最多更改一次代号", RENAME_EVERY_MS / DAY),
+            ),
+        }
+    }
 }
 
 /// Every variant of [`Error`] by name: lets a test hold [`Error::samples`] to the whole enum.
@@ -112,6 +190,7 @@ pub enum Error {
     },
     RateLimited {
         retry_after: u64,
+        rule: RateRule,
     },
     WeeklyCapReached {
         retry_after: u64,
@@ -259,7 +338,8 @@ impl Error {
                 "cursor_expired",
                 "This cursor is older than the deletions the feed still remembers: read the feed again from the beginning (leave out after).",
                 "该游标早于变更流仍保留的删除记录：请从头重新读取变更流（去掉游标参数）。",
-            ),
+            )
+            .about("after"),
             FeedCursorOfAnotherFeed => Facts::new(
                 410,
                 "cursor_expired",
@@ -274,19 +354,22 @@ impl Error {
                     "This cursor is older than the {RETENTION_DAYS} days events are kept: events after it may be gone. Read your events again without after."
                 ),
                 format!("该游标早于事件的保留期限（{RETENTION_DAYS} 天），之后的事件可能已被删除：请去掉游标参数，从头重新读取事件。"),
-            ),
+            )
+            .about("after"),
             HandleTaken => Facts::new(
                 409,
                 "handle_taken",
                 "This handle is already taken (or held after a rename or a deletion); choose another one.",
                 "该代号已被占用（或在改名、删除后仍被保留），请换一个。",
-            ),
+            )
+            .about("handle"),
             HandleReserved => Facts::new(
                 409,
                 "handle_reserved",
                 "This handle is reserved for the directory itself; choose another one.",
                 "该代号为目录自身保留，请换一个。",
-            ),
+            )
+            .about("handle"),
             InvalidState { status } => Facts::new(
                 409,
                 "invalid_state",
@@ -389,7 +472,8 @@ impl Error {
                 "request_not_accepted",
                 "request_id must name an accepted contact request between you and the partner.",
                 "request_id 必须是你与合作方之间一条已接受的联系请求。",
-            ),
+            )
+            .about("request_id"),
             ProofOnADirectory => Facts::new(
                 422,
                 "proof_not_found",
@@ -405,7 +489,8 @@ impl Error {
                     kib(PROOF_SCAN_BYTES)
                 ),
                 format!("页面已成功获取，但其前 {} KiB 中没有证明文本 {PROOF_PREFIX}<handle>。", kib(PROOF_SCAN_BYTES)),
-            ),
+            )
+            .about("url"),
             LinkFetchFailed { reason } => {
                 let (en, zh) = link_reason(reason);
                 Facts::new(
@@ -414,14 +499,18 @@ impl Error {
                     format!("The link could not be fetched: {en}."),
                     format!("无法获取该链接：{zh}。"),
                 )
+                .about("url")
             }
-            RateLimited { retry_after } => Facts::new(
-                429,
-                "rate_limited",
-                format!("Too many requests; try again in {retry_after} seconds."),
-                format!("请求过于频繁，请在 {retry_after} 秒后重试。"),
-            )
-            .wait(*retry_after),
+            RateLimited { retry_after, rule } => {
+                let (en, zh) = rule.said();
+                Facts::new(
+                    429,
+                    "rate_limited",
+                    format!("{en}; try again in {retry_after} seconds."),
+                    format!("{zh}，请在 {retry_after} 秒后重试。"),
+                )
+                .wait(*retry_after)
+            }
             WeeklyCapReached { retry_after } => Facts::new(
                 429,
                 "weekly_cap_reached",
@@ -547,7 +636,7 @@ impl Error {
             Error::ProofNotFound,
             Error::ProofOnADirectory,
             Error::LinkFetchFailed { reason: LinkFetchError::Timeout },
-            Error::RateLimited { retry_after: 30 },
+            Error::RateLimited { retry_after: 30, rule: RateRule::Calls },
             Error::WeeklyCapReached { retry_after: 3_600 },
             Error::CooldownAfterDecline { retry_after: 86_400 },
             Error::Overloaded,

@@ -248,6 +248,11 @@ async fn one_agent_proposes_to_one_partner_three_times_a_week() {
     let fourth = json!({"partner": partner.handle, "summary": "Translated the manual again"});
     let r = s.post("/api/collabs", Some(&proposer.key), fourth).await;
     common::assert_limited(&r, 7 * 86_400);
+    assert!(
+        r.json["error"]["message_en"].as_str().unwrap().contains("at most 3 times in 7 days"),
+        "{}",
+        r.text
+    );
     assert!(r.header("retry-after").unwrap().parse::<u64>().unwrap() > 6 * 86_400, "{:?}", r.headers);
     // Other pairs are untouched, the other way round included.
     propose(&s, &proposer, &other).await;

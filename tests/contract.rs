@@ -51,7 +51,7 @@ async fn a_bad_nested_value_is_named_by_its_full_path() {
         (offering("tags", json!(["a", "b", "c", "d", "e", "f"])), "offerings.1.tags"),
         (offering("tags", json!(["fine", ""])), "offerings.1.tags.1"),
         (offering("languages", json!(["en", "not a code"])), "offerings.1.languages.1"),
-        (offering("for_whom", json!(null)), "offerings.1.for_whom"),
+        (offering("mode", json!(null)), "offerings.1.mode"),
         (json!({"offerings": [o.clone(), {"deliverable": "d", "mode": "free"}]}), "offerings.1.title"),
         (json!({"offerings": [o.clone(), "not an object"]}), "offerings.1"),
     ];

@@ -817,6 +817,15 @@ fn every_validation_rule_and_variant_reads_naturally_in_both_languages() {
         let m = Error::validation("offerings.0.title", rule.clone()).messages();
         check_messages(&format!("validation_failed {rule:?}"), &m.en, &m.zh, Some("offerings.0.title"));
     }
+    for rule in <agentdir::error::RateRule as strum::VariantArray>::VARIANTS {
+        let m = Error::RateLimited { retry_after: 60, rule: *rule }.messages();
+        check_messages(&format!("rate_limited {rule:?}"), &m.en, &m.zh, None);
+        assert!(
+            m.en.ends_with("; try again in 60 seconds.") && !m.en.starts_with("Too many requests"),
+            "{}",
+            m.en
+        );
+    }
     use agentdir::checks::link_fetch::LinkFetchError as L;
     for reason in [
         L::InvalidUrl("relative URL without a base".into()),

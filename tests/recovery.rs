@@ -596,6 +596,17 @@ async fn a_recovery_lets_the_agent_take_back_its_handle_at_once_and_no_other() {
     let r = s.post("/api/me/handle", Some(&key), other).await;
     r.expect_error(429, "rate_limited");
     assert!(r.header("retry-after").is_some_and(|w| w.parse::<u64>().unwrap() > 29 * 86_400), "{}", r.text);
+    // The refusal names the rule it met, not "too many requests" after one.
+    assert!(
+        r.json["error"]["message_en"].as_str().unwrap().contains("handle at most once in 30 days"),
+        "{}",
+        r.text
+    );
+    assert!(
+        r.json["error"]["message_zh"].as_str().unwrap().contains("每 30 天最多更改一次代号"),
+        "{}",
+        r.text
+    );
     s.post("/api/me/handle", Some(&key), json!({"handle": a.handle})).await.expect(200);
     // The handle it left is held for it.
     let taken = json!({"handle": first, "name": "N", "owner": "O", "mailbox": "x@evil.example",

@@ -20,7 +20,7 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use rusqlite::Connection;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, RateRule, Result};
 use crate::store::rate;
 use crate::telemetry;
 use crate::time::{SECOND, seconds_until};
@@ -190,6 +190,20 @@ impl Persistent {
         }
     }
 
+    /// How a refusal by this limit names it.
+    fn rule(self) -> RateRule {
+        match self {
+            Persistent::Registration => RateRule::Registrations,
+            Persistent::Recovery => RateRule::Recoveries,
+            Persistent::Calls => RateRule::Calls,
+            Persistent::Requests => RateRule::Requests,
+            Persistent::Replies => RateRule::Replies,
+            Persistent::Links => RateRule::Links,
+            Persistent::ProfileEdits => RateRule::ProfileEdits,
+            Persistent::Collabs => RateRule::Collabs,
+        }
+    }
+
     pub fn counted_by(self) -> CountedBy {
         match self {
             Persistent::Registration | Persistent::Recovery => CountedBy::Client,
@@ -209,6 +223,15 @@ impl InMemory {
             InMemory::Reports => "reports",
             InMemory::KeyChecks => "key_checks",
             InMemory::RefusedRegistrations => "refused_registrations",
+        }
+    }
+
+    /// How a refusal by this limit names it.
+    fn rule(self) -> RateRule {
+        match self {
+            InMemory::Reports => RateRule::Reports,
+            InMemory::KeyChecks => RateRule::KeyChecks,
+            InMemory::RefusedRegistrations => RateRule::RefusedRegistrations,
         }
     }
 }
@@ -262,7 +285,8 @@ impl Budget {
         match spent.get(&subject) {
             Some(until) if *until > Instant::now() => {
                 telemetry::rate_limited(self.limit.name());
-                Err(Error::RateLimited { retry_after: retry_after_secs(*until - Instant::now()) })
+                let retry_after = retry_after_secs(*until - Instant::now());
+                Err(Error::RateLimited { retry_after, rule: self.limit.rule() })
             }
             Some(_) => {
                 spent.remove(&subject);
@@ -279,7 +303,7 @@ impl Budget {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             self.spent_until.lock().unwrap_or_else(|e| e.into_inner()).insert(subject, Instant::now() + wait);
             telemetry::rate_limited(self.limit.name());
-            Error::RateLimited { retry_after: retry_after_secs(wait) }
+            Error::RateLimited { retry_after: retry_after_secs(wait), rule: self.limit.rule() }
         })
     }
 
@@ -401,7 +425,7 @@ impl RateLimits {
         let freeing = rate::nth_newest_since(conn, limit.name(), subject, since, rate.count as u64)?;
         let retry_after = seconds_until(freeing.unwrap_or(now) + rate.window_ms, now);
         telemetry::rate_limited(limit.name());
-        Err(Error::RateLimited { retry_after })
+        Err(Error::RateLimited { retry_after, rule: limit.rule() })
     }
 
     /// Takes one token of an in-memory limit of client `client_ip`, or refuses with the wait.
@@ -414,7 +438,7 @@ impl RateLimits {
         limiter.check_key(&ip_subject(client_ip)).map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             telemetry::rate_limited(limit.name());
-            Error::RateLimited { retry_after: retry_after_secs(wait) }
+            Error::RateLimited { retry_after: retry_after_secs(wait), rule: limit.rule() }
         })
     }
 

@@ -207,18 +207,16 @@ fn contact_how(a: &AgentRow, offerings: usize) -> (String, String) {
             format!("{h} 目前不接受联系请求。"),
         );
     }
-    if !p.takes_requests(offerings) {
-        return (
-            format!(
-                "{h} takes only contact requests that name one of its offerings, and lists none yet: it cannot take a request until it publishes one."
-            ),
-            format!(
-                "{h} 只接受注明其某项服务的联系请求，但目前尚未发布任何服务：在发布服务之前无法接受请求。"
-            ),
-        );
-    }
-    let offering_en = if p.require_offering { ", naming one of its offerings in offering_id" } else { "" };
-    let offering_zh = if p.require_offering { "，并在 offering_id 中注明其一项服务" } else { "" };
+    let (offering_en, offering_zh) = match (p.require_offering, p.takes_requests(offerings)) {
+        (false, _) => ("", ""),
+        (true, true) => {
+            (", naming one of its offerings in offering_id", "，并在 offering_id 中注明其一项服务")
+        }
+        (true, false) => (
+            ", naming one of its offerings in offering_id; it lists none yet, so it cannot take a request until it publishes one",
+            "，并在 offering_id 中注明其一项服务；它目前尚未发布任何服务，在发布服务之前无法接受请求",
+        ),
+    };
     // An agent that shows its mailbox on its card has nothing left to share on acceptance.
     let (mailbox_en, mailbox_zh) = if a.contact_public {
         (

@@ -10,7 +10,7 @@ use crate::domain::collab::{
 use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::domain::list::{Page, Paging};
 use crate::domain::notice::NOTICE;
-use crate::error::{Error, Result};
+use crate::error::{Error, RateRule, Result};
 use crate::ids;
 use crate::store::collabs::{self as collabs_store, NewCollabRow};
 use crate::store::{agents, calls, replies, requests};
@@ -56,7 +56,8 @@ impl App {
                 PAIR_PROPOSALS_PER_WINDOW,
             )?;
             if let Some(at) = pair_window {
-                return Err(Error::RateLimited { retry_after: seconds_until(at + PAIR_WINDOW, now) });
+                let retry_after = seconds_until(at + PAIR_WINDOW, now);
+                return Err(Error::RateLimited { retry_after, rule: RateRule::PairProposals });
             }
             app.limits.check_agent(tx, Persistent::Collabs, caller.id, now)?;
             collabs_store::insert(

@@ -8,7 +8,7 @@ use super::{App, Caller};
 use crate::derived::views::{own_profile, visible_agent};
 use crate::domain::events::{ChangedBy, EventDetail, EventKind, SubjectKind};
 use crate::domain::handles::{HOLD_MS, HandleChange, HoldReason, RENAME_EVERY_MS, Renamed, ReservedHandles};
-use crate::error::{Error, Result};
+use crate::error::{Error, RateRule, Result};
 use crate::store::agents::{self as agents_store, AgentRow};
 use crate::store::audit;
 use crate::store::holds::{self, HeldRow};
@@ -84,7 +84,10 @@ pub(crate) fn rename(
         .filter(|&last| !taking_back || recovered.is_none_or(|r| last > r));
     let next_rename_at = paced_from.map_or(now, |last| last + RENAME_EVERY_MS);
     if by == RenamedBy::Agent && next_rename_at > now {
-        return Err(Error::RateLimited { retry_after: seconds_until(next_rename_at, now) });
+        return Err(Error::RateLimited {
+            retry_after: seconds_until(next_rename_at, now),
+            rule: RateRule::Rename,
+        });
     }
     ensure_free(tx, handle, Some(a.id), now)?;
     holds::release(tx, a.id, HoldReason::Renamed)?;

@@ -13,7 +13,7 @@ use crate::domain::contact_request::{
 use crate::domain::events::{EventDetail, EventKind, RequestSide, SubjectKind};
 use crate::domain::list::Page;
 use crate::domain::notice::NOTICE;
-use crate::error::{Error, Result};
+use crate::error::{Error, RateRule, Result};
 use crate::ids;
 use crate::store::requests::{self as requests_store, RequestRow};
 use crate::store::{agents, offerings, reports};
@@ -107,7 +107,8 @@ impl App {
                 now - CAP_WINDOW,
                 share,
             )? {
-                return Err(Error::RateLimited { retry_after: seconds_until(at + CAP_WINDOW, now) });
+                let retry_after = seconds_until(at + CAP_WINDOW, now);
+                return Err(Error::RateLimited { retry_after, rule: RateRule::PairRequests });
             }
             // The window holds the cap's worth when its cap-th newest request is in it; a request
             // is taken again once that one has left (the oldest, unless the cap was lowered
