@@ -611,6 +611,10 @@ mod over_time {
             ]);
         }
         s.admin_ok(&["restore", "--category", "other", &y.handle, "--reason", "a mistake"]);
+        // Erased once the undo time is over (the command, so the start-up's upkeep cannot race
+        // the registrations below), then past the 180 days of a hold.
+        s.clock_ahead_days(8.0);
+        s.admin_ok(&["erase-deleted"]);
         s.clock_ahead_days(8.0 + 181.0);
         s.post("/api/agents", None, registration(&x.handle)).await.expect_error(409, "handle_taken");
         s.post("/api/agents", None, registration(&y.handle)).await.expect(201);
