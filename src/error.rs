@@ -88,8 +88,8 @@ impl RateRule {
         match self {
             Registrations => from_here("registrations", "的注册"),
             RefusedRegistrations => from_here(
-                "refused registrations (handle taken, reserved or held)",
-                "被拒绝的注册（代号已被占用、保留或预留）",
+                "refused registrations (handle taken, held after a rename or a deletion, or reserved)",
+                "被拒绝的注册（代号已被占用、在改名或删除后仍被保留，或为目录自身保留）",
             ),
             Recoveries => from_here("key recoveries started", "发起的密钥找回"),
             Reports => from_here("reports", "提交的举报"),
@@ -736,6 +736,14 @@ fn rule_messages(field: &str, rule: &Rule) -> Messages {
             (format!("{field} appears more than once in the list."), format!("{field} 在列表中重复出现。"))
         }
         Pattern => (format!("{field} has an invalid format."), format!("{field} 格式不正确。")),
+        ProofInUrl if field.starts_with("endpoints.") => (
+            format!(
+                "{field} must not carry the proof text itself: a server that writes back the URL it was asked for would hold it without you putting it there. Put the text in the endpoint's own answer or at its origin's /.well-known/agentdir-proof."
+            ),
+            format!(
+                "{field} 不能自身包含证明文本：会回写请求网址的服务器会因此“含有”证明文本。请把证明文本放在接入点自身的响应里，或放在其源站的 /.well-known/agentdir-proof。"
+            ),
+        ),
         ProofInUrl => (
             format!(
                 "{field} must not carry the proof text itself: a page that writes its own address back would hold it without you putting it there. Put the text in the page."
@@ -795,33 +803,29 @@ fn type_zh(kind: &str) -> &'static str {
 /// Chinese one leaves out library details that exist only in English.
 fn link_reason(e: &crate::checks::link_fetch::LinkFetchError) -> (String, String) {
     use crate::checks::link_fetch::LinkFetchError::*;
-    // A name that does not resolve, one that leads to a non-public address and a connection
-    // refused read alike, as endpoint checks read them: which names the server's resolver knows
-    // and which ports answer is not told to whoever submits links.
-    if matches!(e, Resolve(_) | RefusedAddress(_) | Connect(_) | Http(_)) {
-        return (
-            "the host could not be reached at a public address (it did not resolve, is not public, or did not answer)".to_owned(),
-            "无法通过公网地址访问该主机（无法解析、不是公网地址或没有响应）".to_owned(),
-        );
-    }
     let zh = match e {
+        // A name that does not resolve, one that leads to a non-public address and a connection
+        // refused read alike, as endpoint checks read them: which names the server's resolver
+        // knows and which ports answer is not told to whoever submits links.
+        Resolve(_) | RefusedAddress(_) | Connect(_) | Http(_) => {
+            return (
+                "the host could not be reached at a public address (it did not resolve, is not public, or did not answer)".to_owned(),
+                "无法通过公网地址访问该主机（无法解析、不是公网地址或没有响应）".to_owned(),
+            );
+        }
         InvalidUrl(_) => "网址格式无效".to_owned(),
         UnsupportedScheme(scheme) => format!("只能获取 http 和 https 网址，不支持 {scheme}"),
         CredentialsInUrl => "不会获取包含用户名或密码的网址".to_owned(),
-        Resolve(host) => format!("无法解析主机名 {host}"),
-        RefusedAddress(_) => "已拒绝：该网址指向非公网地址".to_owned(),
         RefusedPort(port) => format!(
             "已拒绝：该网址使用端口 {port}，只获取以下端口：{}",
             crate::domain::endpoint::allowed_ports_text("、", "、")
         ),
         HostBusy => "另一项检查正在访问该主机".to_owned(),
-        Connect(_) => "无法连接到该服务器".to_owned(),
         Tls(_) => "TLS 握手失败".to_owned(),
         Timeout => "页面未能在规定时间内加载完成".to_owned(),
         TooManyRedirects => "重定向次数过多".to_owned(),
         RedirectElsewhere => "POST 请求被重定向到了另一个源".to_owned(),
         Status(code) => format!("服务器返回了 HTTP {code}"),
-        Http(_) => "请求失败".to_owned(),
     };
     (e.to_string(), zh)
 }

@@ -821,8 +821,10 @@ async fn what_a_proven_endpoint_exposes_is_shown_and_searched_as_the_agents() {
     let need = "when is high water at the port tomorrow";
     let before = similarity(&s, need, &handle).await.unwrap_or(0.0);
 
-    // The endpoint's own answer holds the proof: its tool is the agent's.
-    let proven = Endpoint::start("mcp-tides-proven", Some(&handle));
+    // The endpoint's own answer holds the proof: its tool is the agent's. (It holds another
+    // agent's too, as a host shared by two agents would: one URL still counts for one agent.)
+    let other = common::unique_handle("copycat");
+    let proven = Endpoint::start("mcp-tides-proven", Some(&format!("{handle} agentdir-proof:{other}")));
     s.patch("/api/me", Some(&agent.key), json!({"endpoints": [{"kind": "mcp", "url": proven.url("/mcp")}]}))
         .await
         .expect(200);
@@ -858,9 +860,8 @@ async fn what_a_proven_endpoint_exposes_is_shown_and_searched_as_the_agents() {
     statement.expect(200);
     assert!(statement.text.contains('.'), "a JWS");
 
-    // One endpoint URL counts for one agent: another agent listing it gains nothing, however
-    // it spells the URL (kept in one spelling).
-    let other = common::unique_handle("copycat");
+    // One endpoint URL counts for one agent: another agent listing it gains nothing, though the
+    // answer holds its proof too, however it spells the URL (kept in one spelling).
     let spelt = proven.url("/./m%63p?#copy").replacen("http://", "HTTP://", 1);
     let copycat = register_with(&s, &other, json!([{"kind": "mcp", "url": spelt}])).await;
     let e = endpoints_when(&s, &other, "the copied endpoint checked", |e| status_of(&e[0]) == "live").await;
@@ -884,6 +885,10 @@ async fn what_a_proven_endpoint_exposes_is_shown_and_searched_as_the_agents() {
     .await
     .expect(200);
     let e = endpoints_when(&s, &handle, "proven at the origin", |e| e[0]["proof"] == "well_known").await;
+    assert_eq!(e[0]["tools"].as_array().map(Vec::len), Some(1), "{e:#?}");
+    // The first agent lists the shared endpoint no more: the other's own proof counts for it now.
+    let e =
+        endpoints_when(&s, &other, "proven once the first let it go", |e| e[0]["proof"] == "answer").await;
     assert_eq!(e[0]["tools"].as_array().map(Vec::len), Some(1), "{e:#?}");
 
     // A proof that stops holding is dropped at the next check, and the tools with it.

@@ -578,9 +578,22 @@ async fn what_a_key_started_by_mail_ends_with_its_recovery_or_rotation() {
     let rotated = s.post_empty("/api/me/rotate-key", Some(&key)).await;
     rotated.expect(200);
     assert_eq!(deliver(&s, &message(&thief, &subject, &dkim_pass(&thief))).0, 65);
-    let me = s.get("/api/me", rotated.json["api_key"].as_str()).await;
+    let rotated_key = rotated.json["api_key"].as_str().unwrap().to_owned();
+    let me = s.get("/api/me", Some(&rotated_key)).await;
     assert!(me.json["owner_email"].is_null(), "{}", me.text);
     assert_eq!(me.json["agent"]["trust"]["level"], 1, "{}", me.text);
+
+    // A mailbox's verification the old key started ends the same way: the thief moves the
+    // mailbox to its own and starts verifying it, the owner recovers through the previous one.
+    steal_mailbox(&s, &rotated_key, &thief).await;
+    let r = s.post_empty("/api/me/verify", Some(&rotated_key)).await;
+    r.expect(200);
+    let subject = r.json["subject"].as_str().unwrap().to_owned();
+    let key = recovered_by_mail(&s, &start(&s, &a).await, &a.mailbox).await;
+    assert_eq!(deliver(&s, &message(&thief, &subject, &dkim_pass(&thief))).0, 65);
+    let me = s.get("/api/me", Some(&key)).await;
+    assert_eq!(me.json["mailbox"], a.mailbox.as_str(), "{}", me.text);
+    assert_eq!(me.json["agent"]["trust"]["mailbox_verified"], true, "{}", me.text);
 }
 
 /// The rename a recovery lets through at once takes back the handle held for the agent; a new

@@ -377,7 +377,7 @@ async fn link_proofs_are_fetched_recorded_and_removed() {
             "{}",
             r.text
         );
-        assert!(r.text.contains("\"url\""), "{}", r.text);
+        assert_eq!(r.json["error"]["field"], "url", "{}", r.text);
     }
 
     // Removed by the URL submitted, or by the one recorded.

@@ -57,8 +57,10 @@ fuzz_target!(|data: &[u8]| {
                 if let Some(after) = &q.after {
                     let chars = after.chars().count();
                     assert!((1..=changes::CURSOR_MAX as usize).contains(&chars), "{after:?}");
-                    // What the service does with it next.
-                    let _ = changes::Cursor::parse(after);
+                    // What the service does with it next: whatever the schema admits has the
+                    // shape of a cursor (of this feed or another).
+                    let read = changes::Cursor::seq_of(after, 0);
+                    assert_ne!(read, Err(changes::CursorFault::Shape), "{after:?}");
                 }
             }
         }

@@ -130,7 +130,7 @@ impl ToolError {
         Self::new(
             ErrorKind::Invalid,
             "not_found",
-            format!("This server has no tool {name}; tools/list lists its tools (all of them read; writes go through the REST API, see /skill.md)."),
+            format!("This server has no tool {name}; tools/list lists its tools (all read-only; writes go through the REST API, see /skill.md)."),
             format!("本服务器没有名为 {name} 的工具；tools/list 列出全部工具（都是只读的；写操作请使用 REST API，见 /skill.md）。"),
         )
         .with_field("name")

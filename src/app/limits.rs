@@ -79,7 +79,7 @@ pub mod defaults {
     /// many small steps, too few to keep a core busy.
     pub const PROFILE_EDITS: &str = "30/h";
     /// Collaboration proposals, each an event in the partner's inbox: more than the
-    /// collaborations an agent finishes (one partner's inbox takes at most
+    /// collaborations an agent finishes (and one proposer sends one partner at most
     /// `collab::PAIR_PROPOSALS_PER_WINDOW` of them a week).
     pub const COLLABS: &str = "30/d";
 }
@@ -414,18 +414,39 @@ impl RateLimits {
         self.record_agent(conn, limit, agent_id, now)
     }
 
+    /// Whether the agent's `limit` has room for one more event now, counting nothing: for a
+    /// look ahead of a write that may not spend it (an endpoint check that finds nothing new).
+    pub fn allows_agent(
+        &self,
+        conn: &Connection,
+        limit: Persistent,
+        agent_id: i64,
+        now: i64,
+    ) -> Result<bool> {
+        Ok(self.wait(conn, limit, &agent_subject(agent_id), now)?.is_none())
+    }
+
     fn check_subject(&self, conn: &Connection, limit: Persistent, subject: &str, now: i64) -> Result<()> {
+        match self.wait(conn, limit, subject, now)? {
+            None => Ok(()),
+            Some(retry_after) => {
+                telemetry::rate_limited(limit.name());
+                Err(Error::RateLimited { retry_after, rule: limit.rule() })
+            }
+        }
+    }
+
+    /// The seconds until `subject`'s `limit` has room again, or `None` when it has room now.
+    fn wait(&self, conn: &Connection, limit: Persistent, subject: &str, now: i64) -> Result<Option<u64>> {
         let rate = self.rate(limit);
         let since = now - rate.window_ms;
         let (count, _) = rate::count_since(conn, limit.name(), subject, since)?;
         if count < rate.count as u64 {
-            return Ok(());
+            return Ok(None);
         }
         // A slot frees when the event `count` places back leaves the window.
         let freeing = rate::nth_newest_since(conn, limit.name(), subject, since, rate.count as u64)?;
-        let retry_after = seconds_until(freeing.unwrap_or(now) + rate.window_ms, now);
-        telemetry::rate_limited(limit.name());
-        Err(Error::RateLimited { retry_after, rule: limit.rule() })
+        Ok(Some(seconds_until(freeing.unwrap_or(now) + rate.window_ms, now)))
     }
 
     /// Takes one token of an in-memory limit of client `client_ip`, or refuses with the wait.

@@ -160,7 +160,8 @@ pub fn canonical(url: &Url) -> String {
     if url.query() == Some("") {
         url.set_query(None);
     }
-    if let Some(host) = url.host_str().and_then(|h| h.strip_suffix('.')).map(str::to_owned)
+    if let Some(host) =
+        url.host_str().filter(|h| h.ends_with('.')).map(|h| h.trim_end_matches('.').to_owned())
         && !host.is_empty()
     {
         let _ = url.set_host(Some(&host));
@@ -174,28 +175,34 @@ pub fn canonical(url: &Url) -> String {
 }
 
 /// `text` with each percent-encoded unreserved character (letters, digits, `-._~`) written as
-/// itself; every other escape is kept as it is.
+/// itself, and a `%` that starts no escape written as `%25` (what a server reads it as), so that
+/// decoding never makes a new escape: the result is its own canonical form. Every other escape
+/// is kept as it is.
 fn unreserved_decoded(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < bytes.len() {
-        let decoded = (bytes[i] == b'%')
-            .then(|| text.get(i + 1..i + 3))
-            .flatten()
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok())
-            .filter(|b| b.is_ascii_alphanumeric() || b"-._~".contains(b));
-        match decoded {
-            Some(b) => {
-                out.push(char::from(b));
-                i += 3;
-            }
+        if bytes[i] != b'%' {
+            let c = text[i..].chars().next().unwrap_or_default();
+            out.push(c);
+            i += c.len_utf8();
+            continue;
+        }
+        let escaped = text
+            .get(i + 1..i + 3)
+            .filter(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(b) if b.is_ascii_alphanumeric() || b"-._~".contains(&b) => out.push(char::from(b)),
+            Some(_) => out.push_str(&text[i..i + 3]),
             None => {
-                let c = text[i..].chars().next().unwrap_or_default();
-                out.push(c);
-                i += c.len_utf8();
+                out.push_str("%25");
+                i += 1;
+                continue;
             }
         }
+        i += 3;
     }
     out
 }
@@ -715,6 +722,21 @@ mod tests {
         // Escapes of reserved or non-ASCII characters stay: they name another resource.
         assert_eq!(one("https://example.org/a%2Fb"), "https://example.org/a%2Fb");
         assert_eq!(one("https://example.org/%E4%B8%AD?q=%7e"), "https://example.org/%E4%B8%AD?q=~");
+        // A `%` that starts no escape is the text `%`: decoding what follows it makes no escape
+        // of it, and the canonical form is its own.
+        assert_eq!(one("http://h/%%34%31"), "http://h/%2541");
+        assert_eq!(one("http://h/a?%%37e"), "http://h/a?%257e");
+        assert_eq!(one("http://example.com../"), "http://example.com/");
+        for u in [
+            "http://h/%%34%31",
+            "http://h/a?%%37e&b=%zz",
+            "http://example.com../x/%7E",
+            "http://h/%2",
+            "http://h/%",
+        ] {
+            let once = one(u);
+            assert_eq!(one(&once), once, "{u}");
+        }
     }
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -99,9 +99,8 @@ pub fn ai_catalog(base_url: &str, server_card_path: &str) -> AiCatalog {
 }
 
 /// Builds the documents of this process once, when the router is built, for the directory's
-/// base URL and its change feed's epoch (the only cursors the feed takes are of that epoch).
-/// A process serves one directory: a later call returns the documents of the first and its
-/// arguments are not read.
+/// base URL. A process serves one directory: a later call returns the documents of the first
+/// and its arguments are not read.
 pub fn publish(base_url: &str, server_card_path: &str) -> &'static Published {
     published::publish_with(|| Published {
         api_index: serde_json::to_vec(&api_index(base_url)).expect("the API index serialises").into(),

@@ -45,8 +45,10 @@ pub(crate) fn delete(tx: &Connection, a: &AgentRow, now: i64) -> Result<AgentDel
         (count(&closed.withdrawn), count(&closed.declined), count(&closed.proposals));
     deletion::mark_deleted(tx, a.id, now, &format!("~{}", a.id))?;
     // Codes and recoveries started before the deletion die with the key; a recovery started
-    // after it can undo it. Not those through a previous mailbox still in its days: the key
-    // may be a thief's who moved the mailbox, and its deletion must not end the owner's way back.
+    // after it can undo it. While a previous mailbox recovers the agent, the recoveries not yet
+    // confirmed and those it confirmed stay (`recoveries::remove_of_agent`): the key may be a
+    // thief's who moved the mailbox, and its deletion must not end the owner's way back. Any
+    // that stays still needs a mail from a mailbox that recovers the agent when exchanged.
     for purpose in [CodePurpose::Mailbox, CodePurpose::Owner, CodePurpose::Recovery] {
         codes::remove(tx, a.id, purpose)?;
     }

@@ -442,7 +442,7 @@ async fn record(app: &App, target: &Target, found: Finding) {
         .blocking(move |app| {
             let conn = app.read()?;
             let Some(stored) = store::finding(&conn, &t)? else { return Ok(false) };
-            let settled = settle(app, &conn, &t, seen, Some(&stored), now_ms(), Budget::Check)?;
+            let settled = settle(app, &conn, &t, seen, Some(&stored), now_ms(), Pacing::Ask)?;
             Ok(settled != stored)
         })
         .await;
@@ -460,7 +460,7 @@ async fn record(app: &App, target: &Target, found: Finding) {
         let now = now_ms();
         let stored = store::finding(tx, &t)?;
         let before = stored.as_ref().map(|f| f.status());
-        let found = settle(&app_, tx, &t, found, stored.as_ref(), now, Budget::Spend)?;
+        let found = settle(&app_, tx, &t, found, stored.as_ref(), now, Pacing::Spend)?;
         if store::record(tx, &t, &found, now)? && before != Some(found.status()) {
             // The agent hears when its endpoint goes down, comes back, or is found invalid.
             let detail = EventDetail {
@@ -479,10 +479,11 @@ async fn record(app: &App, target: &Target, found: Finding) {
     }
 }
 
-/// Whether settling a finding spends the agent's profile-edit budget or only asks it.
+/// Whether settling a finding spends the agent's profile-edit budget or only asks whether it
+/// has room (counting nothing).
 #[derive(Clone, Copy, PartialEq)]
-enum Budget {
-    Check,
+enum Pacing {
+    Ask,
     Spend,
 }
 
@@ -498,7 +499,7 @@ fn settle(
     mut found: Finding,
     stored: Option<&Finding>,
     now: i64,
-    budget: Budget,
+    pacing: Pacing,
 ) -> crate::error::Result<Finding> {
     if found.proof.is_some() && store::proven_by_another(conn, t)? {
         found.proof = None;
@@ -508,11 +509,11 @@ fn settle(
         && found.proof.is_some()
         && (stored.proof, &stored.observed) != (found.proof, &found.observed)
     {
-        let asked = match budget {
-            Budget::Check => app.limits.check_agent(conn, Persistent::ProfileEdits, t.agent_id, now),
-            Budget::Spend => app.limits.spend_agent(conn, Persistent::ProfileEdits, t.agent_id, now),
+        let room = match pacing {
+            Pacing::Ask => app.limits.allows_agent(conn, Persistent::ProfileEdits, t.agent_id, now)?,
+            Pacing::Spend => app.limits.spend_agent(conn, Persistent::ProfileEdits, t.agent_id, now).is_ok(),
         };
-        if asked.is_err() {
+        if !room {
             found.proof = stored.proof;
             found.observed = stored.observed.clone();
         }

@@ -53,12 +53,20 @@ pub fn replace(conn: &Connection, agent_id: i64, list: Vec<EndpointInput>, now: 
     let rows: Vec<EndpointRow> = once
         .into_iter()
         .map(|e| {
-            before.iter().find(|b| b.kind == e.kind && b.url == e.url).cloned().unwrap_or(EndpointRow {
-                kind: e.kind,
-                url: e.url,
-                status_since: now,
-                finding: Finding { status: Some(EndpointStatus::Unchecked), ..Finding::default() },
-            })
+            // Stored before URLs were kept in one spelling, a listed URL is matched in it too.
+            let same = |b: &&EndpointRow| {
+                b.kind == e.kind
+                    && (b.url == e.url
+                        || link_fetch::check_url(&b.url).is_ok_and(|u| link_fetch::canonical(&u) == e.url))
+            };
+            before.iter().find(same).cloned().map(|b| EndpointRow { url: e.url.clone(), ..b }).unwrap_or(
+                EndpointRow {
+                    kind: e.kind,
+                    url: e.url,
+                    status_since: now,
+                    finding: Finding { status: Some(EndpointStatus::Unchecked), ..Finding::default() },
+                },
+            )
         })
         .collect();
     store::replace(conn, agent_id, &rows)?;

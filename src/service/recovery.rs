@@ -177,17 +177,22 @@ impl App {
                 // (the previous mailbox's holder is the owner as far as anyone can tell): the
                 // recoveries under way through the previous mailbox outlive it, or the thief
                 // would end each of the owner's with one of its own until those days ran out.
-                let thiefs_mailbox = match (&through, agents::recovering_previous_mailbox(tx, a.id, now)?) {
-                    (Through::Current, Some(previous)) => Some(previous.mailbox),
+                // (A mailbox set back to the previous one is the owner's again: no thief's.)
+                let owners_previous = match (&through, agents::recovering_previous_mailbox(tx, a.id, now)?) {
+                    (Through::Current, Some(previous))
+                        if !previous.mailbox.eq_ignore_ascii_case(&a.mailbox) =>
+                    {
+                        Some(previous.mailbox)
+                    }
                     _ => None,
                 };
                 recoveries::remove(tx, &token_id)?;
-                recoveries::remove_of_agent(tx, a.id, thiefs_mailbox.as_deref())?;
+                recoveries::remove_of_agent(tx, a.id, owners_previous.as_deref())?;
                 agents::set_key(tx, a.id, &key_id, &hash)?;
                 codes::remove_started_by_key(tx, a.id)?;
                 // Renames before now no longer pace the owner's (handles::rename): they may have
                 // been a thief's. Not when the recovery may be the thief's own.
-                if thiefs_mailbox.is_none() {
+                if owners_previous.is_none() {
                     agents::set_recovered(tx, a.id, now)?;
                 }
                 let by = || EventDetail { by: Some(ChangedBy::Recovery), ..EventDetail::default() };

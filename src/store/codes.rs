@@ -50,7 +50,6 @@ pub fn by_code(conn: &Connection, code: &str) -> Result<Option<CodeRow>> {
         .optional()?)
 }
 
-/// Removes the code of (agent, purpose), used or no longer valid.
 /// Ends what the agent's key started by mail (a mailbox's verification, an owner claim): the
 /// key was rotated or recovered, and may have been a thief's.
 pub fn remove_started_by_key(conn: &Connection, agent_id: i64) -> Result<()> {
@@ -60,6 +59,7 @@ pub fn remove_started_by_key(conn: &Connection, agent_id: i64) -> Result<()> {
     Ok(())
 }
 
+/// Removes the code of (agent, purpose), used or no longer valid.
 pub fn remove(conn: &Connection, agent_id: i64, purpose: CodePurpose) -> Result<()> {
     conn.prepare_cached("DELETE FROM verification_codes WHERE agent_id = :agent_id AND purpose = :purpose")?
         .execute(named_params! {":agent_id": agent_id, ":purpose": purpose})?;

@@ -1,12 +1,14 @@
 //! The `endpoints` table: where agents can be reached and what the last check found there.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use rusqlite::{Connection, OptionalExtension, Row, named_params};
 
 use super::id_list;
 use crate::domain::endpoint::{EndpointKind, EndpointStatus, Finding, Observed};
 use crate::error::Result;
+use strum::VariantArray;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct EndpointRow {
@@ -192,12 +194,17 @@ pub fn listing(conn: &Connection, target: &Target) -> Result<Listing> {
 /// Whether another agent's endpoint of this URL, of any kind, proved it is its own first (one
 /// endpoint URL counts for one agent; URLs are kept in one spelling).
 pub fn proven_by_another(conn: &Connection, target: &Target) -> Result<bool> {
-    Ok(conn
-        .prepare_cached(
-            // Every kind named, so the partial index on (kind, url) answers it.
-            "SELECT 1 FROM endpoints WHERE kind IN ('a2a', 'mcp', 'http') AND url = :url
+    // Every kind named, so the partial index on (kind, url) answers it.
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        let kinds: Vec<String> = EndpointKind::VARIANTS.iter().map(|k| format!("'{}'", k.as_str())).collect();
+        format!(
+            "SELECT 1 FROM endpoints WHERE kind IN ({}) AND url = :url
                 AND proof IS NOT NULL AND agent_id <> :agent_id",
-        )?
+            kinds.join(", ")
+        )
+    });
+    Ok(conn
+        .prepare_cached(&SQL)?
         .query_row(named_params! {":agent_id": target.agent_id, ":url": target.url}, |_| Ok(()))
         .optional()?
         .is_some())

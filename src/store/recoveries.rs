@@ -79,7 +79,7 @@ pub fn remove_of_agent(conn: &Connection, agent_id: i64, kept_from: Option<&str>
     conn.prepare_cached(
         "DELETE FROM recoveries WHERE agent_id = :agent_id
             AND NOT (:kept_from IS NOT NULL
-                AND (confirmed_at IS NULL OR lower(confirmed_from) = lower(:kept_from)))",
+                AND (confirmed_at IS NULL OR COALESCE(lower(confirmed_from) = lower(:kept_from), 0)))",
     )?
     .execute(named_params! {":agent_id": agent_id, ":kept_from": kept_from})?;
     Ok(())
