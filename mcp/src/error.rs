@@ -247,11 +247,21 @@ mod tests {
 pub const ECHO_MAX_CHARS: usize = 120;
 
 /// `input` as an error message may repeat it: whole when short, else its first
-/// [`ECHO_MAX_CHARS`] characters and how many more there were.
+/// [`ECHO_MAX_CHARS`] characters and how many more there were; a control character shows as
+/// U+FFFD (a message is read by people and models, and must not carry a caller's escapes).
 pub(crate) fn echo(input: &str) -> std::borrow::Cow<'_, str> {
-    match input.char_indices().nth(ECHO_MAX_CHARS) {
+    let shown: std::borrow::Cow<'_, str> = match input.char_indices().nth(ECHO_MAX_CHARS) {
         None => input.into(),
         Some((cut, _)) => format!("{}… ({} more bytes)", &input[..cut], input.len() - cut).into(),
+    };
+    if shown.chars().any(char::is_control) {
+        shown
+            .chars()
+            .map(|c| if c.is_control() { char::REPLACEMENT_CHARACTER } else { c })
+            .collect::<String>()
+            .into()
+    } else {
+        shown
     }
 }
 
@@ -267,5 +277,6 @@ mod echo_tests {
         assert!(shown.chars().count() < ECHO_MAX_CHARS + 40, "{} chars", shown.chars().count());
         assert!(shown.starts_with(&"界".repeat(ECHO_MAX_CHARS)));
         assert!(shown.ends_with(&format!("({} more bytes)", (60_000 - ECHO_MAX_CHARS) * 3)));
+        assert_eq!(echo("tool\u{1b}[31m\n"), "tool\u{fffd}[31m\u{fffd}");
     }
 }

@@ -177,7 +177,7 @@ pub fn canonical(url: &Url) -> String {
 /// `text` with each percent-encoded unreserved character (letters, digits, `-._~`) written as
 /// itself, and a `%` that starts no escape written as `%25` (what a server reads it as), so that
 /// decoding never makes a new escape: the result is its own canonical form. Every other escape
-/// is kept as it is.
+/// is kept, in upper case.
 fn unreserved_decoded(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
@@ -195,7 +195,8 @@ fn unreserved_decoded(text: &str) -> String {
             .and_then(|hex| u8::from_str_radix(hex, 16).ok());
         match escaped {
             Some(b) if b.is_ascii_alphanumeric() || b"-._~".contains(&b) => out.push(char::from(b)),
-            Some(_) => out.push_str(&text[i..i + 3]),
+            // Hex digits in upper case (RFC 3986, 6.2.2.1): `%c3` and `%C3` are one escape.
+            Some(_) => out.push_str(&text[i..i + 3].to_ascii_uppercase()),
             None => {
                 out.push_str("%25");
                 i += 1;
@@ -727,6 +728,7 @@ mod tests {
         assert_eq!(one("http://h/%%34%31"), "http://h/%2541");
         assert_eq!(one("http://h/a?%%37e"), "http://h/a?%257e");
         assert_eq!(one("http://example.com../"), "http://example.com/");
+        assert_eq!(one("http://h/%c3%a9?q=%e4%b8%ad"), one("http://h/%C3%A9?q=%E4%B8%AD"));
         for u in [
             "http://h/%%34%31",
             "http://h/a?%%37e&b=%zz",

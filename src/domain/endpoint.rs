@@ -372,9 +372,16 @@ impl Finding {
     }
 }
 
-/// The origin of an http(s) URL (`https://host:port`), as a browser compares them.
+/// The origin of an http(s) URL (`https://host:port`), as a browser compares them, the host
+/// without trailing dots (endpoint URLs are kept without them; a link proof keeps the URL where
+/// its text was found).
 pub fn origin(url: &str) -> Option<String> {
-    let u = Url::parse(url).ok()?;
+    let mut u = Url::parse(url).ok()?;
+    if let Some(host) = u.host_str().filter(|h| h.ends_with('.')).map(|h| h.trim_end_matches('.').to_owned())
+        && !host.is_empty()
+    {
+        u.set_host(Some(&host)).ok()?;
+    }
     match u.origin() {
         o @ url::Origin::Tuple(..) => Some(o.ascii_serialization()),
         url::Origin::Opaque(_) => None,
@@ -391,6 +398,13 @@ pub fn is_owned<'a>(url: &str, mut live_proof_urls: impl Iterator<Item = &'a str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_origin_is_the_same_with_a_trailing_dot_on_its_host() {
+        assert!(is_owned("http://localhost:8080/mcp", ["http://localhost.:8080/about"].into_iter()));
+        assert!(is_owned("https://a.example/x", ["https://A.EXAMPLE../proof"].into_iter()));
+        assert!(!is_owned("https://a.example/x", ["https://a.example:8443/proof"].into_iter()));
+    }
 
     #[test]
     fn the_url_pattern_is_the_port_rule() {

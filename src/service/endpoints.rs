@@ -4,6 +4,7 @@
 use rusqlite::Connection;
 
 use crate::checks::link_fetch;
+use crate::domain::agent::URL_MAX;
 use crate::domain::endpoint::{ALLOWED_PORTS, EndpointInput, EndpointStatus, Finding, port_rule_lifted};
 use crate::domain::trust::carries_proof_text;
 use crate::error::{Error, Result, Rule};
@@ -23,8 +24,14 @@ pub fn validate(list: &[EndpointInput]) -> Result<()> {
         }
         // A server that writes the URL it was asked for into its answer would prove itself for
         // whoever lists it with the text in the URL, as a page that echoes its address would.
-        if carries_proof_text(&e.url) {
+        // Judged as sent and as kept (its one spelling drops a host's trailing dots).
+        let kept = link_fetch::canonical(&url);
+        if carries_proof_text(&e.url) || carries_proof_text(&kept) {
             return Err(Error::validation(field(), Rule::ProofInUrl));
+        }
+        // The one spelling may be longer than what was sent (escapes the parser writes).
+        if kept.chars().count() > URL_MAX as usize {
+            return Err(Error::validation(field(), Rule::MaxLength(u64::from(URL_MAX))));
         }
     }
     Ok(())
@@ -88,5 +95,21 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_url_is_judged_as_sent_and_as_kept() {
+        let input = |url: &str| EndpointInput { kind: EndpointKind::Mcp, url: url.into() };
+        let rule = |url: &str| match validate(&[input(url)]) {
+            Err(Error::Validation { rule, .. }) => Some(rule),
+            _ => None,
+        };
+        assert_eq!(rule("https://a.example/mcp?agentdir-proof:bob"), Some(Rule::ProofInUrl));
+        // Kept without the trailing dot, the host would carry the text.
+        assert_eq!(rule("http://agentdir-proof.:8080/"), Some(Rule::ProofInUrl));
+        // Each quote of the query is kept as `%27`: three times longer than sent.
+        let quoted = format!("https://a.example/?q={}", "'".repeat(1_000));
+        assert_eq!(rule(&quoted), Some(Rule::MaxLength(u64::from(URL_MAX))));
+        assert_eq!(rule("https://a.example/mcp"), None);
     }
 }
