@@ -4,7 +4,6 @@
 use rusqlite::Connection;
 
 use crate::checks::link_fetch;
-use crate::domain::agent::URL_MAX;
 use crate::domain::endpoint::{ALLOWED_PORTS, EndpointInput, EndpointStatus, Finding, port_rule_lifted};
 use crate::domain::trust::carries_proof_text;
 use crate::error::{Error, Result, Rule};
@@ -28,10 +27,6 @@ pub fn validate(list: &[EndpointInput]) -> Result<()> {
         let kept = link_fetch::canonical(&url);
         if carries_proof_text(&e.url) || carries_proof_text(&kept) {
             return Err(Error::validation(field(), Rule::ProofInUrl));
-        }
-        // The one spelling may be longer than what was sent (escapes the parser writes).
-        if kept.chars().count() > URL_MAX as usize {
-            return Err(Error::validation(field(), Rule::MaxLength(u64::from(URL_MAX))));
         }
     }
     Ok(())
@@ -107,9 +102,10 @@ mod tests {
         assert_eq!(rule("https://a.example/mcp?agentdir-proof:bob"), Some(Rule::ProofInUrl));
         // Kept without the trailing dot, the host would carry the text.
         assert_eq!(rule("http://agentdir-proof.:8080/"), Some(Rule::ProofInUrl));
-        // Each quote of the query is kept as `%27`: three times longer than sent.
+        // A request the published schema admits is not refused for the length of its kept
+        // spelling (each quote of a query is kept as `%27`; a bare host gains its `/`).
         let quoted = format!("https://a.example/?q={}", "'".repeat(1_000));
-        assert_eq!(rule(&quoted), Some(Rule::MaxLength(u64::from(URL_MAX))));
+        assert_eq!(rule(&quoted), None);
         assert_eq!(rule("https://a.example/mcp"), None);
     }
 }
