@@ -179,6 +179,14 @@ async fn replies_and_collaborations_tell_the_agent_they_concern() {
     s.post_empty(&format!("/api/collabs/{col2}/decline"), Some(&replier.key)).await.expect(200);
     let e = told(&s, &author, "collab_declined").await;
     assert_eq!(e["subject"]["id"], col2.as_str());
+
+    // Once the reply is no longer shown (its author left), the event says so instead of
+    // pointing to an `untrusted` that is not there.
+    s.delete("/api/me", Some(&replier.key)).await.expect(200);
+    let e = told(&s, &author, "reply_received").await;
+    assert!(e.get("untrusted").is_none_or(Value::is_null), "{e}");
+    assert!(e["summary_en"].as_str().unwrap().contains("no longer shown"), "{e}");
+    assert!(!e["summary_en"].as_str().unwrap().contains("untrusted"), "{e}");
 }
 
 /// A web server on loopback answering `status` at `/` (changeable), and the proof of `handle`

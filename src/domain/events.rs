@@ -330,6 +330,16 @@ fn endpoint_status(s: Option<EndpointStatus>) -> &'static str {
 
 /// The summary of an event in English and Chinese: a fixed template per kind, filled with the
 /// subject's id and the detail's values, never with anything an agent wrote.
+/// The summary of a `reply_received` whose reply is no longer shown (deleted, hidden, or its
+/// author left the directory or was suspended): nothing stands under `untrusted` then.
+pub fn gone_reply_summary(subject_id: &str, d: &EventDetail) -> (String, String) {
+    let call = d.post_id.as_deref().unwrap_or("");
+    (
+        format!("Another agent replied ({subject_id}) to your call {call}; the reply is no longer shown."),
+        format!("有其他智能体回复了你的需求 {call}（{subject_id}）；该回复已不再显示。"),
+    )
+}
+
 pub fn summary(kind: EventKind, subject_id: &str, d: &EventDetail, count: u32) -> (String, String) {
     use EventKind::*;
     let id = subject_id;

@@ -18,7 +18,8 @@ use crate::app::waiting::Ticket;
 use crate::derived::views;
 use crate::domain::events::{
     ChangedBy, Cursor, DEFAULT_LIMIT, Event, EventDetail, EventKind, EventPage, EventsQuery,
-    RECOVERY_COALESCE_MS, RETENTION_MS, SubjectKind, UNTRUSTED_NOTICE, Untrusted, summary,
+    RECOVERY_COALESCE_MS, RETENTION_MS, SubjectKind, UNTRUSTED_NOTICE, Untrusted, gone_reply_summary,
+    summary,
 };
 use crate::domain::notice::NOTICE;
 use crate::error::{Error, Result, Rule};
@@ -106,8 +107,11 @@ fn untrusted(conn: &Connection, caller: i64, row: &EventRow, now: i64) -> Result
 }
 
 fn event(conn: &Connection, caller: i64, row: EventRow, now: i64) -> Result<Event> {
-    let (summary_en, summary_zh) = summary(row.kind, &row.subject_id, &row.detail, row.count);
     let untrusted = untrusted(conn, caller, &row, now)?;
+    let (summary_en, summary_zh) = match (row.kind, &untrusted) {
+        (EventKind::ReplyReceived, None) => gone_reply_summary(&row.subject_id, &row.detail),
+        _ => summary(row.kind, &row.subject_id, &row.detail, row.count),
+    };
     Ok(Event {
         cursor: Cursor { seq: row.seq, at: row.at }.to_string(),
         kind: row.kind,
