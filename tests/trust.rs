@@ -324,11 +324,17 @@ async fn site_on(ip: &str, handle: &str, elsewhere: Option<String>) -> String {
     format!("http://{addr}")
 }
 
-#[tokio::test]
-async fn link_proofs_are_fetched_recorded_and_removed() {
+/// A server whose link proofs may fetch pages on loopback (the test's own sites) and nothing else
+/// that is not public.
+async fn loopback_linking_server() -> Server {
     let mut env = RELAXED_LIMITS.to_vec();
     env.push(("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "127.0.0.0/8"));
-    let s = Server::start_with(&env).await;
+    Server::start_with(&env).await
+}
+
+#[tokio::test]
+async fn link_proofs_are_fetched_recorded_and_removed() {
+    let s = loopback_linking_server().await;
     let a = s.register("linker").await;
     let base = site(&a.handle).await;
     let link = |url: String| json!({"url": url});
@@ -397,9 +403,7 @@ async fn link_proofs_are_fetched_recorded_and_removed() {
 /// the address it was asked for.
 #[tokio::test]
 async fn a_proof_is_a_whole_handle_put_in_the_page_not_echoed_from_the_address() {
-    let mut env = RELAXED_LIMITS.to_vec();
-    env.push(("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "127.0.0.0/8"));
-    let s = Server::start_with(&env).await;
+    let s = loopback_linking_server().await;
     let a = s.register("whole").await;
     let longer = format!("<p>agentdir-proof:{}-bot</p>", a.handle);
     let handle = a.handle.clone();
@@ -433,9 +437,7 @@ async fn a_proof_is_a_whole_handle_put_in_the_page_not_echoed_from_the_address()
 
 #[tokio::test]
 async fn a_proof_found_after_a_redirect_proves_the_origin_it_was_found_on() {
-    let mut env = RELAXED_LIMITS.to_vec();
-    env.push(("AGENTDIR_LINK_FETCH_ALLOW_PRIVATE", "127.0.0.0/8"));
-    let s = Server::start_with(&env).await;
+    let s = loopback_linking_server().await;
     let a = s.register("moved").await;
     // The proof lives on 127.0.0.2; a page on 127.0.0.1 redirects there.
     let there = site_on("127.0.0.2", &a.handle, None).await;

@@ -160,12 +160,7 @@ pub fn canonical(url: &Url) -> String {
     if url.query() == Some("") {
         url.set_query(None);
     }
-    if let Some(host) =
-        url.host_str().filter(|h| h.ends_with('.')).map(|h| h.trim_end_matches('.').to_owned())
-        && !host.is_empty()
-    {
-        let _ = url.set_host(Some(&host));
-    }
+    crate::domain::endpoint::drop_trailing_dots(&mut url);
     let path = unreserved_decoded(url.path());
     url.set_path(&path);
     if let Some(query) = url.query().map(unreserved_decoded) {

@@ -372,16 +372,23 @@ impl Finding {
     }
 }
 
+/// `url` with its host name's trailing dots dropped (`example.org.` is `example.org`): one host
+/// to endpoint URLs, link proofs and the owned rule alike.
+pub fn drop_trailing_dots(url: &mut Url) {
+    if let Some(host) =
+        url.host_str().filter(|h| h.ends_with('.')).map(|h| h.trim_end_matches('.').to_owned())
+        && !host.is_empty()
+    {
+        let _ = url.set_host(Some(&host));
+    }
+}
+
 /// The origin of an http(s) URL (`https://host:port`), as a browser compares them, the host
 /// without trailing dots (endpoint URLs are kept without them; a link proof keeps the URL where
 /// its text was found).
 pub fn origin(url: &str) -> Option<String> {
     let mut u = Url::parse(url).ok()?;
-    if let Some(host) = u.host_str().filter(|h| h.ends_with('.')).map(|h| h.trim_end_matches('.').to_owned())
-        && !host.is_empty()
-    {
-        u.set_host(Some(&host)).ok()?;
-    }
+    drop_trailing_dots(&mut u);
     match u.origin() {
         o @ url::Origin::Tuple(..) => Some(o.ascii_serialization()),
         url::Origin::Opaque(_) => None,

@@ -13,7 +13,7 @@ use crate::domain::notice::NOTICE;
 use crate::error::{Error, RateRule, Result};
 use crate::ids;
 use crate::store::collabs::{self as collabs_store, NewCollabRow};
-use crate::store::{agents, calls, replies, requests};
+use crate::store::{self, agents, calls, replies, requests};
 use crate::time::{now_ms, seconds_until};
 
 impl App {
@@ -48,10 +48,11 @@ impl App {
             {
                 return Err(Error::RequestNotAccepted);
             }
-            let pair_window = collabs_store::nth_newest_of_pair_since(
+            let pair = (caller.id, partner.id);
+            let pair_window = store::nth_newest_of_pair_since(
                 tx,
-                caller.id,
-                partner.id,
+                &store::PROPOSALS,
+                pair,
                 now - PAIR_WINDOW,
                 PAIR_PROPOSALS_PER_WINDOW,
             )?;

@@ -16,7 +16,7 @@ use crate::domain::notice::NOTICE;
 use crate::error::{Error, RateRule, Result};
 use crate::ids;
 use crate::store::requests::{self as requests_store, RequestRow};
-use crate::store::{agents, offerings, reports};
+use crate::store::{self, agents, offerings, reports};
 use crate::time::{day_passed, now_ms, seconds_until};
 
 /// The roles a move needs.
@@ -100,13 +100,10 @@ impl App {
             }
             // One sender takes at most its pair's share of the recipient's cap.
             let share = PAIR_REQUESTS_PER_WINDOW;
-            if let Some(at) = requests_store::nth_newest_of_pair_since(
-                tx,
-                sender.id,
-                recipient.id,
-                now - CAP_WINDOW,
-                share,
-            )? {
+            let pair = (sender.id, recipient.id);
+            let window =
+                store::nth_newest_of_pair_since(tx, &store::CONTACT_REQUESTS, pair, now - CAP_WINDOW, share)?;
+            if let Some(at) = window {
                 let retry_after = seconds_until(at + CAP_WINDOW, now);
                 return Err(Error::RateLimited { retry_after, rule: RateRule::PairRequests });
             }

@@ -92,31 +92,6 @@ pub fn insert(conn: &Connection, c: &NewCollabRow<'_>) -> Result<()> {
     Ok(())
 }
 
-/// When the `nth` newest proposal from `proposer` to `partner` after `since` was made, if there
-/// are that many.
-pub fn nth_newest_of_pair_since(
-    conn: &Connection,
-    proposer: i64,
-    partner: i64,
-    since: i64,
-    nth: u32,
-) -> Result<Option<i64>> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT created_at FROM collaborations
-             WHERE proposer_id = :proposer AND partner_id = :partner AND created_at > :since
-             ORDER BY created_at DESC LIMIT 1 OFFSET :skip",
-        )?
-        .query_row(
-            named_params! {
-                ":proposer": proposer, ":partner": partner, ":since": since,
-                ":skip": i64::from(nth.saturating_sub(1)),
-            },
-            |r| r.get("created_at"),
-        )
-        .optional()?)
-}
-
 pub fn by_id(conn: &Connection, id: &str) -> Result<Option<CollabRow>> {
     Ok(conn
         .prepare_cached(&format!("{SELECT} {FROM} WHERE c.id = :id"))?

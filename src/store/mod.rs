@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use r2d2_sqlite::SqliteConnectionManager;
-use rusqlite::{Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use crate::error::Result;
 
@@ -98,6 +98,43 @@ pub const DB_SIDE_FILES: [&str; 2] = ["-wal", "-shm"];
 pub const DB_FILE_MODE: u32 = 0o660;
 
 /// The database file of `data_dir` and the files beside it, in that order.
+/// Records one agent sends another, with when each was made: what a pair's share counts.
+pub(crate) struct PairRecords {
+    table: &'static str,
+    from: &'static str,
+    to: &'static str,
+}
+
+pub(crate) const CONTACT_REQUESTS: PairRecords =
+    PairRecords { table: "contact_requests", from: "sender_id", to: "recipient_id" };
+pub(crate) const PROPOSALS: PairRecords =
+    PairRecords { table: "collaborations", from: "proposer_id", to: "partner_id" };
+
+/// When the `nth` newest (from 1) of the `records` agent `from` sent agent `to` after `since` was
+/// made; none when it sent fewer.
+pub(crate) fn nth_newest_of_pair_since(
+    conn: &Connection,
+    records: &PairRecords,
+    (from, to): (i64, i64),
+    since: i64,
+    nth: u32,
+) -> Result<Option<i64>> {
+    let PairRecords { table, from: from_column, to: to_column } = records;
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT created_at FROM {table}
+             WHERE {from_column} = :from AND {to_column} = :to AND created_at > :since
+             ORDER BY created_at DESC LIMIT 1 OFFSET :skip"
+        ))?
+        .query_row(
+            rusqlite::named_params! {
+                ":from": from, ":to": to, ":since": since, ":skip": i64::from(nth.saturating_sub(1)),
+            },
+            |r| r.get("created_at"),
+        )
+        .optional()?)
+}
+
 fn db_files(data_dir: &Path) -> Vec<PathBuf> {
     let mut files = vec![data_dir.join(DB_FILE)];
     files.extend(DB_SIDE_FILES.iter().map(|side| data_dir.join(format!("{DB_FILE}{side}"))));

@@ -117,31 +117,6 @@ pub fn nth_newest_since(conn: &Connection, recipient: i64, since: i64, nth: u32)
         .optional()?)
 }
 
-/// When the `nth` newest (from 1) of the requests `sender` sent `recipient` since `since` came;
-/// none when it sent fewer.
-pub fn nth_newest_of_pair_since(
-    conn: &Connection,
-    sender: i64,
-    recipient: i64,
-    since: i64,
-    nth: u32,
-) -> Result<Option<i64>> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT created_at FROM contact_requests
-             WHERE sender_id = :sender AND recipient_id = :recipient AND created_at > :since
-             ORDER BY created_at DESC LIMIT 1 OFFSET :skip",
-        )?
-        .query_row(
-            named_params! {
-                ":sender": sender, ":recipient": recipient, ":since": since,
-                ":skip": i64::from(nth.saturating_sub(1)),
-            },
-            |r| r.get("created_at"),
-        )
-        .optional()?)
-}
-
 /// Moves a live pending request to `to`. Returns false when it was no longer live and pending,
 /// so that of two concurrent moves exactly one wins.
 pub fn decide(
