@@ -11,7 +11,7 @@ use crate::domain::contact_request::{CAP_WINDOW, COOLDOWN_AFTER_DECLINE, PAIR_RE
 use crate::domain::events::{RETENTION_DAYS, WAITING_PER_AGENT};
 use crate::domain::handles::RENAME_EVERY_MS;
 use crate::domain::offering::MAX_OFFERINGS;
-use crate::domain::schema::MAX_BODY_BYTES;
+use crate::domain::schema::{MAX_BODY_BYTES, MAX_HEAD_BYTES, MAX_HEADERS};
 use crate::domain::trust::PROOF_PREFIX;
 use crate::time::DAY;
 
@@ -165,6 +165,8 @@ pub enum Error {
     /// A recovery token exchanged before the mail that confirms it arrived.
     RecoveryNotConfirmed,
     PayloadTooLarge,
+    /// The request line and headers are over `MAX_HEAD_BYTES`, or the headers over `MAX_HEADERS`.
+    HeadTooLarge,
     UnsupportedMediaType,
     TooManyOfferings,
     /// A request without `offering_id` to an agent whose policy requires one; `none_listed`
@@ -406,6 +408,18 @@ impl Error {
                 format!("The request body is larger than {} KiB.", kib(MAX_BODY_BYTES)),
                 format!("请求体超过 {} KiB 上限。", kib(MAX_BODY_BYTES)),
             ),
+            HeadTooLarge => Facts::new(
+                431,
+                "headers_too_large",
+                format!(
+                    "The request line and headers together are over {} KiB, or carry more than {MAX_HEADERS} header fields; a long q is the usual cause: shorten it.",
+                    kib(MAX_HEAD_BYTES)
+                ),
+                format!(
+                    "请求行与请求头合计超过 {} KiB，或请求头字段多于 {MAX_HEADERS} 个；通常是 q 过长：请缩短。",
+                    kib(MAX_HEAD_BYTES)
+                ),
+            ),
             UnsupportedMediaType => Facts::new(
                 415,
                 "unsupported_media_type",
@@ -625,6 +639,7 @@ impl Error {
             Error::MailboxNotVerified,
             Error::RecoveryNotConfirmed,
             Error::PayloadTooLarge,
+            Error::HeadTooLarge,
             Error::UnsupportedMediaType,
             Error::TooManyOfferings,
             Error::OfferingRequired { none_listed: false },

@@ -492,6 +492,8 @@ fn untranslated(zh: &str, field: Option<&str>) -> Vec<String> {
         "PATCH",
         "DELETE",
         "id",
+        // The search parameter.
+        "q",
         // Enum values, which are codes too.
         "free",
         "quote",
@@ -646,6 +648,9 @@ async fn every_error_code_comes_with_two_distinct_natural_messages() {
     w.saw("POST", "/api/agents", &oversized_post(&s, "/api/agents"), 413, "payload_too_large");
     let r = s.send(s.http.post(s.url("/api/agents")).header("content-type", "text/plain").body("{}")).await;
     w.saw("POST", "/api/agents", &r, 415, "unsupported_media_type");
+    // 431
+    let r = s.send(s.http.get(s.url("/api/agents")).query(&[("q", "翻译".repeat(1_000))])).await;
+    w.saw("GET", "/api/agents", &r, 431, "headers_too_large");
 
     // Contact requests: 403, 409, 422, 429.
     let (path, body) = req(&a, Some(&oa));
@@ -747,6 +752,7 @@ async fn every_error_code_comes_with_two_distinct_natural_messages() {
         "already_claimed",
         "mailbox_not_verified",
         "payload_too_large",
+        "headers_too_large",
         "unsupported_media_type",
         "too_many_offerings",
         "offering_required",

@@ -260,15 +260,35 @@ async fn oversized_bodies_get_the_413_envelope_on_every_route() {
 }
 
 #[tokio::test]
-async fn oversized_headers_are_refused() {
+async fn oversized_heads_are_refused_with_an_envelope() {
     let s = Server::start().await;
+    // A q of 2,000 Chinese characters is 18,000 bytes once percent-encoded: over the 16 KiB rule.
+    let long_need = "帮我翻译合同".repeat(334);
+    let r = s.send(s.http.get(s.url("/api/agents")).query(&[("q", long_need.as_str())])).await;
+    r.expect_error(431, "headers_too_large");
+    assert!(r.json["error"]["message_en"].as_str().unwrap().contains("16 KiB"), "{}", r.text);
+    // One of 1,500 is within it.
+    let within = "帮我翻译合同".repeat(250);
+    s.send(s.http.get(s.url("/api/agents")).query(&[("q", within.as_str())])).await.expect(200);
+
     let r = s.send(s.http.get(s.url("/api/stats")).header("x-filler", "a".repeat(20_000))).await;
-    assert_eq!(r.status, 431);
+    r.expect_error(431, "headers_too_large");
     let mut many = s.http.get(s.url("/api/stats"));
     for i in 0..80 {
         many = many.header(format!("x-h{i}"), "1");
     }
-    assert_eq!(s.send(many).await.status, 431);
+    s.send(many).await.expect_error(431, "headers_too_large");
+
+    // Past what the parser buffers (64 KiB), the parser answers on its own and closes.
+    let mut stream = raw_connection(&s);
+    let request = format!(
+        "GET /api/stats HTTP/1.1\r\nhost: {}\r\nx-filler: {}\r\nconnection: close\r\n\r\n",
+        s.addr(),
+        "a".repeat(70_000)
+    );
+    let _ = stream.write_all(request.as_bytes());
+    let answer = read_all(&mut stream);
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
     s.get("/api/stats", None).await.expect(200);
 }
 

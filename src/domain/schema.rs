@@ -6,6 +6,13 @@
 /// The largest request body accepted, REST or MCP: every input is a handful of short fields.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// The largest request head (request line and headers together): far above what a client of a
+/// JSON API sends, yet a `q` of ~2,000 Chinese characters (9 bytes each once percent-encoded)
+/// reaches it, so it is answered with an envelope that names it rather than by the parser.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// The most header fields a request may carry.
+pub const MAX_HEADERS: usize = 64;
+
 /// Patterns shared by the input types. Their text is what the validator reports on, so each
 /// has its own message.
 pub mod patterns {

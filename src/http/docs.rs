@@ -127,6 +127,7 @@ fn status_title(code: u16) -> &'static str {
         410 => "Gone",
         413 => "Body too large",
         415 => "Unsupported media type",
+        431 => "Request line and headers too large",
         422 => "Well-formed, but not possible",
         429 => "Too many requests",
         502 => "Bad gateway",
@@ -447,11 +448,11 @@ fn operation(
 
 /// The error statuses of a route: the ones the table names, plus those that follow from its shape
 /// (a key can be refused, suspended or checked too often, a body can be too large or not JSON, a
-/// query or body can be invalid) and those every route may give (load shedding, the request
-/// timeout), so the table cannot forget them.
+/// query or body can be invalid) and those every route may give (a head too large, load
+/// shedding, the request timeout), so the table cannot forget them.
 pub fn error_statuses(e: &Endpoint) -> Vec<u16> {
     let mut codes: Vec<u16> = e.errors.to_vec();
-    codes.extend([503, 504]);
+    codes.extend([431, 503, 504]);
     if e.access == Access::Key {
         codes.extend([401, 403, 429]);
     }

@@ -25,13 +25,16 @@ use tower::ServiceExt;
 use super::middleware::Hardening;
 use crate::app::limits::client_of;
 use crate::app::shares::Network;
+use crate::domain::schema::{MAX_HEAD_BYTES, MAX_HEADERS};
 use crate::telemetry;
 
-/// Request line and headers together. Far above what any client of a JSON API sends, far below
-/// hyper's default (~400 KB), so a connection cannot make the server buffer much before a
-/// single route runs.
-pub const MAX_HEADER_BYTES: usize = 16 * 1024;
-pub const MAX_HEADERS: usize = 64;
+/// What the parser buffers of a request head, and the header fields it takes, before it answers
+/// `431` on its own (no body, the connection closed). Above the rule (`MAX_HEAD_BYTES`,
+/// `MAX_HEADERS`, enforced in `middleware::guard` with an envelope that says what to shorten),
+/// far below hyper's default (~400 KB), so a connection cannot make the server buffer much
+/// before a single route runs.
+const PARSER_HEAD_BYTES: usize = 4 * MAX_HEAD_BYTES;
+const PARSER_HEADERS: usize = 2 * MAX_HEADERS;
 /// Per-connection read buffer; bodies stream through it, so it does not bound them.
 const READ_BUFFER: usize = 64 * 1024;
 
@@ -45,8 +48,8 @@ pub async fn run(listener: TcpListener, app: Router, limits: &Hardening, shutdow
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
-        .max_header_size(MAX_HEADER_BYTES)
-        .max_headers(MAX_HEADERS)
+        .max_header_size(PARSER_HEAD_BYTES)
+        .max_headers(PARSER_HEADERS)
         .max_buf_size(READ_BUFFER);
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections));
