@@ -16,7 +16,7 @@ use super::link_fetch::{self, Answer, FetchPolicy, HopGate, LinkFetchError, Priv
 use crate::domain::endpoint::{
     A2A_WELL_KNOWN, CHECK_DEADLINE, CHECK_READ_BYTES, EndpointKind, EndpointProof, EndpointReason as Why,
     EndpointStatus, Finding, MCP_DISCOVER_REVISION, MCP_INITIALIZE_REVISION, OBSERVED_PER_ENDPOINT, Observed,
-    PROOF_WELL_KNOWN,
+    PROOF_WELL_KNOWN, TOOL_PAGES_COUNTED,
 };
 use crate::domain::trust::{carries_proof_text, holds_proof};
 
@@ -339,7 +339,7 @@ async fn mcp(url: &str, reach: Reach<'_>) -> (Finding, Vec<String>) {
     let mut tools = 0usize;
     let mut observed = Vec::new();
     let mut cursor: Option<String> = None;
-    for _ in 0..MAX_TOOL_PAGES {
+    for _ in 0..TOOL_PAGES_COUNTED {
         let params = cursor.as_ref().map_or_else(|| json!({}), |c| json!({ "cursor": c }));
         let page = match session.call("tools/list", params).await {
             Ok(Reply::Result(r)) => r,
@@ -385,8 +385,6 @@ fn self_descriptions(result: &serde_json::Map<String, Value>) -> Vec<String> {
 /// Revisions whose `initialize` answer is believed as it is; another answer is shown as the
 /// newest of them.
 const KNOWN_REVISIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", MCP_INITIALIZE_REVISION];
-/// Pages of `tools/list` followed before the count stops (a server that pages forever).
-const MAX_TOOL_PAGES: usize = 10;
 /// Where a 2026-07-28 server names itself: the `_meta` of its results.
 const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 

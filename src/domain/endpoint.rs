@@ -300,6 +300,9 @@ pub fn counted_observed<'a>(findings: impl Iterator<Item = &'a Finding>) -> Vec<
         .collect()
 }
 
+/// Pages of `tools/list` a check follows before its count stops (a server that pages forever).
+pub const TOOL_PAGES_COUNTED: usize = 10;
+
 /// One endpoint as the card shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EndpointView {
@@ -317,7 +320,10 @@ pub struct EndpointView {
     pub protocol_version: Option<String>,
     /// a2a: the skills on its card.
     pub skill_count: Option<u32>,
-    /// mcp: the tools it lists.
+    #[schemars(description = const_format::concatcp!(
+        "mcp: the tools it lists, counted over at most ", TOOL_PAGES_COUNTED,
+        " pages of tools/list (a server that pages past them has more)."
+    ))]
     pub tool_count: Option<u32>,
     /// mcp: `required` when it answered 401 with an OAuth challenge.
     pub auth: Option<EndpointAuth>,
