@@ -102,6 +102,12 @@ async fn the_export_holds_everything_about_the_agent_with_its_private_parts() {
     let h = history(&s).await;
     s.get("/api/me/export", None).await.expect_error(401, "unauthorized");
     s.get("/api/me/export?page=0", Some(&h.x.key)).await.expect_error(400, "validation_failed");
+    // A report x files of a request it received is x's; one of a call is filed without a key,
+    // and is nobody's.
+    let report = format!("/api/requests/{}/report", h.pending_in);
+    s.post(&report, Some(&h.x.key), json!({"reason": "Off topic"})).await.expect(200);
+    let report = format!("/api/posts/{}/report", h.p1_call);
+    s.post(&report, None, json!({"reason": "Anonymous"})).await.expect(200);
 
     let e = s.get("/api/me/export", Some(&h.x.key)).await;
     e.expect(200);
@@ -129,6 +135,12 @@ async fn the_export_holds_everything_about_the_agent_with_its_private_parts() {
     collabs.push(h.proposed.clone());
     assert_eq!(ids(&e["collaborations"]), sorted(collabs));
     assert_eq!(e["totals"]["requests"], 5);
+    assert_eq!(e["totals"]["reports"], 1);
+    let filed = &e["reports"][0];
+    assert_eq!(filed["target_kind"], "request");
+    assert_eq!(filed["target_id"], h.pending_in.as_str());
+    assert_eq!(filed["reason"], "Off topic");
+    assert_eq!(filed["resolved_at"], Value::Null);
 
     // Past the last page: the profile again, empty lists.
     let next = s.get("/api/me/export?page=2", Some(&h.x.key)).await;

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::agent::OwnProfile;
-use super::call::{CallSummary, ReplyView};
+use super::call::{CallSummary, ReplyView, ReportTarget};
 use super::collab::CollabView;
 use super::contact_request::ContactRequestView;
 use super::handles::HeldHandle;
@@ -46,6 +46,21 @@ pub struct ExportTotals {
     pub replies: u64,
     pub requests: u64,
     pub collaborations: u64,
+    pub reports: u64,
+}
+
+/// A report the agent filed, as its export shows it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FiledReportView {
+    pub id: String,
+    /// What was reported (`request`: reports of calls are filed without a key).
+    pub target_kind: ReportTarget,
+    /// The reported request's id.
+    pub target_id: String,
+    pub reason: Option<String>,
+    pub filed_at: Timestamp,
+    /// When the operators closed it; null while it is open.
+    pub resolved_at: Option<Timestamp>,
 }
 
 /// Answer of `GET /api/me/export`.
@@ -73,4 +88,7 @@ pub struct Export {
     pub requests: Vec<ContactRequestView>,
     /// Collaboration records on either side, in every state.
     pub collaborations: Vec<CollabView>,
+    /// Reports the agent filed of contact requests it received, open or closed (a call is reported
+    /// without a key, so by nobody).
+    pub reports: Vec<FiledReportView>,
 }

@@ -4,10 +4,10 @@ use super::requests::request_views;
 use super::{App, Caller};
 use crate::derived::views;
 use crate::derived::views::own_profile;
-use crate::domain::export::{EXPORT_PAGE_ITEMS, Export, ExportQuery, ExportTotals};
+use crate::domain::export::{EXPORT_PAGE_ITEMS, Export, ExportQuery, ExportTotals, FiledReportView};
 use crate::domain::handles::HeldHandle;
 use crate::error::Result;
-use crate::store::{agents, calls, collabs, holds, replies, requests};
+use crate::store::{agents, calls, collabs, holds, replies, reports, requests};
 use crate::time::{Timestamp, now_ms};
 
 impl App {
@@ -25,17 +25,21 @@ impl App {
             let (request_total, request_rows) =
                 requests::list_for(&snapshot, a.id, None, None, now, limit, offset)?;
             let (collab_total, collab_rows) = collabs::of_agent(&snapshot, a.id, limit, offset)?;
+            let (report_total, report_rows) = reports::filed_by(&snapshot, a.id, limit, offset)?;
             let end = u64::from(offset) + u64::from(limit);
             Ok(Export {
                 exported_at: Timestamp(now),
                 page,
                 per_page: limit,
-                has_more: [call_total, reply_total, request_total, collab_total].into_iter().any(|t| t > end),
+                has_more: [call_total, reply_total, request_total, collab_total, report_total]
+                    .into_iter()
+                    .any(|t| t > end),
                 totals: ExportTotals {
                     calls: call_total,
                     replies: reply_total,
                     requests: request_total,
                     collaborations: collab_total,
+                    reports: report_total,
                 },
                 profile: own_profile(&snapshot, &a, now)?,
                 previous_mailbox: agents::recovering_previous_mailbox(&snapshot, a.id, now)?.map(Into::into),
@@ -52,6 +56,17 @@ impl App {
                 replies: reply_rows.into_iter().map(views::reply).collect(),
                 requests: request_views(&snapshot, request_rows, now)?,
                 collaborations: collab_rows.into_iter().map(|c| views::collab(c, true)).collect(),
+                reports: report_rows
+                    .into_iter()
+                    .map(|r| FiledReportView {
+                        id: r.id,
+                        target_kind: r.target_kind,
+                        target_id: r.target_id,
+                        reason: r.reason,
+                        filed_at: Timestamp(r.created_at),
+                        resolved_at: r.resolved_at.map(Timestamp),
+                    })
+                    .collect(),
             })
         })
         .await

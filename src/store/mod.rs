@@ -86,6 +86,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (21, "after_a_theft", include_str!("../../migrations/0021_after_a_theft.sql")),
     (22, "sitemap_index", include_str!("../../migrations/0022_sitemap_index.sql")),
     (23, "own_renames", include_str!("../../migrations/0023_own_renames.sql")),
+    (24, "reports_by_reporter", include_str!("../../migrations/0024_reports_by_reporter.sql")),
 ];
 
 pub const DB_FILE: &str = "agentdir.sqlite3";

@@ -63,6 +63,38 @@ pub fn open_reports(conn: &Connection, limit: u32) -> Result<Vec<OpenReport>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
+/// A report as its reporter's export shows it.
+pub struct FiledReport {
+    pub id: String,
+    pub target_kind: ReportTarget,
+    pub target_id: String,
+    pub reason: Option<String>,
+    pub created_at: i64,
+    pub resolved_at: Option<i64>,
+}
+
+/// The reports `agent` filed, newest first, and how many in all.
+pub fn filed_by(conn: &Connection, agent: i64, limit: u32, offset: u32) -> Result<(u64, Vec<FiledReport>)> {
+    let total: i64 = conn
+        .prepare_cached("SELECT COUNT(*) AS n FROM reports WHERE reporter_agent_id = :agent")?
+        .query_row(named_params! {":agent": agent}, |r| r.get("n"))?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, target_kind, target_id, reason, created_at, resolved_at FROM reports
+         WHERE reporter_agent_id = :agent ORDER BY created_at DESC, id DESC LIMIT :limit OFFSET :offset",
+    )?;
+    let rows = stmt.query_map(named_params! {":agent": agent, ":limit": limit, ":offset": offset}, |r| {
+        Ok(FiledReport {
+            id: r.get("id")?,
+            target_kind: r.get("target_kind")?,
+            target_id: r.get("target_id")?,
+            reason: r.get("reason")?,
+            created_at: r.get("created_at")?,
+            resolved_at: r.get("resolved_at")?,
+        })
+    })?;
+    Ok((total as u64, rows.collect::<rusqlite::Result<_>>()?))
+}
+
 /// Closes the open reports about one target; returns how many.
 pub fn resolve_target(conn: &Connection, target_id: &str, now: i64) -> Result<usize> {
     Ok(conn
