@@ -282,12 +282,36 @@ async fn a_cursor_older_than_the_remembered_deletions_is_410() {
     };
     expired.expect_error(410, "cursor_expired");
     assert_eq!(expired.json["error"]["field"], "after");
-    // From the beginning everything still public is there, and the deletion is not.
-    let (all, _) = read_all(&s, None, 100).await;
+    // From the beginning everything still public is there, and the deletion is not; read a
+    // page of one at a time, so the cursors stand before the forgotten deletion: a reader that
+    // started after it was forgotten missed nothing, and reaches the end.
+    let (all, _) = read_all(&s, None, 1).await;
     assert!(all.iter().any(|e| e["id"] == kept.as_str()));
     assert!(!all.iter().any(|e| e["id"] == gone.as_str()));
     let mut mirror = BTreeMap::new();
     apply(&mut mirror, &all);
+    assert_eq!(mirror, lists(&s).await);
+
+    // Such a cursor, held while another deletion is forgotten, is refused in its turn.
+    let first = s.get("/api/changes?limit=1", None).await;
+    let inside = first.json["next"].as_str().expect("next").to_owned();
+    assert_eq!(inside.split('_').count(), 3, "a cursor before the forgotten deletion says so: {inside}");
+    let second = s.seeking(&a, "Gone too").await;
+    s.delete(&format!("/api/posts/{second}"), Some(&a.key)).await.expect(200);
+    s.get(&format!("/api/changes?after={inside}"), None).await.expect(200);
+    s.clock_ahead(Duration::from_secs(2 * 3_600));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let expired = loop {
+        let r = s.get(&format!("/api/changes?after={inside}"), None).await;
+        if r.status == 410 || Instant::now() > deadline {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    expired.expect_error(410, "cursor_expired");
+    let (again, _) = read_all(&s, None, 1).await;
+    let mut mirror = BTreeMap::new();
+    apply(&mut mirror, &again);
     assert_eq!(mirror, lists(&s).await);
 }
 
@@ -301,7 +325,7 @@ async fn bad_cursors_and_limits_are_400_and_pages_carry_etags() {
     // A seq past the published pattern's twelve digits (one past the database's signed seq read
     // the feed from its start), and the epoch as the server does not write it.
     let (too_long, upper) = (format!("{epoch}_1zzzzzzzzzzzz"), format!("{}_1", epoch.to_uppercase()));
-    for bad in ["nope", "abc_1_2", "", &format!("{next}000000000000"), "zzzzzzzzzzzzzz_1", &too_long, &upper]
+    for bad in ["nope", "abc_1_2_3", "abc_1_", "", &format!("{next}000000000000"), "zzzzzzzzzzzzzz_1", &too_long, &upper]
     {
         let r = s.get(&format!("/api/changes?after={bad}"), None).await;
         r.expect_error(400, "validation_failed");

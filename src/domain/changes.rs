@@ -16,8 +16,9 @@ use crate::time::Timestamp;
 
 pub const DEFAULT_LIMIT: u32 = 100;
 pub const MAX_LIMIT: u32 = 1_000;
-/// Longest cursor the server issues (its epoch, an underscore, a seq).
-pub const CURSOR_MAX: u32 = 40;
+/// Longest cursor the server issues (its epoch, an underscore, a seq, and at most an underscore
+/// and the forgotten seq).
+pub const CURSOR_MAX: u32 = (CURSOR_EPOCH_DIGITS + 2 * CURSOR_SEQ_DIGITS + 2) as u32;
 /// Base-36 digits of a cursor's seq: twelve always fit a seq (36^12 > 4.7 * 10^18).
 pub const CURSOR_SEQ_DIGITS: usize = 12;
 /// Base-36 digits of a cursor's epoch, at most: thirteen hold any `u64`.
@@ -41,11 +42,18 @@ pub struct ChangesQuery {
 }
 
 /// A position in the feed: the database's feed epoch (so a cursor of another database is never
-/// taken for one of this) and a change-log seq.
+/// taken for one of this), a change-log seq, and the newest deletion the log had forgotten when
+/// the cursor was issued, when that is past the seq. A reader who started from the beginning
+/// after deletions were forgotten never saw what they were about, so only deletions forgotten
+/// since its cursor was issued can have been missed by it: without the third part, every reader
+/// below the newest forgotten deletion was refused, and one reading from the beginning over
+/// older public entries could never reach the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor {
     pub epoch: u64,
     pub seq: u64,
+    /// `changes_pruned_through` when the cursor was issued; written only when above `seq`.
+    pub forgotten: u64,
 }
 
 /// Why a cursor is not one of this feed's.
@@ -59,37 +67,69 @@ pub enum CursorFault {
 
 impl Cursor {
     /// Every feed's cursors: an epoch and a seq, each in lower-case base 36 (the epoch is a
-    /// `u64`: thirteen digits hold it). Published without this feed's epoch, so that one
+    /// `u64`: thirteen digits hold it), then, when deletions past the seq were already
+    /// forgotten, the newest of them. Published without this feed's epoch, so that one
     /// document serves a client of any directory.
     pub const PATTERN: &str = const_format::concatcp!(
         "^[0-9a-z]{1,",
         CURSOR_EPOCH_DIGITS,
         "}_[0-9a-z]{1,",
         CURSOR_SEQ_DIGITS,
-        "}$"
+        "}(_[0-9a-z]{1,",
+        CURSOR_SEQ_DIGITS,
+        "})?$"
     );
 
-    /// The seq of `text` as a cursor of the feed whose epoch is `epoch` (the epoch as the server
-    /// writes it; a seq of at most [`CURSOR_SEQ_DIGITS`] digits, so it fits the database's signed
-    /// seq).
-    pub fn seq_of(text: &str, epoch: u64) -> Result<u64, CursorFault> {
-        let (epoch_text, seq) = text.split_once('_').ok_or(CursorFault::Shape)?;
+    /// A cursor at `seq`, issued while the log had forgotten the deletions up to `forgotten`.
+    pub fn issued(epoch: u64, seq: u64, forgotten: u64) -> Cursor {
+        Cursor { epoch, seq, forgotten: if forgotten > seq { forgotten } else { 0 } }
+    }
+
+    /// `text` as a cursor of the feed whose epoch is `epoch` (the epoch as the server writes
+    /// it; seqs of at most [`CURSOR_SEQ_DIGITS`] digits, so they fit the database's signed seq).
+    pub fn parse(text: &str, epoch: u64) -> Result<Cursor, CursorFault> {
+        let mut parts = text.split('_');
+        let (Some(epoch_text), Some(seq), forgotten, None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(CursorFault::Shape);
+        };
         let digits = |s: &str, most: usize| {
             (1..=most).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
         };
-        if !digits(seq, CURSOR_SEQ_DIGITS) || !digits(epoch_text, CURSOR_EPOCH_DIGITS) {
+        let number = |s: &str| {
+            if digits(s, CURSOR_SEQ_DIGITS) {
+                u64::from_str_radix(s, 36).map_err(|_| CursorFault::Shape)
+            } else {
+                Err(CursorFault::Shape)
+            }
+        };
+        if !digits(epoch_text, CURSOR_EPOCH_DIGITS) {
             return Err(CursorFault::Shape);
         }
+        let seq = number(seq)?;
+        let forgotten = forgotten.map_or(Ok(0), number)?;
         if epoch_text != base36(epoch) {
             return Err(CursorFault::OtherFeed);
         }
-        u64::from_str_radix(seq, 36).map_err(|_| CursorFault::Shape)
+        Ok(Cursor { epoch, seq, forgotten })
+    }
+
+    /// Whether a reader at this cursor may have missed a deletion the log no longer holds: one
+    /// past its seq, forgotten since the cursor was issued. A reader at the very beginning holds
+    /// nothing such a deletion could be about.
+    pub fn missed_a_forgotten_deletion(&self, forgotten_now: u64) -> bool {
+        self.seq > 0 && forgotten_now > self.seq.max(self.forgotten)
     }
 }
 
 impl fmt::Display for Cursor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}_{}", base36(self.epoch), base36(self.seq))
+        write!(f, "{}_{}", base36(self.epoch), base36(self.seq))?;
+        if self.forgotten > self.seq {
+            write!(f, "_{}", base36(self.forgotten))?;
+        }
+        Ok(())
     }
 }
 
@@ -180,26 +220,54 @@ mod tests {
         let epoch = 0x5eed_u64 << 20;
         let pattern = regex::Regex::new(Cursor::PATTERN).expect("pattern");
         let widest = format!("{}_{}", base36(epoch), "z".repeat(CURSOR_SEQ_DIGITS));
-        let seq = Cursor::seq_of(&widest, epoch).expect("the widest seq the pattern admits");
+        let seq_of = |text: &str, epoch: u64| Cursor::parse(text, epoch).map(|c| c.seq);
+        let seq = seq_of(&widest, epoch).expect("the widest seq the pattern admits");
         assert!(pattern.is_match(&widest) && i64::try_from(seq).is_ok());
-        let largest = Cursor { epoch: u64::MAX, seq: 1 }.to_string();
-        assert!(pattern.is_match(&largest), "{largest}");
-        assert_eq!(Cursor::seq_of(&largest, u64::MAX), Ok(1));
-        let c = Cursor { epoch, seq: 46 };
-        assert_eq!(Cursor::seq_of(&c.to_string(), epoch), Ok(46));
-        assert_eq!(Cursor::seq_of(&format!("{}_001a", base36(epoch)), epoch), Ok(46));
+        let largest = Cursor::issued(u64::MAX, 1, u64::MAX >> 8).to_string();
+        assert!(pattern.is_match(&largest) && largest.len() <= CURSOR_MAX as usize, "{largest}");
+        assert_eq!(
+            Cursor::parse(&largest, u64::MAX),
+            Ok(Cursor { epoch: u64::MAX, seq: 1, forgotten: u64::MAX >> 8 })
+        );
+        let c = Cursor::issued(epoch, 46, 0);
+        assert_eq!(c.to_string(), format!("{}_1a", base36(epoch)));
+        assert_eq!(Cursor::parse(&c.to_string(), epoch), Ok(c));
+        assert_eq!(seq_of(&format!("{}_001a", base36(epoch)), epoch), Ok(46));
+        // The forgotten seq is written only when it is past the seq.
+        assert_eq!(Cursor::issued(epoch, 46, 40).to_string(), c.to_string());
+        let inside = Cursor::issued(epoch, 46, 50);
+        assert_eq!(inside.to_string(), format!("{}_1a_1e", base36(epoch)));
+        assert_eq!(Cursor::parse(&inside.to_string(), epoch), Ok(inside));
+        // Refused only for deletions forgotten since it was issued.
+        assert!(!inside.missed_a_forgotten_deletion(50));
+        assert!(inside.missed_a_forgotten_deletion(51));
+        assert!(!c.missed_a_forgotten_deletion(46));
+        assert!(c.missed_a_forgotten_deletion(47));
+        assert!(!Cursor::issued(epoch, 0, 0).missed_a_forgotten_deletion(1_000));
         // Of the shape, but another feed's: another epoch, or this one written otherwise.
         let padded_epoch = format!("0{}_1a", base36(epoch));
-        for other in [Cursor { epoch: epoch + 1, seq: 46 }.to_string(), padded_epoch] {
+        let widest_epoch = format!("{}_1a", "z".repeat(CURSOR_EPOCH_DIGITS));
+        for other in [Cursor::issued(epoch + 1, 46, 0).to_string(), padded_epoch, widest_epoch] {
             assert!(pattern.is_match(&other), "{other}");
-            assert_eq!(Cursor::seq_of(&other, epoch), Err(CursorFault::OtherFeed), "{other}");
+            assert_eq!(seq_of(&other, epoch), Err(CursorFault::OtherFeed), "{other}");
         }
         let too_long = format!("{}_1{}", base36(epoch), "z".repeat(CURSOR_SEQ_DIGITS));
         let upper = format!("{}_1a", base36(epoch).to_uppercase());
         let long_epoch = format!("{}_1", "1".repeat(CURSOR_EPOCH_DIGITS + 1));
-        for bad in [too_long, upper, long_epoch, "_1".into(), format!("{}_", base36(epoch)), "x".into()] {
+        let four = format!("{}_1a_1e_1f", base36(epoch));
+        let empty_third = format!("{}_1a_", base36(epoch));
+        for bad in [
+            too_long,
+            upper,
+            long_epoch,
+            "_1".into(),
+            format!("{}_", base36(epoch)),
+            "x".into(),
+            four,
+            empty_third,
+        ] {
             assert!(!pattern.is_match(&bad), "{bad}");
-            assert_eq!(Cursor::seq_of(&bad, epoch), Err(CursorFault::Shape), "{bad}");
+            assert_eq!(seq_of(&bad, epoch), Err(CursorFault::Shape), "{bad}");
         }
     }
 }

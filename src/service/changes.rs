@@ -37,22 +37,22 @@ impl App {
             let conn = app.read()?;
             let snapshot = conn.unchecked_transaction()?;
             let epoch = changes::epoch(&snapshot)?;
+            let forgotten = changes::pruned_through(&snapshot)?.get();
             let after = match q.after.as_deref() {
-                None => Cursor { epoch, seq: 0 },
+                None => Cursor::issued(epoch, 0, forgotten),
                 // Past the newest seq ever handed out, the primary never issued it. A replica's
                 // copy may not have reached a cursor its primary issued: there it reads as
                 // "nothing new yet".
                 Some(text) => {
                     let newest = changes::max_seq(&snapshot)?.get();
-                    match Cursor::seq_of(text, epoch) {
+                    match Cursor::parse(text, epoch) {
                         Err(CursorFault::OtherFeed) => return Err(Error::FeedCursorOfAnotherFeed),
-                        Ok(seq) if app.role().replica().is_some() || seq <= newest => Cursor { epoch, seq },
+                        Ok(c) if app.role().replica().is_some() || c.seq.max(c.forgotten) <= newest => c,
                         _ => return Err(Error::validation("after", Rule::Cursor)),
                     }
                 }
             };
-            // A reader at the very beginning holds nothing a forgotten deletion could be about.
-            if after.seq > 0 && after.seq < changes::pruned_through(&snapshot)?.get() {
+            if after.missed_a_forgotten_deletion(forgotten) {
                 return Err(Error::CursorExpired);
             }
             let mut rows = changes::after(&snapshot, ChangeSeq::new(after.seq), limit + 1)?;
@@ -61,7 +61,9 @@ impl App {
             let mut data = app.current(&snapshot, &rows)?;
             // With nothing new, the cursor given, as it was written.
             let next = match (rows.last(), q.after) {
-                (Some(c), _) => Cursor { epoch, seq: c.seq.get() }.to_string(),
+                (Some(c), _) => {
+                    Cursor::issued(epoch, c.seq.get(), forgotten).to_string()
+                }
                 (None, Some(given)) => given,
                 (None, None) => after.to_string(),
             };
@@ -70,7 +72,8 @@ impl App {
                 .map(|c| {
                     let found = data.remove(&(c.kind, c.id.clone()));
                     ChangeEntry {
-                        cursor: Cursor { epoch, seq: c.seq.get() }.to_string(),
+                        cursor: Cursor::issued(epoch, c.seq.get(), forgotten)
+                            .to_string(),
                         kind: kind(c.kind),
                         op: if found.is_some() { ChangeOp::Upsert } else { ChangeOp::Delete },
                         id: c.id,
