@@ -325,8 +325,16 @@ async fn bad_cursors_and_limits_are_400_and_pages_carry_etags() {
     // A seq past the published pattern's twelve digits (one past the database's signed seq read
     // the feed from its start), and the epoch as the server does not write it.
     let (too_long, upper) = (format!("{epoch}_1zzzzzzzzzzzz"), format!("{}_1", epoch.to_uppercase()));
-    for bad in ["nope", "abc_1_2_3", "abc_1_", "", &format!("{next}000000000000"), "zzzzzzzzzzzzzz_1", &too_long, &upper]
-    {
+    for bad in [
+        "nope",
+        "abc_1_2_3",
+        "abc_1_",
+        "",
+        &format!("{next}000000000000"),
+        "zzzzzzzzzzzzzz_1",
+        &too_long,
+        &upper,
+    ] {
         let r = s.get(&format!("/api/changes?after={bad}"), None).await;
         r.expect_error(400, "validation_failed");
         assert_eq!(r.json["error"]["field"], "after", "{bad}: {}", r.text);

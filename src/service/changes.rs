@@ -61,9 +61,7 @@ impl App {
             let mut data = app.current(&snapshot, &rows)?;
             // With nothing new, the cursor given, as it was written.
             let next = match (rows.last(), q.after) {
-                (Some(c), _) => {
-                    Cursor::issued(epoch, c.seq.get(), forgotten).to_string()
-                }
+                (Some(c), _) => Cursor::issued(epoch, c.seq.get(), forgotten).to_string(),
                 (None, Some(given)) => given,
                 (None, None) => after.to_string(),
             };
@@ -72,8 +70,7 @@ impl App {
                 .map(|c| {
                     let found = data.remove(&(c.kind, c.id.clone()));
                     ChangeEntry {
-                        cursor: Cursor::issued(epoch, c.seq.get(), forgotten)
-                            .to_string(),
+                        cursor: Cursor::issued(epoch, c.seq.get(), forgotten).to_string(),
                         kind: kind(c.kind),
                         op: if found.is_some() { ChangeOp::Upsert } else { ChangeOp::Delete },
                         id: c.id,

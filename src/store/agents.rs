@@ -173,14 +173,17 @@ pub fn insert(conn: &Connection, a: &AgentRow) -> Result<i64> {
     let (capabilities, languages) = (to_json(&a.capabilities), to_json(&a.languages));
     let res = conn
         .prepare_cached(
-            "INSERT INTO agents (public_id, handle, name, owner, mailbox, tagline, contact_public, description_en,
-                description_zh, capabilities, languages, homepage, model, policy_accepting,
-                policy_min_level, policy_require_offering, policy_weekly_cap, policy_note, key_id,
-                key_hash, created_at, updated_at, last_active_at)
-             VALUES (:public_id, :handle, :name, :owner, :mailbox, :tagline, :contact_public, :description_en,
-                :description_zh, :capabilities, :languages, :homepage, :model, :policy_accepting,
-                :policy_min_level, :policy_require_offering, :policy_weekly_cap, :policy_note, :key_id,
-                :key_hash, :created_at, :updated_at, :last_active_at)",
+            &format!(
+                "INSERT INTO agents (id, public_id, handle, name, owner, mailbox, tagline, contact_public, description_en,
+                    description_zh, capabilities, languages, homepage, model, policy_accepting,
+                    policy_min_level, policy_require_offering, policy_weekly_cap, policy_note, key_id,
+                    key_hash, created_at, updated_at, last_active_at)
+                 VALUES ({}, :public_id, :handle, :name, :owner, :mailbox, :tagline, :contact_public, :description_en,
+                    :description_zh, :capabilities, :languages, :homepage, :model, :policy_accepting,
+                    :policy_min_level, :policy_require_offering, :policy_weekly_cap, :policy_note, :key_id,
+                    :key_hash, :created_at, :updated_at, :last_active_at)",
+                super::next_key("agents", "id")
+            ),
         )?
         .execute(
             &[

@@ -73,12 +73,13 @@ pub struct NewCallRow<'a> {
 }
 
 pub fn insert(conn: &Connection, c: &NewCallRow<'_>) -> Result<i64> {
-    conn.prepare_cached(
-        "INSERT INTO calls (id, agent_id, kind, title, body, deliverable, deadline, constraints,
-            languages, tags, lang, created_at)
-         VALUES (:id, :agent_id, :kind, :title, :body, :deliverable, :deadline, :constraints,
-            :languages, :tags, :lang, :created_at)",
-    )?
+    conn.prepare_cached(&format!(
+        "INSERT INTO calls (seq, id, agent_id, kind, title, body, deliverable, deadline, constraints,
+                languages, tags, lang, created_at)
+             VALUES ({}, :id, :agent_id, :kind, :title, :body, :deliverable, :deadline, :constraints,
+                :languages, :tags, :lang, :created_at)",
+        super::next_key("calls", "seq")
+    ))?
     .execute(named_params! {
         ":id": c.id,
         ":agent_id": c.agent_id,

@@ -87,7 +87,17 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (22, "sitemap_index", include_str!("../../migrations/0022_sitemap_index.sql")),
     (23, "own_renames", include_str!("../../migrations/0023_own_renames.sql")),
     (24, "reports_by_reporter", include_str!("../../migrations/0024_reports_by_reporter.sql")),
+    (25, "keys_never_given_again", include_str!("../../migrations/0025_keys_never_given_again.sql")),
 ];
+
+/// The key of a new row of `table`: past every key it holds and every key it ever held
+/// (`retired_keys`, migration 0025), so no row inherits what was derived from a deleted one.
+fn next_key(table: &str, key: &str) -> String {
+    format!(
+        "max(coalesce((SELECT max({key}) FROM {table}), 0),
+             coalesce((SELECT high FROM retired_keys WHERE name = '{table}'), 0)) + 1"
+    )
+}
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
 /// The files SQLite keeps beside the database while it is open in WAL mode.
