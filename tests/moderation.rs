@@ -163,6 +163,31 @@ async fn a_hidden_call_vanishes_everywhere_until_restored() {
 }
 
 #[tokio::test]
+async fn a_hidden_call_counts_against_its_author_deleted_or_not_until_restored() {
+    let s = Server::start().await;
+    let w = word("penalty");
+    let author = s.register("mod-penalty").await;
+    s.patch("/api/me", Some(&author.key), json!({"description_en": format!("Agent known for {w}.")}))
+        .await
+        .expect(200);
+    let first = post_call(&s, &author, &format!("Offer {w}")).await;
+    let second = post_call(&s, &author, &format!("Other offer {w}")).await;
+    let clean = evidence_of(&s, &w, &author.handle).await;
+
+    s.admin_ok(&["hide-call", "--category", "spam", &first]);
+    s.admin_ok(&["hide-call", "--category", "spam", &second]);
+    let penalised = evidence_of(&s, &w, &author.handle).await;
+    assert!(penalised < clean, "hiding two calls costs evidence: {clean} → {penalised}");
+    // The author deleting what the operators hid does not take their action back.
+    s.delete(&format!("/api/posts/{first}"), Some(&author.key)).await.expect(200);
+    assert_eq!(evidence_of(&s, &w, &author.handle).await, penalised);
+    // A restore does.
+    s.admin_ok(&["restore-call", &second]);
+    let restored = evidence_of(&s, &w, &author.handle).await;
+    assert!(restored > penalised && restored < clean, "{clean} / {penalised} / {restored}");
+}
+
+#[tokio::test]
 async fn a_suspended_agent_loses_key_card_and_calls_until_restored() {
     let s = Server::start().await;
     let w = word("suspend");

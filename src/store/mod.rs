@@ -88,6 +88,7 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     (23, "own_renames", include_str!("../../migrations/0023_own_renames.sql")),
     (24, "reports_by_reporter", include_str!("../../migrations/0024_reports_by_reporter.sql")),
     (25, "keys_never_given_again", include_str!("../../migrations/0025_keys_never_given_again.sql")),
+    (26, "hidden_calls_by_log", include_str!("../../migrations/0026_hidden_calls_by_log.sql")),
 ];
 
 /// The key of a new row of `table`: past every key it holds and every key it ever held

@@ -95,7 +95,7 @@ pub struct EvidenceCounts {
     pub live_proofs: u32,
     /// Confirmed collaborations between distinct claimed owners (the card's rule).
     pub collaborations: u32,
-    /// Calls an operator hid.
+    /// Calls an operator hid and has not restored, deleted since or not.
     pub hidden_calls: u32,
     /// Suspensions an operator imposed, past or present, as the public moderation log shows them
     /// (so `explain` tells no more of an agent's moderation history than that log).
@@ -106,7 +106,14 @@ pub struct EvidenceCounts {
 /// agent's count and every agent's count at start are both read from these (SQLite flattens the
 /// subquery, so the single agent's count still reads its index).
 const LIVE_PROOFS: &str = "SELECT agent_id FROM link_proofs WHERE verified_at >= :after";
-const HIDDEN_CALLS: &str = "SELECT agent_id FROM calls WHERE status = 'hidden'";
+/// Calls an operator hid and did not restore, as the moderation log tells it: the author deleting
+/// a hidden call does not take back the operator's action (nor does a restore of the database
+/// that lost the call).
+const HIDDEN_CALLS: &str =
+    "SELECT a.id AS agent_id FROM moderation_log m JOIN agents a ON a.public_id = m.agent_sub
+    WHERE m.action = 'call_hidden' AND NOT EXISTS (
+        SELECT 1 FROM moderation_log r
+        WHERE r.call_id = m.call_id AND r.action = 'call_restored' AND r.seq > m.seq)";
 const SUSPENSIONS: &str =
     "SELECT a.id AS agent_id FROM moderation_log m JOIN agents a ON a.public_id = m.agent_sub
     WHERE m.action = 'agent_suspended'";
