@@ -171,7 +171,7 @@ impl PerClient {
 
     /// A slot for a new connection from `peer` while `free` slots are left in all, or why not.
     fn take(&self, peer: IpAddr, free: usize) -> Result<ClientSlot, Refused> {
-        if self.trusted.iter().any(|net| net.contains(&peer)) {
+        if crate::net::is_trusted_proxy(peer, &self.trusted) {
             return Ok(ClientSlot { of: None });
         }
         let client = client_of(peer);
@@ -242,6 +242,9 @@ mod tests {
         assert!(take("2001:db8:1:3::1").is_ok(), "the next /64 is another");
         let proxied: Vec<_> = (0..5).filter_map(|_| take("10.0.0.1").ok()).collect();
         assert_eq!(proxied.len(), 5, "a trusted proxy is not capped");
+        // Nor when a dual-stack listener reports it as an IPv4-mapped address.
+        let mapped: Vec<_> = (0..5).filter_map(|_| take("::ffff:10.0.0.1").ok()).collect();
+        assert_eq!(mapped.len(), 5, "a trusted proxy seen through a dual-stack listener is not capped");
     }
 
     #[test]
