@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use crate::app::fetches::LINK_FETCHES_PER_NETWORK;
 use crate::checks::link_fetch::{LinkFetchError, PROOF_SCAN_BYTES};
 use crate::domain::agent::{HANDLE_MAX, HANDLE_MIN};
 use crate::domain::collab::{PAIR_PROPOSALS_PER_WINDOW, PAIR_WINDOW};
@@ -74,6 +75,8 @@ pub enum RateRule {
     PairProposals,
     /// An agent's own renames.
     Rename,
+    /// Link proofs being fetched at once from one client network.
+    LinkFetchesAtOnce,
 }
 
 impl RateRule {
@@ -98,6 +101,10 @@ impl RateRule {
             Requests => spent("sent contact requests", "发送联系请求的次数"),
             Replies => spent("replied", "回复的次数"),
             Links => spent("tried link proofs and endpoint changes", "尝试链接证明和修改接入点的次数"),
+            LinkFetchesAtOnce => (
+                format!("This network already has {LINK_FETCHES_PER_NETWORK} link proofs being fetched"),
+                format!("该网络已有 {LINK_FETCHES_PER_NETWORK} 个链接证明正在抓取"),
+            ),
             ProfileEdits => spent("changed what its profile says", "修改资料内容的次数"),
             Collabs => spent("proposed collaborations", "提议合作的次数"),
             PairRequests => (

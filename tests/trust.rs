@@ -9,6 +9,7 @@ use axum::routing::get;
 use common::mail::{AUTHSERV, MAIL_DOMAIN, deliver, dkim_pass, message, rand_id, server};
 use common::{Agent, RELAXED_LIMITS, Server};
 use serde_json::{Value, json};
+use std::time::Duration;
 
 async fn level(s: &Server, a: &Agent) -> Value {
     s.get(&format!("/api/agents/{}", a.handle), None).await.json["agent"]["trust"]["level"].clone()
@@ -530,6 +531,49 @@ async fn link_proofs_are_rate_limited() {
     let r = s.post("/api/me/links", Some(&a.key), json!({"url": format!("{base}/proof")})).await;
     r.expect_error(429, "rate_limited");
     assert!(r.header("retry-after").unwrap().parse::<u64>().unwrap() >= 1);
+}
+
+/// A fetch waits on a server the agent chose, holding one of the directory's in-flight slots:
+/// one network may have two under way, the third is refused at once, and reads are not kept
+/// waiting behind them.
+#[tokio::test]
+async fn a_network_fetches_two_link_proofs_at_once() {
+    let s = loopback_linking_server().await;
+    // A server that takes connections and never answers.
+    let tarpit = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let slow = format!("http://{}/proof", tarpit.local_addr().unwrap());
+    let mut agents = Vec::new();
+    for _ in 0..3 {
+        agents.push(s.register("tarpit").await);
+    }
+    let started = std::time::Instant::now();
+    let body = json!({"url": slow});
+    let (first, second, third) = tokio::join!(
+        s.post("/api/me/links", Some(&agents[0].key), body.clone()),
+        s.post("/api/me/links", Some(&agents[1].key), body.clone()),
+        async {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let r = s.post("/api/me/links", Some(&agents[2].key), body.clone()).await;
+            (r, started.elapsed())
+        }
+    );
+    let (third, answered_after) = third;
+    third.expect_error(429, "rate_limited");
+    assert!(
+        third.json["error"]["message_en"].as_str().unwrap().contains("link proofs being fetched"),
+        "{}",
+        third.text
+    );
+    assert!(
+        answered_after < Duration::from_secs(3),
+        "refused at once, not after a fetch: {answered_after:?}"
+    );
+    first.expect_error(422, "link_fetch_failed");
+    second.expect_error(422, "link_fetch_failed");
+    // The turns are given back.
+    let base = site(&agents[2].handle).await;
+    s.post("/api/me/links", Some(&agents[2].key), json!({"url": format!("{base}/proof")})).await.expect(200);
+    drop(tarpit);
 }
 
 fn chrono_ms(ts: &str) -> i64 {

@@ -10,6 +10,7 @@
 //! the core.
 
 pub mod endpoint_queue;
+pub mod fetches;
 pub mod followers;
 pub mod keys;
 pub mod limits;
@@ -36,6 +37,7 @@ use crate::store::positions::{ChangeSeq, WritePosition};
 use crate::store::wal_index::{CommitStamp, CommitWatch};
 use crate::store::{self, Conn, Pool};
 use endpoint_queue::EndpointQueue;
+use fetches::LinkFetches;
 use limits::RateLimits;
 use model::{Model, ModelStatus};
 use needs::Needs;
@@ -73,6 +75,8 @@ pub struct Parts {
     pub(crate) checks: EndpointQueue,
     /// Polls of the agents' inboxes waiting for their next event.
     pub(crate) waiting: Waiting,
+    /// Link-proof fetches under way (see `fetches`).
+    pub(crate) link_fetches: LinkFetches,
     pub(crate) settings: Settings,
     /// Blocking threads and the permits that bound searches, hashes and embeddings.
     pub(crate) runtime: Runtime,
@@ -191,6 +195,7 @@ impl App {
                 limits,
                 checks: EndpointQueue::default(),
                 waiting,
+                link_fetches: LinkFetches::default(),
                 runtime,
                 seen: Default::default(),
             }

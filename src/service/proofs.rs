@@ -4,6 +4,8 @@
 //! what it proves (the card's `host`, the `owned` of endpoints). The URL the agent submitted is
 //! kept beside it, so the agent may remove the proof by either.
 
+use std::net::IpAddr;
+
 use rusqlite::Connection;
 
 use super::events::tell;
@@ -55,7 +57,12 @@ impl App {
     }
 
     /// `POST /api/me/links`: records a proof after fetching the page, or removes one.
-    pub async fn link_proof(&self, caller: Caller, input: LinkProofInput) -> Result<LinkList> {
+    pub async fn link_proof(
+        &self,
+        caller: Caller,
+        client: IpAddr,
+        input: LinkProofInput,
+    ) -> Result<LinkList> {
         if input.remove == Some(true) {
             let written = link_fetch::check_url(&input.url).map_or_else(|_| input.url.clone(), String::from);
             return self
@@ -70,8 +77,9 @@ impl App {
         if carries_proof_text(&input.url) {
             return Err(Error::validation("url", Rule::ProofInUrl));
         }
-        self.spend_agent_budget(Persistent::Links, caller.id).await?;
         let url = link_fetch::check_url(&input.url).map_err(|reason| Error::LinkFetchFailed { reason })?;
+        let _turn = self.link_fetches.take(client)?;
+        self.spend_agent_budget(Persistent::Links, caller.id).await?;
         let policy = FetchPolicy::reaching(&self.settings.link_fetch_allow_private);
         let found_at =
             match link_fetch::fetch_contains(url.as_str(), &proof_text(&caller.handle), &policy).await {

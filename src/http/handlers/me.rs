@@ -16,7 +16,7 @@ use crate::domain::handles::{HandleChange, Renamed};
 use crate::domain::list::Paging;
 use crate::domain::offering::{OfferingList, OfferingsReplacement};
 use crate::domain::trust::{Instructions, LinkList, LinkProofInput, OwnerClaimInput};
-use crate::http::extract::{Auth, JsonBody, QueryParams};
+use crate::http::extract::{Auth, ClientIp, JsonBody, QueryParams};
 use crate::net::InFlightSlot;
 use crate::service::events::Polled;
 
@@ -55,9 +55,10 @@ pub async fn owner_claim(
 pub async fn links(
     State(app): State<App>,
     Auth(caller): Auth,
+    ClientIp(client): ClientIp,
     JsonBody(input): JsonBody<LinkProofInput>,
 ) -> Reply<LinkList> {
-    Ok(Json(app.link_proof(caller, input).await?))
+    Ok(Json(app.link_proof(caller, client, input).await?))
 }
 
 pub async fn rotate_key(State(app): State<App>, Auth(caller): Auth) -> Reply<RotatedKey> {
