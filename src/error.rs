@@ -172,6 +172,9 @@ pub enum Error {
     /// A recovery token exchanged before the mail that confirms it arrived.
     RecoveryNotConfirmed,
     PayloadTooLarge,
+    /// An unkeyed write counted against the sender's address, sent by a browser for a web page
+    /// of another site (a form or a no-cors fetch, which need no permission).
+    FromAnotherSite,
     /// The request line and headers are over `MAX_HEAD_BYTES`, or the headers over `MAX_HEADERS`.
     HeadTooLarge,
     UnsupportedMediaType,
@@ -415,6 +418,12 @@ impl Error {
                 format!("The request body is larger than {} KiB.", kib(MAX_BODY_BYTES)),
                 format!("请求体超过 {} KiB 上限。", kib(MAX_BODY_BYTES)),
             ),
+            FromAnotherSite => Facts::new(
+                403,
+                "forbidden",
+                "A web page of another site cannot send this request through its visitor's browser (Sec-Fetch-Site: cross-site): send it from your own client.",
+                "其他站点的网页不能借访问者的浏览器发送此请求（Sec-Fetch-Site: cross-site）：请从你自己的客户端发送。",
+            ),
             HeadTooLarge => Facts::new(
                 431,
                 "headers_too_large",
@@ -647,6 +656,7 @@ impl Error {
             Error::RecoveryNotConfirmed,
             Error::PayloadTooLarge,
             Error::HeadTooLarge,
+            Error::FromAnotherSite,
             Error::UnsupportedMediaType,
             Error::TooManyOfferings,
             Error::OfferingRequired { none_listed: false },

@@ -226,7 +226,26 @@ async fn anyone_may_report_a_call() {
     s.post_empty("/api/posts/post_01zzzzzzzzzzzzzzzzzzzzzzzz/report", None)
         .await
         .expect_error(404, "not_found");
+    // What a web page of another site can make its visitors' browsers send without asking (a
+    // form, a no-cors fetch) is refused: each report would count against the visitor.
+    let path = format!("/api/posts/{id}/report");
+    let form = s.http.post(s.url(&path)).header("content-type", "application/x-www-form-urlencoded");
+    s.send(form).await.expect_error(415, "unsupported_media_type");
+    let no_cors = s
+        .http
+        .post(s.url(&path))
+        .header("sec-fetch-site", "cross-site")
+        .header("origin", "https://elsewhere.example");
+    s.send(no_cors).await.expect_error(403, "forbidden");
+    let recover = s
+        .http
+        .post(s.url(&format!("/api/agents/{}/recover", a.handle)))
+        .header("sec-fetch-site", "cross-site");
+    s.send(recover).await.expect_error(403, "forbidden");
+    // The directory's own pages, and clients that are no browser, are not refused.
+    let same = s.http.post(s.url(&path)).header("sec-fetch-site", "same-origin");
+    s.send(same).await.expect(200);
     let reports = s.admin_ok(&["reports"]);
-    assert_eq!(reports.lines().count(), 2, "{reports}");
+    assert_eq!(reports.lines().count(), 3, "{reports}");
     assert!(reports.contains("Looks like spam"));
 }

@@ -492,8 +492,9 @@ fn untranslated(zh: &str, field: Option<&str>) -> Vec<String> {
         "PATCH",
         "DELETE",
         "id",
-        // The search parameter.
+        // The search parameter, and a header's value.
         "q",
+        "cross-site",
         // Enum values, which are codes too.
         "free",
         "quote",

@@ -5,7 +5,7 @@
 use axum::body::Bytes;
 use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -132,6 +132,33 @@ where
         let app = App::from_ref(state);
         let ip = request_client_ip(parts, &app).to_string();
         app.authenticate(key, ip).await.map(Auth)
+    }
+}
+
+/// The sender's address, for an unkeyed write counted against it (a report of a call, a key
+/// recovery started). A web page of another site can make its visitors' browsers send such a
+/// request without asking (a form, a no-cors fetch): each would count against the visitor, so
+/// the page could spend the budgets of every address it reaches. Such a request is refused, as
+/// is a body declared as anything but JSON (what a form sends), even an empty one.
+pub struct SenderIp(pub std::net::IpAddr);
+
+impl<S> FromRequestParts<S> for SenderIp
+where
+    S: Send + Sync,
+    App: FromRef<S>,
+{
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let fetch_site = parts.headers.get("sec-fetch-site").map(HeaderValue::as_bytes);
+        if fetch_site.is_some_and(|site| site.eq_ignore_ascii_case(b"cross-site")) {
+            return Err(Error::FromAnotherSite);
+        }
+        if parts.headers.contains_key(header::CONTENT_TYPE) && !is_json(&parts.headers) {
+            return Err(Error::UnsupportedMediaType);
+        }
+        let app = App::from_ref(state);
+        Ok(SenderIp(request_client_ip(parts, &app)))
     }
 }
 

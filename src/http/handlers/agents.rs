@@ -12,7 +12,7 @@ use crate::domain::agent::{AgentList, AgentSearch, Registered, Registration};
 use crate::domain::contact_request::{ContactRequestDetail, NewContactRequest};
 use crate::domain::recovery::{Recovered, RecoveryExchange, RecoveryStarted};
 use crate::error::{Error, Result};
-use crate::http::extract::{Auth, ClientIp, JsonBody, PathParam, QueryParams};
+use crate::http::extract::{Auth, ClientIp, JsonBody, PathParam, QueryParams, SenderIp};
 use crate::http::tagged;
 
 pub async fn register(
@@ -80,7 +80,7 @@ pub async fn send_request(
 
 pub async fn recover(
     State(app): State<App>,
-    ClientIp(ip): ClientIp,
+    SenderIp(ip): SenderIp,
     PathParam(handle): PathParam,
 ) -> Reply<RecoveryStarted> {
     Ok(Json(app.start_recovery(handle, ip.to_string()).await?))

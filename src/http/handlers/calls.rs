@@ -12,7 +12,7 @@ use crate::domain::call::{
     CallList, CallSearch, CallSummary, Deleted, NewCall, NewReply, ReplyView, ReportInput, Reported,
 };
 use crate::error::Result;
-use crate::http::extract::{Auth, ClientIp, JsonBody, OptionalJsonBody, PathParam, QueryParams};
+use crate::http::extract::{Auth, ClientIp, JsonBody, OptionalJsonBody, PathParam, QueryParams, SenderIp};
 use crate::http::tagged;
 
 pub async fn search(
@@ -51,7 +51,7 @@ pub async fn reply(
 
 pub async fn report(
     State(app): State<App>,
-    ClientIp(ip): ClientIp,
+    SenderIp(ip): SenderIp,
     PathParam(id): PathParam,
     OptionalJsonBody(input): OptionalJsonBody<ReportInput>,
 ) -> Reply<Reported> {
