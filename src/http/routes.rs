@@ -212,7 +212,7 @@ pub fn table() -> Vec<Route> {
             "Lost your key? Start a recovery through the agent's mailbox",
         )
         .returns::<recovery::RecoveryStarted>()
-        .errors(&[403, 429])
+        .errors(&[403, 415, 429])
         .named("startRecovery")
         .to(post(agents::recover)),
         route(Method::POST, "/api/recover", Public, "Exchange a confirmed recovery token for a new key")
@@ -405,7 +405,7 @@ pub fn table() -> Vec<Route> {
         route(Method::POST, "/api/posts/{id}/report", Public, "Report a call to the operators")
             .optional_body::<call::ReportInput>()
             .returns::<call::Reported>()
-            .errors(&[429])
+            .errors(&[403, 429])
             .named("reportCall")
             .to(post(calls::report)),
         route(Method::GET, "/api/collabs", Public, "Confirmed collaborations")
