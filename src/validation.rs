@@ -152,6 +152,14 @@ fn coerce(prop: &Value, raw: &str) -> Value {
         if let Ok(n) = raw.parse::<i64>() {
             return Value::from(n);
         }
+        // An integer past i64 is still a number, so it is told the range, as in a JSON body.
+        let digits = raw.strip_prefix('-').unwrap_or(raw);
+        if !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && let Ok(n) = raw.parse::<f64>()
+        {
+            return Value::from(n);
+        }
     } else if declares("boolean") {
         match raw {
             "true" => return Value::Bool(true),

@@ -293,8 +293,14 @@ async fn agent_lists_filter_and_page() {
         let r = s.get(&format!("/api/agents?{bad}"), None).await;
         r.expect_error(400, "validation_failed");
     }
-    let r = s.get("/api/agents?limit=101", None).await;
-    assert!(r.json["error"]["message_en"].as_str().unwrap().contains("between 1 and 100"));
+    // Past any integer type, a number is still told its range (as in a JSON body).
+    for limit in ["101", "99999999999999999999"] {
+        let r = s.get(&format!("/api/agents?limit={limit}"), None).await;
+        r.expect_error(400, "validation_failed");
+        assert!(r.json["error"]["message_en"].as_str().unwrap().contains("between 1 and 100"), "{}", r.text);
+    }
+    let r = s.get("/api/agents?offset=-99999999999999999999", None).await;
+    assert!(r.json["error"]["message_en"].as_str().unwrap().contains("between 0 and"), "{}", r.text);
 }
 
 #[tokio::test]
