@@ -439,8 +439,8 @@ impl Error {
             UnsupportedMediaType => Facts::new(
                 415,
                 "unsupported_media_type",
-                "Send the body as JSON with the header Content-Type: application/json.",
-                "请以 JSON 格式发送请求体，并带上请求头 Content-Type: application/json。",
+                "Send the body as JSON with the header Content-Type: application/json, uncompressed (no Content-Encoding).",
+                "请以 JSON 格式发送未压缩的请求体（不带 Content-Encoding），并带上请求头 Content-Type: application/json。",
             ),
             TooManyOfferings => Facts::new(
                 422,

@@ -245,6 +245,14 @@ async fn anyone_may_report_a_call() {
     // The directory's own pages, and clients that are no browser, are not refused.
     let same = s.http.post(s.url(&path)).header("sec-fetch-site", "same-origin");
     s.send(same).await.expect(200);
+    // A coded body is not undone: refused rather than read as broken JSON, or taken as plain.
+    let coded = s
+        .http
+        .post(s.url(&path))
+        .header("content-type", "application/json")
+        .header("content-encoding", "gzip")
+        .body(r#"{"reason": "labelled, not coded"}"#);
+    s.send(coded).await.expect_error(415, "unsupported_media_type");
     let reports = s.admin_ok(&["reports"]);
     assert_eq!(reports.lines().count(), 3, "{reports}");
     assert!(reports.contains("Looks like spam"));
