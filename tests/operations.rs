@@ -474,6 +474,8 @@ async fn backup_under_writes_restores_into_a_working_server() {
     };
     acked_at_least(20, "the writes did not start").await;
     let before = s.get("/api/stats", None).await.json["posts"].as_u64().expect("posts");
+    let held_cursor =
+        s.get("/api/changes?limit=1", None).await.json["next"].as_str().expect("next").to_owned();
     let backup_dir = tempfile::tempdir().expect("temp");
     let dest = backup_dir.path().join("agentdir.sqlite3");
     let out = {
@@ -542,6 +544,12 @@ async fn backup_under_writes_restores_into_a_working_server() {
     assert_eq!(restored.get("/api/posts?limit=1", None).await.json["total"].as_u64(), Some(posts));
     // The key still works against the restored directory.
     restored.get("/api/me", Some(&author.key)).await.expect(200);
+    // Its change feed is another: a reader's cursor of the original is told to read again, for
+    // the restored directory lacks what was written after the copy and writes under its seqs.
+    restored
+        .get(&format!("/api/changes?after={held_cursor}"), None)
+        .await
+        .expect_error(410, "cursor_expired");
 }
 
 #[tokio::test]

@@ -92,6 +92,10 @@ fn copy_checked(src: &Connection, partial: &Path, progress: &mut Progress) -> Re
         tracing::error!(%verdict, "the backup copy failed its integrity check");
         return Err(Error::Internal);
     }
+    // A feed of its own: a server restored from the copy lacks what was written after it, and
+    // a reader holding a cursor of those writes must be told to read again (410), not skip
+    // what the restored server writes under the same seqs.
+    super::changes::draw_new_epoch(&out)?;
     // Leave one self-contained file: no -wal beside it to lose on the way to the backup store.
     out.execute_batch("PRAGMA journal_mode = DELETE")?;
     out.close().map_err(|(_, e)| Error::from(e))?;

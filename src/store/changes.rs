@@ -76,6 +76,17 @@ pub fn epoch(conn: &Connection) -> Result<u64> {
     meta_u64(conn, EPOCH)
 }
 
+/// Draws a new feed epoch (as migration 0002 drew the first), so that no cursor issued before
+/// is taken for one of this feed: for a backup copy, which a restore starts again from while
+/// readers may hold cursors of writes the copy lacks.
+pub fn draw_new_epoch(conn: &Connection) -> Result<()> {
+    conn.execute(
+        "UPDATE meta SET value = abs(random()) % 2821109907456 WHERE key = :key",
+        rusqlite::named_params! {":key": EPOCH},
+    )?;
+    Ok(())
+}
+
 pub fn pruned_through(conn: &Connection) -> Result<ChangeSeq> {
     meta_u64(conn, PRUNED_THROUGH).map(ChangeSeq::new)
 }
