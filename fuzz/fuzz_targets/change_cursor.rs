@@ -1,4 +1,4 @@
-//! Change-feed cursors (`GET /api/changes?after=`): whatever `Cursor::seq_of` takes as a cursor of
+//! Change-feed cursors (`GET /api/changes?after=`): whatever `Cursor::parse` takes as a cursor of
 //! a feed must print back to a cursor that reads the same, and every cursor the server prints
 //! must read back as what it printed.
 
@@ -12,22 +12,24 @@ fuzz_target!(|data: &[u8]| {
     // The text read as a cursor of the feed its own epoch names, when it names one.
     let named = text.split_once('_').and_then(|(epoch, _)| u64::from_str_radix(epoch, 36).ok());
     if let Some(epoch) = named
-        && let Ok(seq) = Cursor::seq_of(&text, epoch)
+        && let Ok(cursor) = Cursor::parse(&text, epoch)
     {
-        round_trip(Cursor { epoch, seq });
+        round_trip(Cursor::issued(cursor.epoch, cursor.seq, cursor.forgotten));
     }
     // Any cursor the server can issue: any epoch, a seq of at most the published pattern's
     // digits (a database's seq, counted from 1, stays far below 36^12).
-    if let Some(bytes) = data.get(..16) {
-        let (epoch, seq) = bytes.split_at(8);
+    // The forgotten deletion a cursor carries is one of the same database's seqs.
+    if let Some(bytes) = data.get(..24) {
         let u64_of = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
         let seqs = 36u64.pow(CURSOR_SEQ_DIGITS as u32);
-        round_trip(Cursor { epoch: u64_of(epoch), seq: u64_of(seq) % seqs });
+        let (epoch, seq, forgotten) =
+            (u64_of(&bytes[..8]), u64_of(&bytes[8..16]) % seqs, u64_of(&bytes[16..]) % seqs);
+        round_trip(Cursor::issued(epoch, seq, forgotten));
     }
 });
 
 fn round_trip(cursor: Cursor) {
     let printed = cursor.to_string();
     assert!(printed.len() <= CURSOR_MAX as usize, "{printed}");
-    assert_eq!(Cursor::seq_of(&printed, cursor.epoch), Ok(cursor.seq), "{printed}");
+    assert_eq!(Cursor::parse(&printed, cursor.epoch), Ok(cursor), "{printed}");
 }

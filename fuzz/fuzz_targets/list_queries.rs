@@ -59,7 +59,7 @@ fuzz_target!(|data: &[u8]| {
                     assert!((1..=changes::CURSOR_MAX as usize).contains(&chars), "{after:?}");
                     // What the service does with it next: whatever the schema admits has the
                     // shape of a cursor (of this feed or another).
-                    let read = changes::Cursor::seq_of(after, 0);
+                    let read = changes::Cursor::parse(after, 0);
                     assert_ne!(read, Err(changes::CursorFault::Shape), "{after:?}");
                 }
             }
