@@ -4,7 +4,6 @@
 
 use std::fmt;
 
-use crate::app::fetches::LINK_FETCHES_PER_NETWORK;
 use crate::checks::link_fetch::{LinkFetchError, PROOF_SCAN_BYTES};
 use crate::domain::agent::{HANDLE_MAX, HANDLE_MIN};
 use crate::domain::collab::{PAIR_PROPOSALS_PER_WINDOW, PAIR_WINDOW};
@@ -13,7 +12,7 @@ use crate::domain::events::{RETENTION_DAYS, WAITING_PER_AGENT};
 use crate::domain::handles::RENAME_EVERY_MS;
 use crate::domain::offering::MAX_OFFERINGS;
 use crate::domain::schema::{MAX_BODY_BYTES, MAX_HEAD_BYTES, MAX_HEADERS};
-use crate::domain::trust::PROOF_PREFIX;
+use crate::domain::trust::{LINK_FETCHES_PER_NETWORK, PROOF_PREFIX};
 use crate::time::DAY;
 
 /// What a bad field broke. Kept separate from `Error` so the validator can describe any schema

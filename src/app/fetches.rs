@@ -10,13 +10,9 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 
 use super::shares::Network;
+use crate::domain::trust::{LINK_FETCHES_AT_ONCE, LINK_FETCHES_PER_NETWORK};
 use crate::error::{Error, RateRule, Result};
 
-/// Link-proof fetches under way at once, in all: a slice of the in-flight slots
-/// (`--max-in-flight`, 64 by default) that slow servers may hold.
-pub const LINK_FETCHES_AT_ONCE: usize = 8;
-/// Link-proof fetches under way at once from one client network.
-pub const LINK_FETCHES_PER_NETWORK: usize = 2;
 /// What a refused fetch is told to wait: about one fetch's deadline.
 const RETRY_AFTER_S: u64 = 5;
 

@@ -8,6 +8,11 @@ use crate::time::Timestamp;
 
 /// A link proof lives this long after it was established.
 pub const LINK_PROOF_DAYS: i64 = 180;
+/// Link-proof fetches under way at once, in all: a slice of the in-flight slots
+/// (`--max-in-flight`, 64 by default) that slow servers may hold (`app::fetches`).
+pub const LINK_FETCHES_AT_ONCE: usize = 8;
+/// Link-proof fetches under way at once from one client network.
+pub const LINK_FETCHES_PER_NETWORK: usize = 2;
 /// A verification or owner-claim code lives this long.
 pub const CODE_DAYS: i64 = 7;
 /// What a page says, followed by the handle, to prove it belongs to that agent.
