@@ -118,6 +118,7 @@ mod tests {
         let src = Connection::open(&path).expect("open");
         src.execute_batch(
             "PRAGMA journal_mode = WAL; CREATE TABLE a (x BLOB); CREATE TABLE b (x BLOB);
+             CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
              WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 256)
              INSERT INTO a SELECT randomblob(16384) FROM n;
              INSERT INTO b SELECT randomblob(16384) FROM a;",
