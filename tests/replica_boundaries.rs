@@ -53,6 +53,9 @@ async fn replica_of(primary: &Server, dir: &Path, extra: &[(&str, &str)]) -> Ser
     std::fs::create_dir_all(dir).expect("replica dir");
     let copy = dir.join("agentdir.sqlite3");
     primary.admin_ok(&["backup", copy.to_str().expect("utf-8 path")]);
+    // Beside it, the position file Litestream writes once a restore is done: a replica opens
+    // its copy only then.
+    std::fs::write(dir.join("agentdir.sqlite3-txid"), "0000000000000001").expect("position file");
     let mut env: Vec<(&str, &str)> = RELAXED_LIMITS.to_vec();
     env.push(("AGENTDIR_ROLE", "replica"));
     env.push(("AGENTDIR_PRIMARY_URL", &primary.base));

@@ -334,7 +334,7 @@ async fn replicas_serve_reads_forward_writes_and_recover() {
     // The documented recovery brings it back.
     b.stop();
     wipe_copy(&dir_b);
-    let _follow_b = follow(&bin, &shipped, &dir_b);
+    let mut follow_b = follow(&bin, &shipped, &dir_b);
     b.restart();
     within(LAG_BOUND, "the recovered replica B showing the newer write", || {
         shows_agent(&b, &later, "semaphore")
@@ -343,6 +343,22 @@ async fn replicas_serve_reads_forward_writes_and_recover() {
     assert!(mcp_shows_agent(&b, &later, "semaphore"));
     within(Duration::from_secs(10), "the recovered replica B ready", || async {
         b.get("/readyz", None).await.status == 200
+    })
+    .await;
+
+    // B's follower restarted on its own wipes the copy and restores a new file under the
+    // running replica: B stops (75) rather than read the old file, which nothing updates any
+    // more, and started again it reads the new one.
+    follow_b.kill();
+    wipe_copy(&dir_b);
+    let _follow_b = follow(&bin, &shipped, &dir_b);
+    let stopped = tokio::task::block_in_place(|| b.wait_exit(Duration::from_secs(20)));
+    assert_eq!(stopped.and_then(|s| s.code()), Some(75), "B kept reading the replaced copy");
+    let newest = unique_handle("rep");
+    no_5xx(a.post("/api/agents", None, agent_body(&newest, "semaphore")).await).expect(201);
+    b.restart();
+    within(LAG_BOUND, "B on the new copy showing a write made after it", || {
+        shows_agent(&b, &newest, "semaphore")
     })
     .await;
 }

@@ -146,7 +146,7 @@ impl App {
                 })
             }
             Start::Replica(replica) => {
-                let (readers, follower, watch) =
+                let (readers, follower, watch, copy) =
                     store::replica::open_copy(&settings.data_dir, settings.read_pool)?;
                 // Litestream rewrites the copy's pages without SQLite's header (see `store::replica`).
                 let reads = Reads {
@@ -156,7 +156,7 @@ impl App {
                     commits: None,
                     copy: true,
                 };
-                let replica = Replica::new(replica, &settings.data_dir)?;
+                let replica = Replica::new(replica, &settings.data_dir, copy)?;
                 Self::assemble(settings, reads, |_, _| (Role::Replica(replica), Ok(())))
             }
         }

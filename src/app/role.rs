@@ -21,6 +21,7 @@ use super::{App, Parts};
 use crate::error::{Error, Result};
 use crate::signing::Signer;
 use crate::store::positions::{ChangeSeq, WritePosition};
+use crate::store::replica::CopyIdentity;
 use crate::store::writer::Writer;
 use crate::telemetry;
 
@@ -149,6 +150,9 @@ pub struct Replica {
     stuck_after: Duration,
     /// Litestream's position file next to the copy.
     txid_file: PathBuf,
+    /// The copy, and which file of that name this server opened.
+    copy_file: PathBuf,
+    opened: CopyIdentity,
     /// Its content when the followers last caught up.
     seen_txid: Mutex<Option<Vec<u8>>>,
     applied: watch::Sender<u64>,
@@ -178,7 +182,11 @@ pub struct Lag {
 }
 
 impl Replica {
-    pub(super) fn new(settings: ReplicaSettings, data_dir: &Path) -> anyhow::Result<Replica> {
+    pub(super) fn new(
+        settings: ReplicaSettings,
+        data_dir: &Path,
+        opened: CopyIdentity,
+    ) -> anyhow::Result<Replica> {
         // Straight to the primary: a proxy named in the environment for other tools must not
         // carry the forwarded requests, API keys and all.
         let client = reqwest::Client::builder()
@@ -187,7 +195,7 @@ impl Replica {
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .build()?;
-        let (_, txid_file) = crate::store::replica::copy_paths(data_dir);
+        let (copy_file, txid_file) = crate::store::replica::copy_paths(data_dir);
         Ok(Replica {
             primary: settings.primary,
             client,
@@ -195,6 +203,8 @@ impl Replica {
             answer_within: settings.answer_within,
             stuck_after: settings.stuck_after,
             txid_file,
+            copy_file,
+            opened,
             seen_txid: Mutex::new(None),
             applied: watch::Sender::new(0),
             primary_position: AtomicU64::new(0),
@@ -202,6 +212,13 @@ impl Replica {
             questions_started: AtomicU64::new(0),
             question: tokio::sync::Mutex::new(0),
         })
+    }
+
+    /// Whether the copy's file is no longer the one this server opened: its follower wiped it
+    /// and restored a new one (a restart of the follower alone), so what this server reads is
+    /// never updated again.
+    pub fn copy_replaced(&self) -> bool {
+        CopyIdentity::of(&self.copy_file).is_some_and(|now| now != self.opened)
     }
 
     /// Litestream's position file, when it changed since the followers last caught up (or

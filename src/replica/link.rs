@@ -75,6 +75,15 @@ pub async fn run(app: App) {
                 if let Err(e) = poll_primary(replica, PRIMARY_POLL_TIMEOUT).await {
                     tracing::debug!(error = %e, "the primary did not tell its position");
                 }
+                if replica.copy_replaced() {
+                    // Nothing will update the file this server reads: stop, so that the
+                    // supervisor starts it again on the new copy (the systemd unit restarts it;
+                    // deploy/Procfile runs it in a loop).
+                    tracing::error!(
+                        "the copy was replaced under this server (its follower restored it again): stopping, to be started on the new copy"
+                    );
+                    std::process::exit(75);
+                }
                 if replica.record_metrics() {
                     tracing::warn!(
                         "replica stuck: its copy stopped following the primary; restore a fresh copy"

@@ -55,28 +55,72 @@ pub fn copy_paths(data_dir: &Path) -> (PathBuf, PathBuf) {
     (db, PathBuf::from(txid))
 }
 
+/// Which file the copy is: a restore replaces the file (a new one under the same name), so a
+/// server holding the old one reads a copy nothing updates any more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopyIdentity {
+    dev: u64,
+    ino: u64,
+}
+
+impl CopyIdentity {
+    /// The file at `path` now; none when there is none.
+    pub fn of(path: &Path) -> Option<CopyIdentity> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| CopyIdentity { dev: m.dev(), ino: m.ino() })
+    }
+}
+
 /// Opens the Litestream-followed copy read-only: a pool of read connections and two more
-/// (the follower's and the watcher's), like `open_server` without the writer and migrations.
-pub fn open_copy(data_dir: &Path, readers: ReadPool) -> anyhow::Result<(Pool, Connection, Connection)> {
-    let (path, _) = copy_paths(data_dir);
+/// (the follower's and the watcher's), like `open_server` without the writer and migrations,
+/// and which file they opened. A follower started beside the server wipes an old copy and
+/// restores a new one: the server waits for the restore to be done (the copy and Litestream's
+/// position file, written after it), and opens again when the file was replaced while it
+/// opened it (it would otherwise read a deleted file, or switch one file out of WAL mode and
+/// open the next in it, which blocks the follower).
+pub fn open_copy(
+    data_dir: &Path,
+    readers: ReadPool,
+) -> anyhow::Result<(Pool, Connection, Connection, CopyIdentity)> {
+    let (path, txid) = copy_paths(data_dir);
     let started = Instant::now();
-    while !path.exists() {
+    let waited_too_long = |why: String| -> anyhow::Result<()> {
         if started.elapsed() > COPY_WAIT {
             anyhow::bail!(
-                "no copy at {} after {}s: start `litestream restore -f -o {0} URL` first",
-                path.display(),
-                COPY_WAIT.as_secs()
+                "{why} after {}s: start `litestream restore -f -o {} URL` first",
+                COPY_WAIT.as_secs(),
+                path.display()
             );
         }
         std::thread::sleep(Duration::from_millis(100));
+        Ok(())
+    };
+    loop {
+        let Some(identity) = CopyIdentity::of(&path).filter(|_| txid.exists()) else {
+            waited_too_long(format!("no restored copy at {}", path.display()))?;
+            continue;
+        };
+        match open_copy_once(&path, readers) {
+            Ok((pool, follower, watch)) if CopyIdentity::of(&path) == Some(identity) => {
+                return Ok((pool, follower, watch, identity));
+            }
+            Ok(_) => {
+                tracing::info!("the copy was replaced while it was being opened; opening the new one");
+                waited_too_long("the copy kept being replaced".to_owned())?;
+            }
+            Err(e) => waited_too_long(format!("cannot open the copy ({e})"))?,
+        }
     }
-    leave_wal(&path)?;
+}
+
+fn open_copy_once(path: &Path, readers: ReadPool) -> anyhow::Result<(Pool, Connection, Connection)> {
+    leave_wal(path)?;
     let flags =
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
-    let manager = SqliteConnectionManager::file(&path).with_flags(flags).with_init(read_connection);
+    let manager = SqliteConnectionManager::file(path).with_flags(flags).with_init(read_connection);
     let pool = readers.build(manager)?;
     let open = || -> anyhow::Result<Connection> {
-        let mut conn = Connection::open_with_flags(&path, flags)?;
+        let mut conn = Connection::open_with_flags(path, flags)?;
         read_connection(&mut conn)?;
         Ok(conn)
     };
