@@ -220,12 +220,19 @@ pub enum Error {
     /// A replica's primary answered with something a replica does not pass on (an answer past
     /// the forwarding bound).
     BadGateway,
+    /// A read node cannot reach its primary, which answers writes, keyed requests and
+    /// statements.
+    PrimaryUnavailable,
     Internal,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 const COOLDOWN_DAYS: i64 = COOLDOWN_AFTER_DECLINE / DAY;
+
+/// What a client is told to wait when a read node cannot reach its primary: an outage, not a
+/// moment's load, so not the one second of `overloaded`.
+const PRIMARY_UNAVAILABLE_WAIT_S: u64 = 5;
 
 fn kib(bytes: usize) -> usize {
     bytes / 1024
@@ -439,7 +446,7 @@ impl Error {
                 415,
                 "unsupported_media_type",
                 "Send the body as JSON with the header Content-Type: application/json, uncompressed (no Content-Encoding).",
-                "请以 JSON 格式发送未压缩的请求体（不带 Content-Encoding），并带上请求头 Content-Type: application/json。",
+                "请以 JSON 格式发送未压缩的请求体（不要带 Content-Encoding: 请求头），并带上请求头 Content-Type: application/json。",
             ),
             TooManyOfferings => Facts::new(
                 422,
@@ -593,6 +600,13 @@ impl Error {
                 "The request body did not arrive in time; the connection is closed.",
                 "请求体未在规定时间内送达，连接已关闭。",
             ),
+            PrimaryUnavailable => Facts::new(
+                503,
+                "primary_unavailable",
+                "This read node cannot reach the primary, which answers writes, keyed requests and signed statements; public reads still work here. Try again later.",
+                "此读节点无法连接主节点（写入、需要密钥的请求和签名声明都由主节点处理）；公开读取在这里仍然可用。请稍后重试。",
+            )
+            .wait(PRIMARY_UNAVAILABLE_WAIT_S),
             BadGateway => Facts::new(
                 502,
                 "bad_gateway",
@@ -676,6 +690,7 @@ impl Error {
             Error::Timeout,
             Error::BodyTimeout,
             Error::BadGateway,
+            Error::PrimaryUnavailable,
             Error::Internal,
         ]
     }

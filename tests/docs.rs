@@ -224,14 +224,21 @@ async fn the_published_cursor_pattern_admits_every_feeds_cursors_and_another_fee
     let next = feed.json["next"].as_str().expect("a cursor").to_owned();
     assert!(pattern.is_match(&next), "{next} does not match {pattern}");
     let (epoch, _) = next.split_once('_').expect("epoch_seq");
-    for refused in
-        ["0", "", "nope", "0_0_0", &format!("{epoch}_"), &format!("{epoch}_1_2"), &format!("{epoch}_A")]
-    {
+    for refused in [
+        "0",
+        "",
+        "nope",
+        "0_0_0_0",
+        &format!("{epoch}_"),
+        &format!("{epoch}_1_2_3"),
+        &format!("{epoch}_1_"),
+        &format!("{epoch}_A"),
+    ] {
         assert!(!pattern.is_match(refused), "{refused:?} matches {pattern}");
     }
     // The pattern admits the cursors issued (the newest, the first) and the server takes them;
     // it says nothing of which seqs were issued, so one far ahead matches and is still refused.
-    for taken in [next.clone(), format!("{epoch}_0")] {
+    for taken in [next.clone(), format!("{epoch}_0"), format!("{epoch}_0_1")] {
         assert!(pattern.is_match(&taken), "{taken}");
         s.get(&format!("/api/changes?after={taken}"), None).await.expect(200);
     }

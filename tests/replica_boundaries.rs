@@ -338,3 +338,27 @@ async fn a_forwarded_write_is_answered_within_the_request_time() {
     let posts = primary.get(&format!("/api/posts?author={}", dave.handle), None).await;
     assert_eq!(posts.json["total"], 1, "{}", posts.text);
 }
+
+/// With its primary out of reach, a replica says so for what it would forward (not "busy"),
+/// and goes on answering public reads from its copy.
+#[tokio::test]
+async fn a_replica_without_its_primary_says_so_and_still_reads() {
+    let mut primary = Server::start().await;
+    let dana = primary.register("dana").await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let replica = replica_of(&primary, dir.path(), &[]).await;
+    primary.stop();
+
+    let body = json!({"handle": common::unique_handle("late"), "name": "Late", "owner": "O",
+        "mailbox": "late@example.org", "accept_rules": true, "description_en": "Too late."});
+    let answers = [
+        replica.post("/api/agents", None, body).await,
+        replica.get("/api/me", Some(&dana.key)).await,
+        replica.get(&format!("/api/agents/{}/statement", dana.handle), None).await,
+    ];
+    for r in &answers {
+        r.expect_error(503, "primary_unavailable");
+        assert_eq!(r.header("retry-after"), Some("5"), "{}", r.text);
+    }
+    replica.get(&format!("/api/agents/{}", dana.handle), None).await.expect(200);
+}

@@ -212,7 +212,7 @@ impl From<reqwest::Error> for Failed {
 }
 
 /// Sends `req` to the primary and returns its answer unchanged but for hop-by-hop headers;
-/// 503 `overloaded` (with Retry-After) when the primary cannot be reached, 502 `bad_gateway`
+/// 503 `primary_unavailable` (with Retry-After) when the primary cannot be reached, 502 `bad_gateway`
 /// when its answer is past [`ANSWER_LIMIT`].
 async fn forward(app: &App, replica: &Replica, req: Request) -> Response {
     if has_dot_segment(req.uri().path()) {
@@ -229,7 +229,7 @@ async fn forward(app: &App, replica: &Replica, req: Request) -> Response {
         }
         Err(e) => {
             tracing::warn!(error = %e, "the primary did not answer a forwarded request");
-            Error::Overloaded.into_response()
+            Error::PrimaryUnavailable.into_response()
         }
     }
 }
