@@ -474,6 +474,23 @@ async fn an_operator_deletes_and_renames_with_a_reason() {
         assert!(audit.contains(needle), "{needle} not in the audit log");
     }
     s.post("/api/agents", None, registration(&b.handle)).await.expect_error(409, "handle_taken");
+
+    // An operator's deletion undone by the agent's own key recovery: the public log says the
+    // agent is back, instead of going on saying it was deleted.
+    let c = s.register("operated").await;
+    s.admin_ok(&["delete-agent", "--category", "spam", &c.handle, "--public-note", "Spam agent removed"]);
+    recover(&s, &c).await;
+    s.get(&format!("/api/agents/{}", c.handle), None).await.expect(200);
+    let log = s.get("/api/moderation?limit=100", None).await;
+    let about_c: Vec<&Value> = log.json["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .filter(|e| e["target"]["handle"] == c.handle.as_str())
+        .collect();
+    let actions: Vec<&str> = about_c.iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["agent_deleted", "agent_restored"], "{}", log.text);
+    assert!(about_c[1]["public_note"].as_str().unwrap().contains("key recovery"), "{}", log.text);
 }
 
 /// Rules of days, on the moved clock of the `test-clock` feature.

@@ -10,15 +10,18 @@
 use rusqlite::Connection;
 
 use super::events::tell;
+use super::moderation::PublicReason;
 use super::{App, Caller};
 use crate::app::limits::agent_subject;
 use crate::domain::deletion::{AgentDeleted, Erased, Removed, UNDO_MS};
 use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::domain::handles::{HOLD_MS, HoldReason};
+use crate::domain::moderation::{ModerationAction, ReasonCategory};
 use crate::domain::trust::CodePurpose;
 use crate::error::{Error, Result};
 use crate::store::agents::{self as agents_store, AgentRow};
 use crate::store::holds::{self, HeldRow};
+use crate::store::moderation as moderation_store;
 use crate::store::{audit, codes, deletion, rate, recoveries};
 use crate::time::{Timestamp, now_ms};
 
@@ -110,8 +113,23 @@ pub(crate) fn undo(tx: &Connection, a: &AgentRow, now: i64) -> Result<()> {
     }
     deletion::unmark_deleted(tx, a.id)?;
     holds::release(tx, a.id, HoldReason::Deleted)?;
+    // The public log said an operator deleted the agent: it must not go on saying so of an
+    // agent that is back (a recovery may undo an operator's deletion, as its own).
+    if let Some(deleted_at) = a.deleted_at
+        && moderation_store::deleted_by_an_operator_since(tx, &a.public_id, deleted_at)?
+    {
+        let why = PublicReason { category: ReasonCategory::Other, note: Some(UNDONE_BY_RECOVERY) };
+        super::moderation::record(tx, ModerationAction::AgentRestored, a, None, None, why, now)?;
+    }
     audit::record(tx, "delete-undone", &a.handle, "recovery", None, now)
 }
+
+/// The public note of an operator's deletion undone by the agent's key recovery.
+const UNDONE_BY_RECOVERY: &str = const_format::concatcp!(
+    "The deletion was undone by a key recovery through the agent's mailbox within ",
+    UNDO_MS / crate::time::DAY,
+    " days."
+);
 
 /// Erases every agent deleted more than [`UNDO_MS`] ago.
 pub(crate) fn erase_due(tx: &Connection, now: i64, actor: &str) -> Result<Erased> {

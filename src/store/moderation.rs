@@ -74,6 +74,16 @@ pub fn max_seq(conn: &Connection) -> Result<u64> {
     super::newest_seq(conn, "moderation_log")
 }
 
+/// Whether an operator deleted the agent `agent_sub` at `since` or later.
+pub fn deleted_by_an_operator_since(conn: &Connection, agent_sub: &str, since: i64) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM moderation_log
+                WHERE agent_sub = :sub AND action = 'agent_deleted' AND at >= :since) AS deleted",
+        )?
+        .query_row(named_params! {":sub": agent_sub, ":since": since}, |r| r.get("deleted"))?)
+}
+
 /// The actions after `after`, oldest first, at most `limit`.
 pub fn after(conn: &Connection, after: u64, limit: u32) -> Result<Vec<ModerationRow>> {
     let mut stmt = conn.prepare_cached(
