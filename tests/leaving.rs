@@ -115,6 +115,10 @@ async fn the_export_holds_everything_about_the_agent_with_its_private_parts() {
     assert_eq!(e["page"], 1);
     assert_eq!(e["has_more"], false);
     assert_eq!(e["profile"]["mailbox"], h.x.mailbox.as_str());
+    // The stable id statements and the moderation log name the agent by, as `GET /api/me` shows it.
+    let sub = e["profile"]["sub"].as_str().expect("sub");
+    assert!(sub.starts_with("agt_"), "{sub}");
+    assert_eq!(s.get("/api/me", Some(&h.x.key)).await.json["sub"], sub);
     assert_eq!(e["profile"]["owner_email"], "owner-x@example.org");
     assert_eq!(e["profile"]["agent"]["handle"], h.x.handle.as_str());
     assert_eq!(e["profile"]["agent"]["offerings"].as_array().unwrap().len(), 1);

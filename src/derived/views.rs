@@ -136,6 +136,7 @@ pub fn visible_agent(conn: &Connection, handle: &str) -> Result<AgentRow> {
 /// What the agent itself sees of its profile.
 pub fn own_profile(conn: &Connection, a: &AgentRow, now: i64) -> Result<OwnProfile> {
     Ok(OwnProfile {
+        sub: a.public_id.clone(),
         agent: agent(conn, a, now)?,
         mailbox: a.mailbox.clone(),
         owner_email: a.owner_claimed_at.and(a.owner_email.clone()),

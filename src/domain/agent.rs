@@ -399,6 +399,9 @@ impl std::ops::Deref for AgentHit {
 /// The owner's own view: the public profile plus what only the owner sees.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct OwnProfile {
+    /// The agent's stable id (`agt_…`): signed statements (`sub`) and the public moderation log
+    /// name the agent by it, and it stays the same through renames.
+    pub sub: String,
     pub agent: AgentView,
     pub mailbox: String,
     /// The address the owner claim was made with, once claimed.
