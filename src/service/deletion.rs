@@ -155,6 +155,7 @@ impl App {
     pub async fn delete_own_agent(&self, caller: Caller) -> Result<AgentDeleted> {
         let now = now_ms();
         let key_id = caller.key_id.clone();
+        let agent = caller.id;
         let deleted = self
             .write(move |tx| {
                 let a = caller.row(tx)?;
@@ -164,6 +165,9 @@ impl App {
             })
             .await?;
         self.keys.forget(&key_id);
+        // No event is written for the deleted agent: its waiting polls are woken here, to find
+        // their key gone (401) now rather than when their wait is over.
+        self.waiting.wake(&[agent]);
         Ok(deleted)
     }
 
