@@ -313,6 +313,23 @@ async fn a_cursor_older_than_the_remembered_deletions_is_410() {
     let mut mirror = BTreeMap::new();
     apply(&mut mirror, &again);
     assert_eq!(mirror, lists(&s).await);
+
+    // A deletion made before a reading began, forgotten while it reads, cannot have been missed
+    // by it (the reader never saw what it was about): the reading goes on to the end.
+    let before = s.seeking(&a, "Deleted before the reading").await;
+    s.delete(&format!("/api/posts/{before}"), Some(&a.key)).await.expect(200);
+    let reading = s.get("/api/changes?limit=1", None).await.json["next"].as_str().expect("next").to_owned();
+    s.clock_ahead(Duration::from_secs(2 * 3_600));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while read_all(&s, None, 100).await.0.iter().any(|e| e["id"] == before.as_str()) {
+        assert!(Instant::now() < deadline, "the deletion was never forgotten");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (rest, _) = read_all(&s, Some(&reading), 1).await;
+    let mut mirror = BTreeMap::new();
+    apply(&mut mirror, &again[..1]);
+    apply(&mut mirror, &rest);
+    assert_eq!(mirror, lists(&s).await);
 }
 
 #[tokio::test]

@@ -14,17 +14,17 @@ fuzz_target!(|data: &[u8]| {
     if let Some(epoch) = named
         && let Ok(cursor) = Cursor::parse(&text, epoch)
     {
-        round_trip(Cursor::issued(cursor.epoch, cursor.seq, cursor.forgotten));
+        round_trip(Cursor::issued(cursor.epoch, cursor.seq, cursor.horizon));
     }
     // Any cursor the server can issue: any epoch, a seq of at most the published pattern's
     // digits (a database's seq, counted from 1, stays far below 36^12).
-    // The forgotten deletion a cursor carries is one of the same database's seqs.
+    // The horizon a cursor carries is one of the same database's seqs.
     if let Some(bytes) = data.get(..24) {
         let u64_of = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or_default());
         let seqs = 36u64.pow(CURSOR_SEQ_DIGITS as u32);
-        let (epoch, seq, forgotten) =
+        let (epoch, seq, horizon) =
             (u64_of(&bytes[..8]), u64_of(&bytes[8..16]) % seqs, u64_of(&bytes[16..]) % seqs);
-        round_trip(Cursor::issued(epoch, seq, forgotten));
+        round_trip(Cursor::issued(epoch, seq, horizon));
     }
 });
 

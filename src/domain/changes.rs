@@ -17,7 +17,7 @@ use crate::time::Timestamp;
 pub const DEFAULT_LIMIT: u32 = 100;
 pub const MAX_LIMIT: u32 = 1_000;
 /// Longest cursor the server issues (its epoch, an underscore, a seq, and at most an underscore
-/// and the forgotten seq).
+/// and a horizon).
 pub const CURSOR_MAX: u32 = (CURSOR_EPOCH_DIGITS + 2 * CURSOR_SEQ_DIGITS + 2) as u32;
 /// Base-36 digits of a cursor's seq: twelve always fit a seq (36^12 > 4.7 * 10^18).
 pub const CURSOR_SEQ_DIGITS: usize = 12;
@@ -42,18 +42,20 @@ pub struct ChangesQuery {
 }
 
 /// A position in the feed: the database's feed epoch (so a cursor of another database is never
-/// taken for one of this), a change-log seq, and the newest deletion the log had forgotten when
-/// the cursor was issued, when that is past the seq. A reader who started from the beginning
-/// after deletions were forgotten never saw what they were about, so only deletions forgotten
-/// since its cursor was issued can have been missed by it: without the third part, every reader
-/// below the newest forgotten deletion was refused, and one reading from the beginning over
-/// older public entries could never reach the end.
+/// taken for one of this), a change-log seq, and, while a reading from the beginning has not
+/// reached it, the newest seq when that reading began (its horizon). The reader never saw what a
+/// deletion forgotten at or below its horizon was about (the entity's only row was that
+/// deletion, or a later one), so only a deletion forgotten past both its seq and its horizon can
+/// have been missed by it. Without the horizon, every reader below the newest forgotten
+/// deletion was refused, and one reading from the beginning over older public entries could
+/// never reach the end; with the newest forgotten seq at issue instead, retention forgetting
+/// the old deletions of every second still refused a long reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cursor {
     pub epoch: u64,
     pub seq: u64,
-    /// `changes_pruned_through` when the cursor was issued; written only when above `seq`.
-    pub forgotten: u64,
+    /// The newest seq when the reading from the beginning began; written only while above `seq`.
+    pub horizon: u64,
 }
 
 /// Why a cursor is not one of this feed's.
@@ -67,9 +69,9 @@ pub enum CursorFault {
 
 impl Cursor {
     /// Every feed's cursors: an epoch and a seq, each in lower-case base 36 (the epoch is a
-    /// `u64`: thirteen digits hold it), then, when deletions past the seq were already
-    /// forgotten, the newest of them. Published without this feed's epoch, so that one
-    /// document serves a client of any directory.
+    /// `u64`: thirteen digits hold it), then, while a reading from the beginning is below it,
+    /// its horizon. Published without this feed's epoch, so that one document serves a client
+    /// of any directory.
     pub const PATTERN: &str = const_format::concatcp!(
         "^[0-9a-z]{1,",
         CURSOR_EPOCH_DIGITS,
@@ -80,16 +82,16 @@ impl Cursor {
         "})?$"
     );
 
-    /// A cursor at `seq`, issued while the log had forgotten the deletions up to `forgotten`.
-    pub fn issued(epoch: u64, seq: u64, forgotten: u64) -> Cursor {
-        Cursor { epoch, seq, forgotten: if forgotten > seq { forgotten } else { 0 } }
+    /// A cursor at `seq` of a reading whose horizon is `horizon` (0: none).
+    pub fn issued(epoch: u64, seq: u64, horizon: u64) -> Cursor {
+        Cursor { epoch, seq, horizon: if horizon > seq { horizon } else { 0 } }
     }
 
     /// `text` as a cursor of the feed whose epoch is `epoch` (the epoch as the server writes
     /// it; seqs of at most [`CURSOR_SEQ_DIGITS`] digits, so they fit the database's signed seq).
     pub fn parse(text: &str, epoch: u64) -> Result<Cursor, CursorFault> {
         let mut parts = text.split('_');
-        let (Some(epoch_text), Some(seq), forgotten, None) =
+        let (Some(epoch_text), Some(seq), horizon, None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
         else {
             return Err(CursorFault::Shape);
@@ -108,26 +110,26 @@ impl Cursor {
             return Err(CursorFault::Shape);
         }
         let seq = number(seq)?;
-        let forgotten = forgotten.map_or(Ok(0), number)?;
+        let horizon = horizon.map_or(Ok(0), number)?;
         if epoch_text != base36(epoch) {
             return Err(CursorFault::OtherFeed);
         }
-        Ok(Cursor { epoch, seq, forgotten })
+        Ok(Cursor { epoch, seq, horizon })
     }
 
-    /// Whether a reader at this cursor may have missed a deletion the log no longer holds: one
-    /// past its seq, forgotten since the cursor was issued. A reader at the very beginning holds
-    /// nothing such a deletion could be about.
-    pub fn missed_a_forgotten_deletion(&self, forgotten_now: u64) -> bool {
-        self.seq > 0 && forgotten_now > self.seq.max(self.forgotten)
+    /// Whether a reader at this cursor may have missed a deletion the log no longer holds (the
+    /// log has forgotten the deletions up to `forgotten`): one past its seq and its horizon. A
+    /// reader at the very beginning holds nothing such a deletion could be about.
+    pub fn missed_a_forgotten_deletion(&self, forgotten: u64) -> bool {
+        self.seq > 0 && forgotten > self.seq.max(self.horizon)
     }
 }
 
 impl fmt::Display for Cursor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}_{}", base36(self.epoch), base36(self.seq))?;
-        if self.forgotten > self.seq {
-            write!(f, "_{}", base36(self.forgotten))?;
+        if self.horizon > self.seq {
+            write!(f, "_{}", base36(self.horizon))?;
         }
         Ok(())
     }
@@ -227,13 +229,13 @@ mod tests {
         assert!(pattern.is_match(&largest) && largest.len() <= CURSOR_MAX as usize, "{largest}");
         assert_eq!(
             Cursor::parse(&largest, u64::MAX),
-            Ok(Cursor { epoch: u64::MAX, seq: 1, forgotten: u64::MAX >> 8 })
+            Ok(Cursor { epoch: u64::MAX, seq: 1, horizon: u64::MAX >> 8 })
         );
         let c = Cursor::issued(epoch, 46, 0);
         assert_eq!(c.to_string(), format!("{}_1a", base36(epoch)));
         assert_eq!(Cursor::parse(&c.to_string(), epoch), Ok(c));
         assert_eq!(seq_of(&format!("{}_001a", base36(epoch)), epoch), Ok(46));
-        // The forgotten seq is written only when it is past the seq.
+        // The horizon is written only while it is past the seq.
         assert_eq!(Cursor::issued(epoch, 46, 40).to_string(), c.to_string());
         let inside = Cursor::issued(epoch, 46, 50);
         assert_eq!(inside.to_string(), format!("{}_1a_1e", base36(epoch)));

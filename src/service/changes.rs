@@ -37,22 +37,20 @@ impl App {
             let conn = app.read()?;
             let snapshot = conn.unchecked_transaction()?;
             let epoch = changes::epoch(&snapshot)?;
-            let forgotten = changes::pruned_through(&snapshot)?.get();
+            let newest = changes::max_seq(&snapshot)?.get();
             let after = match q.after.as_deref() {
-                None => Cursor::issued(epoch, 0, forgotten),
+                // A reading from the beginning: its horizon is the newest seq now.
+                None => Cursor::issued(epoch, 0, newest),
                 // Past the newest seq ever handed out, the primary never issued it. A replica's
                 // copy may not have reached a cursor its primary issued: there it reads as
                 // "nothing new yet".
-                Some(text) => {
-                    let newest = changes::max_seq(&snapshot)?.get();
-                    match Cursor::parse(text, epoch) {
-                        Err(CursorFault::OtherFeed) => return Err(Error::FeedCursorOfAnotherFeed),
-                        Ok(c) if app.role().replica().is_some() || c.seq.max(c.forgotten) <= newest => c,
-                        _ => return Err(Error::validation("after", Rule::Cursor)),
-                    }
-                }
+                Some(text) => match Cursor::parse(text, epoch) {
+                    Err(CursorFault::OtherFeed) => return Err(Error::FeedCursorOfAnotherFeed),
+                    Ok(c) if app.role().replica().is_some() || c.seq.max(c.horizon) <= newest => c,
+                    _ => return Err(Error::validation("after", Rule::Cursor)),
+                },
             };
-            if after.missed_a_forgotten_deletion(forgotten) {
+            if after.missed_a_forgotten_deletion(changes::pruned_through(&snapshot)?.get()) {
                 return Err(Error::CursorExpired);
             }
             let mut rows = changes::after(&snapshot, ChangeSeq::new(after.seq), limit + 1)?;
@@ -61,7 +59,7 @@ impl App {
             let mut data = app.current(&snapshot, &rows)?;
             // With nothing new, the cursor given, as it was written.
             let next = match (rows.last(), q.after) {
-                (Some(c), _) => Cursor::issued(epoch, c.seq.get(), forgotten).to_string(),
+                (Some(c), _) => Cursor::issued(epoch, c.seq.get(), after.horizon).to_string(),
                 (None, Some(given)) => given,
                 (None, None) => after.to_string(),
             };
@@ -70,7 +68,7 @@ impl App {
                 .map(|c| {
                     let found = data.remove(&(c.kind, c.id.clone()));
                     ChangeEntry {
-                        cursor: Cursor::issued(epoch, c.seq.get(), forgotten).to_string(),
+                        cursor: Cursor::issued(epoch, c.seq.get(), after.horizon).to_string(),
                         kind: kind(c.kind),
                         op: if found.is_some() { ChangeOp::Upsert } else { ChangeOp::Delete },
                         id: c.id,
@@ -111,8 +109,8 @@ impl App {
         Ok(out)
     }
 
-    /// Forgets deletions older than the retention (`AGENTDIR_CHANGES_RETENTION`); a cursor from
-    /// before the newest forgotten one is then `cursor_expired`.
+    /// Forgets deletions older than the retention (`AGENTDIR_CHANGES_RETENTION`); a cursor that
+    /// may have missed one of them is then `cursor_expired` (`Cursor::missed_a_forgotten_deletion`).
     pub(crate) fn forget_old_deletions(&self) -> Result<usize> {
         let cutoff = now_ms() - self.settings.changes_retention_ms;
         self.write_blocking(move |tx| changes::forget_old_deletions(tx, cutoff, RETENTION_BATCH))
