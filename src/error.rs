@@ -610,8 +610,8 @@ impl Error {
             BadGateway => Facts::new(
                 502,
                 "bad_gateway",
-                "The primary node's answer could not be passed on; try again.",
-                "无法转交主节点的响应，请重试。",
+                "The primary node's answer could not be passed on: a write may have been made, so read before sending it again.",
+                "无法转交主节点的响应：写入可能已经完成，再次发送之前请先读取确认。",
             ),
             Internal => Facts::new(
                 500,

@@ -199,21 +199,26 @@ async fn forward_write(app: &App, replica: &Replica, req: Request) -> Response {
 /// Why a forwarded request got no answer to pass on.
 #[derive(Debug, thiserror::Error)]
 enum Failed {
-    #[error("the primary did not answer: {0}")]
-    Unreachable(#[from] anyhow::Error),
+    /// No connection to the primary: the request never reached it.
+    #[error("the primary could not be reached: {0}")]
+    Unreached(reqwest::Error),
+    /// Anything else: the request may have reached the primary (and a write been made).
+    #[error("the primary's answer was lost: {0}")]
+    Lost(#[from] anyhow::Error),
     #[error("the primary's answer is over {ANSWER_LIMIT} bytes")]
     TooLarge,
 }
 
 impl From<reqwest::Error> for Failed {
     fn from(e: reqwest::Error) -> Self {
-        Failed::Unreachable(e.into())
+        if e.is_connect() { Failed::Unreached(e) } else { Failed::Lost(e.into()) }
     }
 }
 
 /// Sends `req` to the primary and returns its answer unchanged but for hop-by-hop headers;
-/// 503 `primary_unavailable` (with Retry-After) when the primary cannot be reached, 502 `bad_gateway`
-/// when its answer is past [`ANSWER_LIMIT`].
+/// 503 `primary_unavailable` (with Retry-After) when no connection to the primary could be made
+/// (the request never reached it), 502 `bad_gateway` when its answer was lost or is past
+/// [`ANSWER_LIMIT`] (a write may have been made).
 async fn forward(app: &App, replica: &Replica, req: Request) -> Response {
     if has_dot_segment(req.uri().path()) {
         // The primary's URL would lose it (a URL resolves `..`), so the primary would answer a
@@ -223,13 +228,13 @@ async fn forward(app: &App, replica: &Replica, req: Request) -> Response {
     metrics::counter!(link::FORWARDED).increment(1);
     match send(app, replica, req).await {
         Ok(res) => res,
-        Err(e @ Failed::TooLarge) => {
-            tracing::warn!(error = %e, "a forwarded request's answer was not passed on");
-            Error::BadGateway.into_response()
+        Err(e @ Failed::Unreached(_)) => {
+            tracing::warn!(error = %e, "the primary could not be reached for a forwarded request");
+            Error::PrimaryUnavailable.into_response()
         }
         Err(e) => {
-            tracing::warn!(error = %e, "the primary did not answer a forwarded request");
-            Error::PrimaryUnavailable.into_response()
+            tracing::warn!(error = %e, "a forwarded request's answer was not passed on");
+            Error::BadGateway.into_response()
         }
     }
 }

@@ -77,7 +77,7 @@ async fn statement_of_primary(replica: &Replica, handle: &str) -> Result<SignedS
     ]);
     let answer = replica.client.get(url).send().await.map_err(|e| {
         tracing::warn!(error = %e, "the primary did not answer for a statement");
-        Error::PrimaryUnavailable
+        if e.is_connect() { Error::PrimaryUnavailable } else { Error::BadGateway }
     })?;
     match answer.status().as_u16() {
         200 => {}
@@ -87,7 +87,7 @@ async fn statement_of_primary(replica: &Replica, handle: &str) -> Result<SignedS
             return Err(Error::Overloaded);
         }
     }
-    let body = answer.bytes().await.map_err(|_| Error::PrimaryUnavailable)?;
+    let body = answer.bytes().await.map_err(|_| Error::BadGateway)?;
     let jws: Jws = serde_json::from_slice(&body).map_err(|e| {
         tracing::warn!(error = %e, "the primary's statement did not parse");
         Error::BadGateway
