@@ -29,11 +29,16 @@ pub fn request_client_ip(parts: &Parts, app: &App) -> IpAddr {
 /// ::ffff:a.b.c.d, and an operator may write them either way: both spellings are one address.
 pub fn is_trusted_proxy(ip: IpAddr, trusted: &[ipnet::IpNet]) -> bool {
     let ip = ip.to_canonical();
-    let mapped = match ip {
-        IpAddr::V4(v4) => IpAddr::V6(v4.to_ipv6_mapped()),
-        v6 => v6,
-    };
-    trusted.iter().any(|net| net.contains(&ip) || net.contains(&mapped))
+    trusted.iter().any(|net| net.contains(&ip) || ipv4_written_mapped(net).is_some_and(|v4| v4.contains(&ip)))
+}
+
+/// A net written in IPv4-mapped IPv6 (`::ffff:127.0.0.1/128`, `::ffff:0:0/96`) as the IPv4 net
+/// it names; none for any other net (so `::/0`, all of IPv6, does not take in IPv4).
+fn ipv4_written_mapped(net: &ipnet::IpNet) -> Option<ipnet::IpNet> {
+    let ipnet::IpNet::V6(v6) = net else { return None };
+    let v4 = v6.network().to_ipv4_mapped()?;
+    let len = v6.prefix_len().checked_sub(96)?;
+    ipnet::Ipv4Net::new(v4, len).ok().map(ipnet::IpNet::V4)
 }
 
 /// The client's address: the socket peer, or, when the peer is a trusted proxy, the right-most
@@ -120,6 +125,10 @@ mod tests {
             }
         }
         assert!(!is_trusted_proxy(ip("127.0.0.2"), &nets(&["::ffff:127.0.0.1/128"])));
+        // All of IPv6 is not all of IPv4.
+        assert!(!is_trusted_proxy(ip("127.0.0.1"), &nets(&["::/0"])));
+        assert!(!is_trusted_proxy(ip("127.0.0.1"), &nets(&["::/64"])));
+        assert!(is_trusted_proxy(ip("2001:db8::1"), &nets(&["::/0"])));
     }
 
     #[test]

@@ -129,7 +129,10 @@ fn open_copy_once(path: &Path, readers: ReadPool) -> anyhow::Result<(Pool, Conne
 
 /// Switches a copy whose header still says WAL to rollback mode (see the module comment).
 fn leave_wal(path: &Path) -> anyhow::Result<()> {
-    let conn = Connection::open(path)?;
+    // Never created here: a copy removed since it was seen is for the follower to restore.
+    let flags =
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags)?;
     conn.busy_timeout(Duration::from_secs(30))?;
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
     if mode.eq_ignore_ascii_case("wal") {
