@@ -522,6 +522,11 @@ async fn backup_under_writes_restores_into_a_working_server() {
     )
     .expect("restore the signing keys");
     let jwks = s.get("/.well-known/jwks.json", None).await.json;
+    // The same backup, restored a second time elsewhere (kept before the first restore runs).
+    let again_dir = tempfile::tempdir().expect("temp");
+    for name in ["agentdir.sqlite3", "signing-keys.json"] {
+        std::fs::copy(backup_dir.path().join(name), again_dir.path().join(name)).expect("copy the backup");
+    }
     // By words, so the probe's word finds the probe alone: by meaning, a filler whose number the
     // word contains ("Filler 16" for `zq16163`) can be near it once its vector is read.
     let restored =
@@ -550,6 +555,29 @@ async fn backup_under_writes_restores_into_a_working_server() {
         .get(&format!("/api/changes?after={held_cursor}"), None)
         .await
         .expect_error(410, "cursor_expired");
+    // Restored twice, the copies are two feeds: what one wrote is not taken for the other's.
+    restored
+        .post(
+            "/api/agents",
+            None,
+            json!({"handle": common::unique_handle("after-restore"), "name": "N",
+        "owner": "O", "mailbox": "n@example.org", "accept_rules": true, "description_en": "Written after."}),
+        )
+        .await
+        .expect(201);
+    let restored_cursor =
+        restored.get("/api/changes?limit=1000", None).await.json["next"].as_str().expect("next").to_owned();
+    let again =
+        Server::start_in(again_dir.path(), &[RELAXED_LIMITS, &[("AGENTDIR_SEARCH_MODE", "words")]].concat())
+            .await;
+    again
+        .get(&format!("/api/changes?after={restored_cursor}"), None)
+        .await
+        .expect_error(410, "cursor_expired");
+    // A restart over its own data dir keeps its feed.
+    let mut restored = restored;
+    restored.restart();
+    restored.get(&format!("/api/changes?after={restored_cursor}"), None).await.expect(200);
 }
 
 #[tokio::test]

@@ -77,14 +77,53 @@ pub fn epoch(conn: &Connection) -> Result<u64> {
 }
 
 /// Draws a new feed epoch (as migration 0002 drew the first), so that no cursor issued before
-/// is taken for one of this feed: for a backup copy, which a restore starts again from while
-/// readers may hold cursors of writes the copy lacks.
+/// is taken for one of this feed: for a backup copy, and for a database a data dir did not
+/// serve before ([`adopt`]), which lack writes readers may hold cursors of.
 pub fn draw_new_epoch(conn: &Connection) -> Result<()> {
     conn.execute(
         "UPDATE meta SET value = abs(random()) % 2821109907456 WHERE key = :key",
         rusqlite::named_params! {":key": EPOCH},
     )?;
     Ok(())
+}
+
+/// `meta` key of the database's own id, drawn once.
+const DATABASE_ID: &str = "database_id";
+/// The file in a primary's data dir naming the database it serves (its `database_id`).
+pub const SERVED_DATABASE_FILE: &str = "served-database-id";
+
+/// Makes the database in `data_dir` the one that data dir serves, and draws a new feed epoch
+/// when it was another's: a restore (a backup, or Litestream's copy after losing the primary)
+/// lacks what was written after its copy was made, so a reader's cursor of those writes must be
+/// told to read again (410), not be taken for a position of the restored log. A database and
+/// data dir of a version before this mark adopt each other as they are. Returns whether a new
+/// epoch was drawn.
+pub fn adopt(conn: &Connection, data_dir: &std::path::Path) -> Result<bool> {
+    let file = data_dir.join(SERVED_DATABASE_FILE);
+    let in_dir = std::fs::read_to_string(&file).ok().map(|id| id.trim().to_owned());
+    let in_db = super::meta::get(conn, DATABASE_ID)?;
+    let restored = match (&in_db, &in_dir) {
+        (Some(db), Some(dir)) if db == dir => return Ok(false),
+        // This version's first start over this database and data dir.
+        (None, None) => false,
+        _ => true,
+    };
+    if restored {
+        draw_new_epoch(conn)?;
+    }
+    let id = match in_db {
+        Some(id) => id,
+        None => {
+            let id: String = conn.query_row("SELECT lower(hex(randomblob(16)))", [], |r| r.get(0))?;
+            super::meta::set(conn, DATABASE_ID, &id)?;
+            id
+        }
+    };
+    std::fs::write(&file, format!("{id}\n")).map_err(|e| {
+        tracing::error!(error = %e, file = %file.display(), "cannot write which database this data dir serves");
+        crate::error::Error::Internal
+    })?;
+    Ok(restored)
 }
 
 pub fn pruned_through(conn: &Connection) -> Result<ChangeSeq> {

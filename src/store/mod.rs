@@ -270,6 +270,11 @@ pub fn open_server(data_dir: &Path, readers: ReadPool) -> anyhow::Result<(Connec
     let mut writer = Connection::open(&path)?;
     write_connection(&mut writer)?;
     migrate(&mut writer)?;
+    if changes::adopt(&writer, data_dir)? {
+        tracing::warn!(
+            "this data dir did not serve this database before (a restore): the change feed starts a new epoch, and readers' cursors are told to read again"
+        );
+    }
     db_files(data_dir).iter().for_each(|f| tighten(f, gid));
     let manager = SqliteConnectionManager::file(&path).with_init(read_connection);
     let readers = readers.build(manager)?;
