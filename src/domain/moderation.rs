@@ -46,8 +46,9 @@ wire_enum! {
 }
 
 pub const ACTION_DOC: &str = "What an operator did; clients ignore actions they do not know. Known \
-actions: call_hidden, call_restored, agent_suspended, agent_restored, agent_deleted, agent_renamed \
-(new_handle says to what), and trust granted or withdrawn: mailbox_verified, mailbox_unverified, \
+actions: call_hidden, call_restored, agent_suspended, agent_restored (after a suspension, or after \
+an operator's deletion the agent undid by a key recovery: category other), agent_deleted, \
+agent_renamed (new_handle says to what), and trust granted or withdrawn: mailbox_verified, mailbox_unverified, \
 owner_claimed, owner_unclaimed.";
 
 wire_enum! {
