@@ -8,7 +8,11 @@ CREATE TABLE retired_keys (
     name TEXT PRIMARY KEY,
     high INTEGER NOT NULL
 );
-INSERT INTO retired_keys (name, high) VALUES ('calls', 0), ('agents', 0);
+-- Keys deleted before this migration are known as far as the change log still holds their
+-- deletions (30 days by default): the newest of them is not given again either.
+INSERT INTO retired_keys (name, high)
+VALUES ('calls', (SELECT coalesce(max(key), 0) FROM changes WHERE kind = 'call')),
+       ('agents', (SELECT coalesce(max(key), 0) FROM changes WHERE kind = 'agent'));
 
 CREATE TRIGGER calls_key_retired AFTER DELETE ON calls BEGIN
     UPDATE retired_keys SET high = max(high, old.seq) WHERE name = 'calls';

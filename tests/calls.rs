@@ -257,3 +257,38 @@ async fn anyone_may_report_a_call() {
     assert_eq!(reports.lines().count(), 3, "{reports}");
     assert!(reports.contains("Looks like spam"));
 }
+
+/// A deleted call's key is never given to another call: not by the next post, nor after an
+/// upgrade from a version that did not keep it (then the change log's deletions tell it).
+#[tokio::test]
+async fn a_deleted_calls_key_is_never_given_again() {
+    let mut s = Server::start().await;
+    let a = s.register("keys").await;
+    let seq_of = |s: &Server, id: &str| -> i64 {
+        let db = rusqlite::Connection::open(s.data_dir.join("agentdir.sqlite3")).unwrap();
+        db.query_row("SELECT seq FROM calls WHERE id = ?1", [id], |r| r.get(0)).unwrap()
+    };
+    let newest = s.seeking(&a, "The newest call").await;
+    let deleted_seq = seq_of(&s, &newest);
+    s.delete(&format!("/api/posts/{newest}"), Some(&a.key)).await.expect(200);
+    let next = s.seeking(&a, "Posted after it").await;
+    assert!(seq_of(&s, &next) > deleted_seq);
+
+    // As a database of the version before: what migration 0025 made is gone, and the newest
+    // call is deleted; the migration, run again, reads the change log's deletions.
+    let last = s.seeking(&a, "The last call before the upgrade").await;
+    let last_seq = seq_of(&s, &last);
+    s.delete(&format!("/api/posts/{last}"), Some(&a.key)).await.expect(200);
+    s.stop();
+    {
+        let db = rusqlite::Connection::open(s.data_dir.join("agentdir.sqlite3")).unwrap();
+        db.execute_batch(
+            "DROP TRIGGER calls_key_retired; DROP TRIGGER agents_key_retired; DROP TABLE retired_keys;
+             DELETE FROM schema_migrations WHERE version = 25;",
+        )
+        .unwrap();
+    }
+    s.restart();
+    let after = s.seeking(&a, "Posted after the upgrade").await;
+    assert!(seq_of(&s, &after) > last_seq, "the upgrade gave the deleted call's key again");
+}
