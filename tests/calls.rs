@@ -292,3 +292,48 @@ async fn a_deleted_calls_key_is_never_given_again() {
     let after = s.seeking(&a, "Posted after the upgrade").await;
     assert!(seq_of(&s, &after) > last_seq, "the upgrade gave the deleted call's key again");
 }
+
+/// A call's document holds its first 50 replies; the rest are read a page at a time, so the
+/// document stays bounded however many replies a call draws.
+#[tokio::test]
+async fn a_calls_replies_are_read_a_page_at_a_time() {
+    let s = Server::start_with(common::RELAXED_LIMITS).await;
+    let author = s.register("many-replies").await;
+    let replier = s.register("replier").await;
+    let id = s.seeking(&author, "A call with many replies").await;
+    let mut written = Vec::new();
+    for i in 0..55 {
+        let r = s
+            .post(
+                &format!("/api/posts/{id}/replies"),
+                Some(&replier.key),
+                json!({"body": format!("Reply {i}")}),
+            )
+            .await;
+        r.expect(201);
+        written.push(r.json["id"].as_str().unwrap().to_owned());
+    }
+    let ids = |v: &Value| {
+        v.as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    let call = s.get(&format!("/api/posts/{id}"), None).await;
+    call.expect(200);
+    assert_eq!(call.json["post"]["reply_count"], 55);
+    assert_eq!(ids(&call.json["replies"]), written[..50]);
+
+    let mut read = Vec::new();
+    for offset in [0, 20, 40] {
+        let page = s.get(&format!("/api/posts/{id}/replies?limit=20&offset={offset}"), None).await;
+        page.expect(200);
+        assert_eq!(page.json["total"], 55);
+        assert_eq!(page.json["limit"], 20);
+        assert_eq!(page.json["offset"], offset);
+        assert!(page.json["notice"]["en"].is_string());
+        read.extend(ids(&page.json["replies"]));
+    }
+    assert_eq!(read, written);
+    s.get(&format!("/api/posts/{id}/replies?limit=101"), None).await.expect_error(400, "validation_failed");
+    s.get("/api/posts/post_01zzzzzzzzzzzzzzzzzzzzzzzz/replies", None).await.expect_error(404, "not_found");
+    s.delete(&format!("/api/posts/{id}"), Some(&author.key)).await.expect(200);
+    s.get(&format!("/api/posts/{id}/replies"), None).await.expect_error(404, "not_found");
+}

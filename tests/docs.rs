@@ -153,6 +153,7 @@ async fn openapi_and_the_index_list_exactly_the_routes_the_server_serves() {
         ("POST", "/api/posts"),
         ("GET", "/api/posts/{id}"),
         ("DELETE", "/api/posts/{id}"),
+        ("GET", "/api/posts/{id}/replies"),
         ("POST", "/api/posts/{id}/replies"),
         ("POST", "/api/posts/{id}/report"),
         ("GET", "/api/collabs"),

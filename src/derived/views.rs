@@ -5,7 +5,7 @@
 use rusqlite::Connection;
 
 use crate::domain::agent::{self, AgentCard, AgentView, Contact, Evidence, OwnProfile};
-use crate::domain::call::{CallDetail, CallSummary, ReplyOnOwnCall, ReplyView};
+use crate::domain::call::{CALL_REPLIES_SHOWN, CallDetail, CallSummary, ReplyOnOwnCall, ReplyView};
 use crate::domain::collab::CollabView;
 use crate::domain::contact_request::{
     ContactRequestView, EXPIRY, Mailboxes, OfferingRef, Party, RequestStatus,
@@ -258,8 +258,8 @@ pub fn visible_call(conn: &Connection, id: &str) -> Result<CallRow> {
 /// A public call with its replies, read from `conn` (one snapshot, for the view cache).
 pub fn call_detail(conn: &Connection, id: &str) -> Result<CallDetail> {
     let c = visible_call(conn, id)?;
-    let replies = replies::for_call(conn, c.key)?.into_iter().map(reply).collect();
-    Ok(CallDetail { notice: NOTICE, post: c.summary, replies })
+    let (_, shown) = replies::for_call(conn, c.key, CALL_REPLIES_SHOWN, 0)?;
+    Ok(CallDetail { notice: NOTICE, post: c.summary, replies: shown.into_iter().map(reply).collect() })
 }
 
 pub fn reply(r: ReplyRow) -> ReplyView {

@@ -151,12 +151,31 @@ pub struct ReplyView {
     pub author: AgentRef,
 }
 
+/// Replies a call's document holds, its first, oldest first; the rest are read a page at a time
+/// (`GET /api/posts/{id}/replies`). So the document, and `get_call` over MCP, stay bounded
+/// (~100 KB at 2,000 characters a reply) however many replies a call draws.
+pub const CALL_REPLIES_SHOWN: u32 = 50;
+
 /// `GET /api/posts/{id}`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CallDetail {
     pub notice: Notice,
     pub post: CallSummary,
+    #[schemars(description = const_format::concatcp!(
+        "The call's first ", CALL_REPLIES_SHOWN, " replies, oldest first. post.reply_count says how many it \
+        has in all; GET /api/posts/{id}/replies reads them a page at a time."
+    ))]
     pub replies: Vec<ReplyView>,
+}
+
+/// `GET /api/posts/{id}/replies`: a call's replies, oldest first.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CallReplyList {
+    pub notice: Notice,
+    pub replies: Vec<ReplyView>,
+    pub total: u64,
+    pub limit: u32,
+    pub offset: u32,
 }
 
 /// `GET /api/posts`.

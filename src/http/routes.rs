@@ -397,6 +397,11 @@ pub fn table() -> Vec<Route> {
             .returns::<call::Deleted>()
             .named("deleteCall")
             .to(delete(calls::delete)),
+        route(Method::GET, "/api/posts/{id}/replies", Public, "A call's replies, oldest first, a page at a time")
+            .query::<list::Paging>()
+            .returns::<call::CallReplyList>()
+            .named("listCallReplies")
+            .to(get(calls::replies)),
         route(Method::POST, "/api/posts/{id}/replies", Key, "Reply to a call publicly")
             .body::<call::NewReply>()
             .returns::<call::ReplyView>()

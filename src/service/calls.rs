@@ -6,7 +6,8 @@ use super::{App, Caller};
 use crate::app::limits::{InMemory, Persistent};
 use crate::derived::views;
 use crate::domain::call::{
-    CallSummary, Deleted, Lang, NewCall, NewReply, ReplyList, ReplyView, ReportInput, ReportTarget, Reported,
+    CallReplyList, CallSummary, Deleted, Lang, NewCall, NewReply, ReplyList, ReplyView, ReportInput,
+    ReportTarget, Reported,
 };
 use crate::domain::events::{EventDetail, EventKind, SubjectKind};
 use crate::domain::list::{Page, Paging};
@@ -117,6 +118,26 @@ impl App {
         })
         .await?;
         Ok(Reported { id: report_id, reported: true })
+    }
+
+    /// `GET /api/posts/{id}/replies`: a public call's replies, oldest first, a page at a time.
+    pub async fn call_replies(&self, id: String, paging: Paging) -> Result<CallReplyList> {
+        self.blocking(move |app| {
+            let page = Page::from(paging);
+            let conn = app.read()?;
+            // One snapshot: the call is public, and its replies are those of that moment.
+            let snapshot = conn.unchecked_transaction()?;
+            let call = views::visible_call(&snapshot, &id)?;
+            let (total, rows) = replies::for_call(&snapshot, call.key, page.limit, page.offset)?;
+            Ok(CallReplyList {
+                notice: NOTICE,
+                replies: rows.into_iter().map(views::reply).collect(),
+                total,
+                limit: page.limit,
+                offset: page.offset,
+            })
+        })
+        .await
     }
 
     pub async fn replies_on_own_calls(&self, caller: Caller, paging: Paging) -> Result<ReplyList> {

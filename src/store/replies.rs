@@ -51,12 +51,20 @@ pub fn by_id(conn: &Connection, id: &str) -> Result<Option<ReplyRow>> {
 
 /// Replies of one call, oldest first, leaving out those of agents not listed (suspended or
 /// deleted).
-pub fn for_call(conn: &Connection, call_seq: i64) -> Result<Vec<ReplyRow>> {
+pub fn for_call(conn: &Connection, call_seq: i64, limit: u32, offset: u32) -> Result<(u64, Vec<ReplyRow>)> {
+    let total: i64 = conn
+        .prepare_cached(
+            "SELECT COUNT(*) AS n FROM replies r JOIN agents a ON a.id = r.agent_id
+             WHERE r.call_seq = :call_seq AND a.listed",
+        )?
+        .query_row(named_params! {":call_seq": call_seq}, |r| r.get("n"))?;
     let mut stmt = conn.prepare_cached(&format!(
-        "{SELECT} WHERE r.call_seq = :call_seq AND a.listed ORDER BY r.created_at, r.id"
+        "{SELECT} WHERE r.call_seq = :call_seq AND a.listed ORDER BY r.created_at, r.id
+         LIMIT :limit OFFSET :offset"
     ))?;
-    let rows = stmt.query_map(named_params! {":call_seq": call_seq}, from_row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    let rows =
+        stmt.query_map(named_params! {":call_seq": call_seq, ":limit": limit, ":offset": offset}, from_row)?;
+    Ok((total as u64, rows.collect::<rusqlite::Result<_>>()?))
 }
 
 /// Replies by others, listed, on the calls of `:agent`.

@@ -9,8 +9,10 @@ use super::{Created, Reply, created};
 use crate::app::App;
 use crate::derived::documents::DocumentKey;
 use crate::domain::call::{
-    CallList, CallSearch, CallSummary, Deleted, NewCall, NewReply, ReplyView, ReportInput, Reported,
+    CallList, CallReplyList, CallSearch, CallSummary, Deleted, NewCall, NewReply, ReplyView, ReportInput,
+    Reported,
 };
+use crate::domain::list::Paging;
 use crate::error::Result;
 use crate::http::extract::{Auth, ClientIp, JsonBody, OptionalJsonBody, PathParam, QueryParams, SenderIp};
 use crate::http::tagged;
@@ -34,6 +36,14 @@ pub async fn create(
 pub async fn get(State(app): State<App>, headers: HeaderMap, PathParam(id): PathParam) -> Result<Response> {
     let document = app.public_document(DocumentKey::Call(id.into())).await?;
     Ok(tagged::respond(&headers, &document.rendered))
+}
+
+pub async fn replies(
+    State(app): State<App>,
+    PathParam(id): PathParam,
+    QueryParams(paging): QueryParams<Paging>,
+) -> Reply<CallReplyList> {
+    Ok(Json(app.call_replies(id, paging).await?))
 }
 
 pub async fn delete(State(app): State<App>, Auth(caller): Auth, PathParam(id): PathParam) -> Reply<Deleted> {
