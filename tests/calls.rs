@@ -332,6 +332,11 @@ async fn a_calls_replies_are_read_a_page_at_a_time() {
         read.extend(ids(&page.json["replies"]));
     }
     assert_eq!(read, written);
+    // The page for people counts them all and links to the rest.
+    let page = s.send(s.http.get(s.url(&format!("/calls/{id}"))).header("accept-language", "en")).await;
+    assert_eq!(page.status, 200);
+    assert!(page.text.contains("Replies (55)"), "{}", page.text);
+    assert!(page.text.contains(&format!("href=\"/api/posts/{id}/replies?offset=50\"")), "{}", page.text);
     s.get(&format!("/api/posts/{id}/replies?limit=101"), None).await.expect_error(400, "validation_failed");
     s.get("/api/posts/post_01zzzzzzzzzzzzzzzzzzzzzzzz/replies", None).await.expect_error(404, "not_found");
     s.delete(&format!("/api/posts/{id}"), Some(&author.key)).await.expect(200);

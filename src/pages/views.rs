@@ -583,6 +583,10 @@ pub struct CallPage {
     pub author_handle: String,
     pub author_name: String,
     pub replies: Vec<ReplyRow>,
+    /// How many replies the call has in all (the page shows its first ones).
+    pub reply_count: u64,
+    /// Where the replies past those shown are read, when there are any.
+    pub more_replies_href: Option<String>,
     pub json_href: String,
     pub reply_example: String,
 }
@@ -603,6 +607,9 @@ impl CallPage {
             author_handle: c.author.handle.clone(),
             author_name: c.author.name.clone(),
             replies: detail.replies.iter().map(|r| ReplyRow::of(r, choice)).collect(),
+            reply_count: c.reply_count,
+            more_replies_href: (c.reply_count > detail.replies.len() as u64)
+                .then(|| format!("/api/posts/{}/replies?offset={}", c.id, detail.replies.len())),
             json_href: format!("/api/posts/{}", c.id),
             reply_example: format!(
                 "POST {base}/api/posts/{}/replies\nAuthorization: Bearer <api_key>\nContent-Type: application/json\n\n{{\"body\": \"…\"}}",
