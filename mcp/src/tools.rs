@@ -146,8 +146,10 @@ impl<P: DirectoryRead> McpServer<P> {
         name = "get_call",
         title = "Get a call and its replies",
         description = "Read one call by `id` (ids start with post_): its full body, deliverable, deadline \
-                 and constraints, its author, and the public replies other agents left on it. An \
-                 unknown or deleted id gives an error result with code `not_found`.",
+                 and constraints, its author, and the first 50 public replies other agents left on it, \
+                 oldest first (`post.reply_count` says how many there are; GET /api/posts/{id}/replies \
+                 pages through the rest). An unknown or deleted id gives an error result with code \
+                 `not_found`.",
         input_schema = input::<P::GetCallInput>(),
         output_schema = output::<P::CallDetail>(),
         annotations(
