@@ -364,7 +364,11 @@ async fn cursors_page_and_expire_and_a_deleted_agents_events_are_erased() {
     // never wrote: its seq past the newest event, or its time ahead of the clock.
     let (_, end_time) = end.split_once('_').unwrap();
     let past_newest = format!("zz_{end_time}");
-    for bad in ["nope", "1_2_3", "A_1", "zzzzzzzzzzzz_zzzzzzzzzzzz", "0_zzzzzzzzzzzz", &past_newest] {
+    // The change feed's cursor (its epoch where the inbox's seq stands) is not one of the inbox's.
+    let of_the_feed = s.get("/api/changes", None).await.json["next"].as_str().unwrap().to_owned();
+    for bad in
+        ["nope", "1_2_3", "A_1", "zzzzzzzzzzzz_zzzzzzzzzzzz", "0_zzzzzzzzzzzz", &past_newest, &of_the_feed]
+    {
         let r = s.get(&format!("/api/me/events?after={bad}"), Some(&author.key)).await;
         r.expect_error(400, "validation_failed");
         assert_eq!(r.json["error"]["field"], "after", "{bad}: {}", r.text);

@@ -126,12 +126,14 @@ fn event(conn: &Connection, caller: i64, row: EventRow, now: i64) -> Result<Even
 }
 
 /// Where a read of the inbox starts: the given cursor (400 when no node could have written it:
-/// not the server's form, or its time ahead of the clock; 410 when events after it may have been
-/// forgotten), or the beginning. `poll_events` refuses a seq past the newest.
-pub(crate) fn start(after: Option<&str>, now: i64) -> Result<u64> {
+/// not the server's form, its time ahead of the clock, or its seq past `newest`, the newest ever
+/// handed out; 410 when events after it may have been forgotten), or the beginning. The seq is
+/// judged before the age, so a cursor of another feed is told it is not one of the inbox's.
+pub(crate) fn start(after: Option<&str>, now: i64, newest: u64) -> Result<u64> {
     let Some(text) = after else { return Ok(0) };
-    let cursor =
-        Cursor::parse(text).filter(|c| c.written_by(now)).ok_or(Error::validation("after", Rule::Cursor))?;
+    let cursor = Cursor::parse(text)
+        .filter(|c| c.written_by(now) && c.seq <= newest)
+        .ok_or(Error::validation("after", Rule::Cursor))?;
     if cursor.expired(now) {
         return Err(Error::EventCursorExpired);
     }
@@ -178,20 +180,17 @@ impl App {
     /// the server's), to be awaited with [`App::events_when_they_come`].
     pub async fn poll_events(&self, caller: Caller, q: EventsQuery) -> Result<Polled> {
         let now = now_ms();
-        let after = start(q.after.as_deref(), now)?;
         let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
         let wait = Duration::from_secs(u64::from(q.wait.unwrap_or(0))).min(self.settings.longest_wait);
         let until = Instant::now() + wait;
         let id = caller.id;
-        let found = self
+        let (after, found) = self
             .blocking(move |app| {
                 let conn = app.read()?;
                 // Past the newest seq ever handed out, no node issued it. (The inbox is keyed: a
                 // replica passes it to the primary, so this reads the primary's own table.)
-                if after > events_store::max_seq(&conn)? {
-                    return Err(Error::validation("after", Rule::Cursor));
-                }
-                page(&conn, id, after, limit, now)
+                let after = start(q.after.as_deref(), now, events_store::max_seq(&conn)?)?;
+                Ok((after, page(&conn, id, after, limit, now)?))
             })
             .await?;
         if !found.events.is_empty() || wait.is_zero() {
