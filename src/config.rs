@@ -249,6 +249,11 @@ impl ServeArgs {
         documented.min(self.request_timeout.saturating_sub(Duration::from_secs(1)))
     }
 
+    /// Link-proof fetches under way at once, in all: a share of the in-flight slots.
+    pub fn link_fetches_at_once(&self) -> usize {
+        (self.max_in_flight / crate::domain::trust::LINK_FETCH_SHARE_OF_SLOTS).max(1)
+    }
+
     pub fn hardening(&self) -> Hardening {
         Hardening {
             max_in_flight: self.max_in_flight,

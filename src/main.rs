@@ -90,6 +90,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             rates: args.rates(),
             link_fetch_allow_private: args.link_fetch_allow_private.clone(),
             trusted_proxies: args.trusted_proxies.clone(),
+            link_fetches_at_once: args.link_fetches_at_once(),
             read_pool: args.read_pool(),
             view_cache_bytes: args.view_cache_mb.saturating_mul(1 << 20),
             changes_retention_ms: i64::try_from(args.changes_retention.as_millis()).unwrap_or(i64::MAX),

@@ -1,24 +1,25 @@
 //! Link-proof fetches under way. Each waits on a server the agent chose (up to the fetch's
-//! deadline), and agents are cheap to make: a few hundred fresh agents aiming at a server that
-//! never answers once held every in-flight slot, and public reads waited, then got 503. A link
-//! proof now gives its slot back (`http::handlers::me::links`) and takes a turn here instead,
-//! bounded in all and per client network (an IPv4 /24, an IPv6 /48); one past either bound is
-//! answered at once.
+//! deadline) while its request holds one of the directory's in-flight slots, and agents are
+//! cheap to make: without a bound, a few hundred fresh agents aiming at a server that never
+//! answers held every slot, and public reads waited, then got 503. So they are bounded per
+//! client network (an IPv4 /24, an IPv6 /48) and in all, to a share of the in-flight slots, and
+//! one past either bound is answered at once.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
 
 use super::shares::Network;
-use crate::domain::trust::{LINK_FETCHES_AT_ONCE, LINK_FETCHES_PER_NETWORK};
+use crate::domain::trust::LINK_FETCHES_PER_NETWORK;
 use crate::error::{Error, RateRule, Result};
 
 /// What a refused fetch is told to wait: about one fetch's deadline.
 const RETRY_AFTER_S: u64 = 5;
 
-#[derive(Default)]
 pub struct LinkFetches {
     open: Mutex<Open>,
+    /// Fetches under way at once, in all (see `Settings::link_fetches_at_once`).
+    at_once: usize,
 }
 
 #[derive(Default)]
@@ -34,6 +35,10 @@ pub struct LinkFetchTurn<'a> {
 }
 
 impl LinkFetches {
+    pub fn new(at_once: usize) -> LinkFetches {
+        LinkFetches { open: Mutex::default(), at_once: at_once.max(1) }
+    }
+
     /// A turn for a fetch asked by `client`, or why not.
     pub fn take(&self, client: IpAddr) -> Result<LinkFetchTurn<'_>> {
         let network = Network::of(client);
@@ -41,7 +46,7 @@ impl LinkFetches {
         if open.by_network.get(&network).is_some_and(|&n| n >= LINK_FETCHES_PER_NETWORK) {
             return Err(Error::RateLimited { retry_after: RETRY_AFTER_S, rule: RateRule::LinkFetchesAtOnce });
         }
-        if open.all >= LINK_FETCHES_AT_ONCE {
+        if open.all >= self.at_once {
             return Err(Error::Overloaded);
         }
         open.all += 1;
@@ -69,7 +74,7 @@ mod tests {
 
     #[test]
     fn fetches_are_bounded_per_network_and_in_all_and_given_back() {
-        let fetches = LinkFetches::default();
+        let fetches = LinkFetches::new(8);
         let ip = |s: &str| s.parse::<IpAddr>().expect("ip");
         let a = fetches.take(ip("198.51.100.1")).expect("first");
         let _b = fetches.take(ip("198.51.100.2")).expect("same /24, second");
@@ -77,9 +82,8 @@ mod tests {
         assert_eq!(refused.code(), "rate_limited");
         drop(a);
         let _c = fetches.take(ip("198.51.100.3")).expect("one given back");
-        let others: Vec<_> = (1..=LINK_FETCHES_AT_ONCE - 2)
-            .map(|i| fetches.take(ip(&format!("203.0.{i}.1"))).expect("other networks"))
-            .collect();
+        let others: Vec<_> =
+            (1..=6).map(|i| fetches.take(ip(&format!("203.0.{i}.1"))).expect("other networks")).collect();
         assert_eq!(fetches.take(ip("192.0.2.1")).err().expect("all taken").code(), "overloaded");
         drop(others);
         assert!(fetches.take(ip("2001:db8:1::1")).is_ok());

@@ -177,6 +177,7 @@ impl App {
         let newest: ChangeSeq = store::changes::max_seq(&*reads.readers.get()?)?;
         let written = store::replica::position(&*reads.readers.get()?)?;
         let waiting = Waiting::new(settings.max_waiting, store::events::max_seq(&*reads.readers.get()?)?);
+        let link_fetches = LinkFetches::new(settings.link_fetches_at_once);
         let mut started = Ok(());
         let parts = Arc::new_cyclic(|me: &Weak<Parts>| {
             let (role, outcome): (Role, std::io::Result<()>) = role(me.clone(), written);
@@ -195,7 +196,7 @@ impl App {
                 limits,
                 checks: EndpointQueue::default(),
                 waiting,
-                link_fetches: LinkFetches::default(),
+                link_fetches,
                 runtime,
                 seen: Default::default(),
             }

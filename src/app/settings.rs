@@ -16,6 +16,9 @@ pub struct Settings {
     pub link_fetch_allow_private: crate::checks::link_fetch::PrivateTargets,
     /// Peers whose `X-Forwarded-For` is believed.
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Link-proof fetches under way at once, in all: a share of the in-flight slots
+    /// (`domain::trust::LINK_FETCH_SHARE_OF_SLOTS`).
+    pub link_fetches_at_once: usize,
     /// Read-only SQLite connections of the server and how long a read waits for one.
     pub read_pool: store::ReadPool,
     /// How long the change feed remembers deletions, in milliseconds.

@@ -8,9 +8,10 @@ use crate::time::Timestamp;
 
 /// A link proof lives this long after it was established.
 pub const LINK_PROOF_DAYS: i64 = 180;
-/// Link-proof fetches under way at once, in all (`app::fetches`): each holds a connection to a
-/// server the agent chose for up to the fetch's deadline, outside the in-flight slots.
-pub const LINK_FETCHES_AT_ONCE: usize = 32;
+/// Link-proof fetches under way at once, in all, are at most this share of the in-flight slots
+/// (`--max-in-flight`; 16 of the default 64): each holds its slot while it waits on a server the
+/// agent chose, so the rest stay for everyone else (`app::fetches`).
+pub const LINK_FETCH_SHARE_OF_SLOTS: usize = 4;
 /// Link-proof fetches under way at once from one client network.
 pub const LINK_FETCHES_PER_NETWORK: usize = 2;
 /// A verification or owner-claim code lives this long.

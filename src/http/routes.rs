@@ -262,7 +262,6 @@ pub fn table() -> Vec<Route> {
             .body::<trust::LinkProofInput>()
             .returns::<trust::LinkList>()
             .errors(&[422])
-            .waits()
             .named("setLinkProof")
             .to(post(me::links)),
         route(Method::POST, "/api/me/rotate-key", Key, "Replace your API key; the old one stops working")

@@ -52,19 +52,12 @@ pub async fn owner_claim(
     Ok(Json(app.start_owner_claim(caller, input).await?))
 }
 
-/// A link proof waits on a server the agent chose: it holds a link-fetch turn (bounded per
-/// network and in all, `app::fetches`) instead of one of the directory's in-flight slots, so
-/// fetches that never end cannot keep other requests waiting.
 pub async fn links(
     State(app): State<App>,
     Auth(caller): Auth,
     ClientIp(client): ClientIp,
-    slot: Option<Extension<InFlightSlot>>,
     JsonBody(input): JsonBody<LinkProofInput>,
 ) -> Reply<LinkList> {
-    if let Some(Extension(slot)) = slot {
-        slot.give_back();
-    }
     Ok(Json(app.link_proof(caller, client, input).await?))
 }
 
