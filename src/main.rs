@@ -112,7 +112,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         if let Some(l) = &metrics_listener {
             tracing::info!(metrics = %l.local_addr()?, "/metrics served on its own listener");
         }
-        agentdir::serve::serve(app, listener, metrics_listener, limits).await?;
+        if agentdir::serve::serve(app, listener, metrics_listener, limits).await?
+            == agentdir::serve::Stopped::CopyReplaced
+        {
+            // After the in-flight requests: the supervisor starts it again on the new copy.
+            std::process::exit(75);
+        }
         Ok(())
     })
 }

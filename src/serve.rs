@@ -4,6 +4,8 @@
 //! imports another, and what one needs of another (which routes the primary answers) is handed
 //! over here.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -145,15 +147,25 @@ pub fn app(
     Ok(middleware::stack(router(app, forwarding, metrics)?, templates, limits).layer(positions))
 }
 
-/// Serves until SIGINT or SIGTERM, then lets in-flight requests finish (within the grace
-/// period of `limits`). With `metrics_listener`, `/metrics` is served there and not on the main
-/// port.
+/// Why [`serve`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// SIGINT or SIGTERM.
+    Asked,
+    /// A replica's copy was replaced under it (`replica::link::run`): the caller exits with a
+    /// status that says so (75), for the supervisor to start it again on the new copy.
+    CopyReplaced,
+}
+
+/// Serves until SIGINT or SIGTERM (or, on a replica, until its copy is replaced), then lets
+/// in-flight requests finish (within the grace period of `limits`). With `metrics_listener`,
+/// `/metrics` is served there and not on the main port.
 pub async fn serve(
     app: App,
     listener: tokio::net::TcpListener,
     metrics_listener: Option<tokio::net::TcpListener>,
     limits: Hardening,
-) -> std::io::Result<()> {
+) -> std::io::Result<Stopped> {
     let metrics = crate::telemetry::install();
     let metrics_on =
         if metrics_listener.is_some() { ops::MetricsOn::OwnListener } else { ops::MetricsOn::MainPort };
@@ -179,16 +191,32 @@ pub async fn serve(
             metrics.run_upkeep();
         }
     });
-    server::run(listener, service, &limits, shutdown_signal()).await;
+    let replaced = Arc::new(AtomicBool::new(false));
+    let replica_abort = replica.as_ref().map(tokio::task::JoinHandle::abort_handle);
+    let stop = {
+        let replaced = replaced.clone();
+        async move {
+            let Some(replica) = replica else { return shutdown_signal().await };
+            tokio::select! {
+                () = shutdown_signal() => {}
+                ended = replica => {
+                    if matches!(ended, Ok(crate::replica::link::Ended::CopyReplaced)) {
+                        replaced.store(true, Ordering::Release);
+                    }
+                }
+            }
+        }
+    };
+    server::run(listener, service, &limits, stop).await;
     drop(background);
-    if let Some(replica) = replica {
+    if let Some(replica) = replica_abort {
         replica.abort();
     }
     upkeep.abort();
     if let Some(scrapes) = scrapes {
         scrapes.abort();
     }
-    Ok(())
+    Ok(if replaced.load(Ordering::Acquire) { Stopped::CopyReplaced } else { Stopped::Asked })
 }
 
 async fn shutdown_signal() {

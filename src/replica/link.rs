@@ -59,10 +59,13 @@ async fn poll_primary(replica: &Replica, timeout: Duration) -> anyhow::Result<()
 }
 
 /// The replica's own loop: apply what Litestream brought every [`COPY_POLL`], ask the primary
-/// for its position every [`PRIMARY_POLL`]. Returns at once on a primary.
-pub async fn run(app: App) {
+/// for its position every [`PRIMARY_POLL`]. Returns at once on a primary, and when the copy
+/// was replaced under the server (its follower restored a new file): nothing will update the
+/// file it reads any more, so it is to stop (after its in-flight requests, `serve`) and be
+/// started again on the new copy.
+pub async fn run(app: App) -> Ended {
     if app.role().replica().is_none() {
-        return;
+        return Ended::NotAReplica;
     }
     let poller = {
         let app = app.clone();
@@ -76,13 +79,10 @@ pub async fn run(app: App) {
                     tracing::debug!(error = %e, "the primary did not tell its position");
                 }
                 if replica.copy_replaced() {
-                    // Nothing will update the file this server reads: stop, so that the
-                    // supervisor starts it again on the new copy (the systemd unit restarts it;
-                    // deploy/Procfile runs it in a loop).
                     tracing::error!(
                         "the copy was replaced under this server (its follower restored it again): stopping, to be started on the new copy"
                     );
-                    std::process::exit(75);
+                    return;
                 }
                 if replica.record_metrics() {
                     tracing::warn!(
@@ -100,7 +100,15 @@ pub async fn run(app: App) {
             tracing::warn!(error = %e, "following the copy failed; will retry");
         }
         if poller.is_finished() {
-            return;
+            return Ended::CopyReplaced;
         }
     }
+}
+
+/// Why [`run`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    NotAReplica,
+    /// The copy was replaced under the server: it is to stop.
+    CopyReplaced,
 }
