@@ -317,7 +317,7 @@ fn admin_command(args: AdminArgs) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string(&erased)?);
             Ok(())
         }
-        AdminAction::Reindex => match SearchIndex::open(&args.data_dir.join("search-index")) {
+        AdminAction::Reindex => match SearchIndex::open(&args.data_dir.join(agentdir::store::INDEX_DIR)) {
             Ok(index) => {
                 follow::rebuild_alone(&pool, &index, &mut Progress::stderr("reindex", Unit::Documents))?;
                 done("search index rebuilt".into())

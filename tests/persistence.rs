@@ -111,6 +111,59 @@ async fn an_index_ahead_of_a_restored_database_is_rebuilt() {
     assert!(!found(&walruses).contains(&lost), "{}", walruses.text);
 }
 
+/// A backup restored over the database beside an index built from another copy of it (here,
+/// an older backup restored into a fresh data dir and written to): the index's seqs name other
+/// entries, and it is not ahead of the database. Its epoch tells, and the server rebuilds it.
+#[tokio::test]
+async fn an_index_of_another_copy_of_the_database_is_rebuilt() {
+    let words = [("AGENTDIR_SEARCH_MODE", "words")];
+    let s = Server::start_with(&words).await;
+    s.register("kept").await;
+    let backups = tempfile::tempdir().expect("temp dir");
+    let older = backups.path().join("older.sqlite3");
+    s.admin_ok(&["backup", older.to_str().expect("utf-8 path")]);
+    let mut tides = Vec::new();
+    for i in 0..5 {
+        tides.push(register_about(&s, &format!("tide{i}"), "tidepool").await);
+    }
+    let newer = backups.path().join("newer.sqlite3");
+    s.admin_ok(&["backup", newer.to_str().expect("utf-8 path")]);
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::copy(&older, dir.path().join("agentdir.sqlite3")).expect("restore the older backup");
+    std::fs::copy(
+        backups.path().join("older.sqlite3.signing-keys.json"),
+        dir.path().join("signing-keys.json"),
+    )
+    .expect("its keys");
+    let mut restored = Server::start_in(dir.path(), &words).await;
+    // Fewer writes than the newer backup holds since the older: the index stays behind it.
+    register_about(&restored, "moon", "moonbeam").await;
+    restored.stop();
+    for side in ["agentdir.sqlite3-wal", "agentdir.sqlite3-shm"] {
+        let _ = std::fs::remove_file(dir.path().join(side));
+    }
+    std::fs::copy(&newer, dir.path().join("agentdir.sqlite3"))
+        .expect("restore the newer backup in its place");
+    restored.restart();
+
+    let handles = |r: &common::Resp| -> Vec<String> {
+        let mut h: Vec<String> = r.json["agents"]
+            .as_array()
+            .expect("agents")
+            .iter()
+            .map(|a| a["handle"].as_str().unwrap().to_owned())
+            .collect();
+        h.sort();
+        h
+    };
+    let moons = restored.get("/api/agents?q=moonbeam", None).await;
+    assert_eq!(handles(&moons), Vec::<String>::new(), "{}", moons.text);
+    let found = restored.get("/api/agents?q=tidepool", None).await;
+    tides.sort();
+    assert_eq!(handles(&found), tides, "{}", found.text);
+}
+
 /// Registers an agent whose profile is about `word`; its handle.
 async fn register_about(s: &Server, prefix: &str, word: &str) -> String {
     let handle = format!("{prefix}-{word}-{}", std::process::id());

@@ -135,10 +135,13 @@ impl App {
     }
 
     /// At start: rebuild when the index was missing, corrupt or of an older schema, when a
-    /// rebuild was asked for, or when it holds changes the database does not (a backup restored
-    /// beside the index, or the last writes lost with the machine: the database would hand out
-    /// those seqs again, and the index would skip them); then catch up with whatever was
-    /// committed to SQLite but never reached the index (a crash between the two commits).
+    /// rebuild was asked for, when it was built from another copy of the database (another feed
+    /// epoch: a backup restored beside it, whose seqs it would take for its own), or when it holds
+    /// changes the database does not (a backup restored in place, or the last writes lost with
+    /// the machine: the database would hand out those seqs again, and the index would skip them;
+    /// readers may hold cursors of those writes too, so the primary's feed starts a new epoch);
+    /// then catch up with whatever was committed to SQLite but never reached the index (a crash
+    /// between the two commits).
     pub(crate) fn repair_index(&self) -> Result<()> {
         let database_seq = changes::max_seq(&*self.read()?)?.get();
         let ahead = self.index.applied_seq() > database_seq;
@@ -148,9 +151,26 @@ impl App {
                 database_seq,
                 "the search index holds changes the database does not: rebuilding it"
             );
+            if let Role::Primary(_) = self.role() {
+                self.write_blocking(|tx| changes::draw_new_epoch(tx))?;
+            }
         }
-        if ahead || self.index.needs_rebuild() || self.rebuild_requested()? {
+        let epoch_file = self.settings.data_dir.join(crate::store::INDEX_EPOCH_FILE);
+        let epoch = changes::epoch(&*self.read()?)?;
+        let built_from = std::fs::read_to_string(&epoch_file).ok().and_then(|e| e.trim().parse::<u64>().ok());
+        // Without the file (an index of the version before), the index is taken as this database's.
+        let other_copy = built_from.is_some_and(|e| e != epoch);
+        if other_copy {
+            tracing::warn!("the search index was built from another copy of the database: rebuilding it");
+        }
+        if ahead || other_copy || self.index.needs_rebuild() || self.rebuild_requested()? {
             self.rebuild_index()?;
+        }
+        if built_from != Some(epoch) {
+            std::fs::write(&epoch_file, format!("{epoch}\n")).map_err(|e| {
+                tracing::error!(error = %e, file = %epoch_file.display(), "cannot write the search index's epoch");
+                crate::error::Error::Internal
+            })?;
         }
         self.follow()
     }

@@ -167,7 +167,7 @@ impl App {
         reads: Reads,
         role: impl FnOnce(Weak<Parts>, WritePosition) -> (Role, std::io::Result<()>),
     ) -> anyhow::Result<App> {
-        let index = SearchIndex::open(&settings.data_dir.join("search-index"))
+        let index = SearchIndex::open(&settings.data_dir.join(store::INDEX_DIR))
             .map_err(|e| anyhow::anyhow!("cannot open the search index: {e}"))?;
         let limits = RateLimits::new(&settings.rates);
         let runtime = Runtime::new();

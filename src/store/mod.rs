@@ -101,6 +101,10 @@ fn next_key(table: &str, key: &str) -> String {
 }
 
 pub const DB_FILE: &str = "agentdir.sqlite3";
+/// The search index's folder in the data dir.
+pub const INDEX_DIR: &str = "search-index";
+/// Beside it: the feed epoch of the database the index was built from (`App::repair_index`).
+pub const INDEX_EPOCH_FILE: &str = "search-index.epoch";
 /// The files SQLite keeps beside the database while it is open in WAL mode.
 pub const DB_SIDE_FILES: [&str; 2] = ["-wal", "-shm"];
 
