@@ -220,6 +220,9 @@ pub enum Error {
     /// A replica's primary answered with something a replica does not pass on (an answer past
     /// the forwarding bound).
     BadGateway,
+    /// The directory fetches as many link proofs at once as it takes (a share of its in-flight
+    /// slots); seconds go by before one is done.
+    LinkFetchesFull,
     /// A read node cannot reach its primary, which answers writes, keyed requests and
     /// statements.
     PrimaryUnavailable,
@@ -233,6 +236,8 @@ const COOLDOWN_DAYS: i64 = COOLDOWN_AFTER_DECLINE / DAY;
 /// What a client is told to wait when a read node cannot reach its primary: an outage, not a
 /// moment's load, so not the one second of `overloaded`.
 const PRIMARY_UNAVAILABLE_WAIT_S: u64 = 5;
+/// What a link proof refused for the fetches under way is told to wait: about one fetch's deadline.
+const LINK_FETCH_WAIT_S: u64 = 5;
 
 fn kib(bytes: usize) -> usize {
     bytes / 1024
@@ -600,6 +605,13 @@ impl Error {
                 "The request body did not arrive in time; the connection is closed.",
                 "请求体未在规定时间内送达，连接已关闭。",
             ),
+            LinkFetchesFull => Facts::new(
+                503,
+                "overloaded",
+                "The directory is fetching as many link proofs as it takes at once; try again in a few seconds.",
+                "目录同时抓取的链接证明已达上限；请几秒后重试。",
+            )
+            .wait(LINK_FETCH_WAIT_S),
             PrimaryUnavailable => Facts::new(
                 503,
                 "primary_unavailable",
@@ -610,8 +622,8 @@ impl Error {
             BadGateway => Facts::new(
                 502,
                 "bad_gateway",
-                "The primary node's answer could not be passed on: a write may have been made, so read before sending it again.",
-                "无法转交主节点的响应：写入可能已经完成，再次发送之前请先读取确认。",
+                "The primary node's answer could not be passed on. A read may be sent again; a write may have been made, so read before sending it again.",
+                "无法转交主节点的响应。读取可以重新发送；写入可能已经完成，再次发送之前请先读取确认。",
             ),
             Internal => Facts::new(
                 500,
@@ -691,6 +703,7 @@ impl Error {
             Error::BodyTimeout,
             Error::BadGateway,
             Error::PrimaryUnavailable,
+            Error::LinkFetchesFull,
             Error::Internal,
         ]
     }

@@ -13,7 +13,7 @@ use super::shares::Network;
 use crate::domain::trust::LINK_FETCHES_PER_NETWORK;
 use crate::error::{Error, RateRule, Result};
 
-/// What a refused fetch is told to wait: about one fetch's deadline.
+/// What a fetch refused for its network is told to wait: about one fetch's deadline.
 const RETRY_AFTER_S: u64 = 5;
 
 pub struct LinkFetches {
@@ -47,7 +47,7 @@ impl LinkFetches {
             return Err(Error::RateLimited { retry_after: RETRY_AFTER_S, rule: RateRule::LinkFetchesAtOnce });
         }
         if open.all >= self.at_once {
-            return Err(Error::Overloaded);
+            return Err(Error::LinkFetchesFull);
         }
         open.all += 1;
         *open.by_network.entry(network).or_default() += 1;
