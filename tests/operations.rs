@@ -259,6 +259,34 @@ async fn oversized_bodies_get_the_413_envelope_on_every_route() {
     assert_eq!(raw_json(&answer)["error"]["code"], "payload_too_large", "{answer}");
 }
 
+/// No route undoes a body's coding: a coded body (or a plain one labelled coded) is 415, on
+/// REST and MCP alike, rather than read as broken JSON or taken for what it is not.
+#[tokio::test]
+async fn coded_bodies_are_refused_on_every_route() {
+    let s = Server::start().await;
+    let body = r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}"#;
+    for path in ["/api/agents", "/mcp"] {
+        for coding in ["gzip", "br"] {
+            let req = s
+                .http
+                .post(s.url(path))
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("content-encoding", coding)
+                .body(body);
+            expect_refusal(&s.send(req).await, path, 415, "unsupported_media_type");
+        }
+    }
+    // Identity is no coding.
+    let plain = s
+        .http
+        .post(s.url("/api/agents"))
+        .header("content-type", "application/json")
+        .header("content-encoding", "identity")
+        .body("{}");
+    s.send(plain).await.expect_error(400, "validation_failed");
+}
+
 #[tokio::test]
 async fn oversized_heads_are_refused_with_an_envelope() {
     let s = Server::start().await;

@@ -38,14 +38,8 @@ async fn read_body(req: Request) -> Result<(HeaderMap, Bytes), Error> {
     Ok((parts.headers, bytes))
 }
 
-/// Whether the body is sent as it is: a coding (`gzip`, `br`) is not undone here, so a coded
-/// body would be read as broken JSON, and a plain one labelled coded taken for what it is not.
-fn is_plain(headers: &HeaderMap) -> bool {
-    headers.get_all(header::CONTENT_ENCODING).iter().all(|v| v.as_bytes().eq_ignore_ascii_case(b"identity"))
-}
-
 fn parse<T: DeserializeOwned + JsonSchema + 'static>(headers: &HeaderMap, bytes: &[u8]) -> Result<T, Error> {
-    if !is_json(headers) || !is_plain(headers) {
+    if !is_json(headers) {
         return Err(Error::UnsupportedMediaType);
     }
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|_| Error::InvalidJson)?;

@@ -178,6 +178,9 @@ async fn guard(State(gate): State<Gate>, req: Request, next: Next) -> Response {
         if head_too_large(&req) {
             return refuse(Error::HeadTooLarge);
         }
+        if coded_body(&req) {
+            return refuse(Error::UnsupportedMediaType);
+        }
         let mut req = match limit_body(req, g.body_timeout).await {
             Ok(req) => req,
             Err(e) => {
@@ -259,6 +262,18 @@ fn head_too_large(req: &Request) -> bool {
     let line = req.method().as_str().len() + target + " HTTP/1.1\r\n ".len();
     let fields: usize = headers.iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum();
     line + fields > MAX_HEAD_BYTES
+}
+
+/// Whether a request that may carry a body says it is coded (`gzip`, `br`): no route undoes a
+/// coding, so a coded body would be read as broken JSON, and a plain one labelled coded taken
+/// for what it is not (REST and MCP alike).
+fn coded_body(req: &Request) -> bool {
+    !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS)
+        && req
+            .headers()
+            .get_all(header::CONTENT_ENCODING)
+            .iter()
+            .any(|v| !v.as_bytes().eq_ignore_ascii_case(b"identity"))
 }
 
 /// The client's id when it is short and plain (so it cannot forge log lines or smuggle anything
