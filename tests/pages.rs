@@ -69,6 +69,8 @@ async fn the_front_page_is_for_people_and_the_index_for_machines_that_ask_for_js
         assert!(html.contains(link), "{link} on the front page");
     }
     assert!(html.contains(&format!("claude mcp add --transport http agentdir {}/mcp", s.base)));
+    // A need typed into the box is never too long for a request line (16 KiB, even in Chinese).
+    assert!(html.contains("name=\"q\" maxlength=\"1000\""), "the search box's bound");
     assert!(html.contains("untrusted third-party data"), "the notice");
 
     let r = page(&s, "/", &[("accept", "application/json")]).await;

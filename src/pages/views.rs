@@ -16,6 +16,11 @@ use crate::domain::stats::Stats;
 use crate::domain::trust::ProofStatus;
 use crate::time::Timestamp;
 
+/// Characters the search box takes: a need of a few sentences, and well within the 16 KiB a
+/// request line may hold (`domain::schema::MAX_HEAD_BYTES`) once percent-encoded, even in Chinese
+/// (9 bytes a character), so a search from the box is never refused for its length.
+pub const SEARCH_BOX_MAX_CHARS: usize = 1_000;
+
 /// What every page has around its content.
 pub struct Frame {
     pub t: &'static Words,
@@ -30,6 +35,8 @@ pub struct Frame {
     pub lang_param: &'static str,
     /// The search box's value.
     pub q: String,
+    /// What the search box takes at most ([`SEARCH_BOX_MAX_CHARS`]).
+    pub q_max: usize,
     pub description: String,
     /// The page's address on the directory, for crawlers and link previews.
     pub canonical: Option<String>,
@@ -85,6 +92,7 @@ impl Frame {
             chosen: choice.chosen.then_some(choice.lang.code()),
             lang_param: LANG_PARAM,
             q: String::new(),
+            q_max: SEARCH_BOX_MAX_CHARS,
             description: choice.lang.words().what.to_owned(),
             canonical: None,
             og: None,
