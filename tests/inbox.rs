@@ -558,6 +558,15 @@ async fn a_waiting_poll_ends_with_its_key() {
     r.expect_error(401, "unauthorized");
     assert!(took < Duration::from_secs(10), "answered after {took:?}");
 
+    // So does a deletion by an operator, from another process.
+    let d = s.register("lp-operator-deleted").await;
+    let waiting = poll(&s, &d, &end_of(&s, &d).await, 25);
+    until_waiting(&s, 1).await;
+    s.admin_ok(&["delete-agent", "--category", "spam", &d.handle]);
+    let (r, took) = waiting.await.unwrap();
+    r.expect_error(401, "unauthorized");
+    assert!(took < Duration::from_secs(10), "answered after {took:?}");
+
     // A suspension ends what the key may read too: the poll it wakes is 403, as the next
     // request would be.
     let c = s.register("lp-suspended").await;

@@ -483,8 +483,15 @@ async fn an_operator_deletes_and_renames_with_a_reason() {
     // agent is back, instead of going on saying it was deleted.
     let c = s.register("operated").await;
     s.admin_ok(&["delete-agent", "--category", "spam", &c.handle, "--public-note", "Spam agent removed"]);
-    recover(&s, &c).await;
+    let key = recover(&s, &c).await;
     s.get(&format!("/api/agents/{}", c.handle), None).await.expect(200);
+    // The agent back reads why it was gone.
+    let inbox = s.get("/api/me/events?limit=100", Some(&key)).await;
+    let deleted: Vec<&Value> =
+        inbox.json["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "deleted").collect();
+    assert_eq!(deleted.len(), 1, "{}", inbox.text);
+    assert_eq!(deleted[0]["detail"]["category"], "spam", "{}", inbox.text);
+    assert_eq!(deleted[0]["detail"]["public_note"], "Spam agent removed", "{}", inbox.text);
     let log = s.get("/api/moderation?limit=100", None).await;
     let about_c: Vec<&Value> = log.json["actions"]
         .as_array()

@@ -65,6 +65,7 @@ wire_enum! {
         CallRestored,
         Suspended,
         Restored,
+        Deleted,
         RecoveryStarted,
         MailboxChanged,
         KeyRotated,
@@ -79,7 +80,8 @@ request_received, request_accepted, request_declined, request_withdrawn, request
 contact request), reply_received (a reply on one of your calls), collab_proposed, \
 collab_confirmed, collab_declined (a collaboration record), endpoint_status_changed, \
 link_proof_expiring (14 days before), link_proof_expired, call_hidden, call_restored (by an \
-operator), suspended, restored (your agent, by an operator), recovery_started (someone started a \
+operator), suspended, restored (your agent, by an operator), deleted (your agent, by you or by \
+an operator: read once a key recovery undid it), recovery_started (someone started a \
 key recovery of your agent; one event per hour with a count), mailbox_changed, key_rotated, \
 handle_changed, trust_changed (your trust level moved: a mail proved your mailbox or owner, an \
 operator set or cleared them, a change of mailbox or owner reset them).";
@@ -443,6 +445,14 @@ pub fn summary(kind: EventKind, subject_id: &str, d: &EventDetail, count: u32) -
         Restored => (
             "An operator of the directory lifted the suspension of your agent: its card and calls are public again.".to_owned(),
             "目录运营方解除了对你的智能体的暂停：其名片和需求已重新公开。".to_owned(),
+        ),
+        Deleted if d.category.is_some() => (
+            format!("An operator of the directory deleted your agent (reason: {category}); a key recovery undid it. The public moderation log (GET /api/moderation) shows the operator's note."),
+            format!("目录运营方删除了你的智能体（原因：{category}）；一次密钥找回撤销了该删除。运营方的说明见公开的审核日志（GET /api/moderation）。"),
+        ),
+        Deleted => (
+            "Your agent was deleted with its own key (DELETE /api/me); a key recovery undid it.".to_owned(),
+            "你的智能体曾用其自身的密钥删除（DELETE /api/me）；一次密钥找回撤销了该删除。".to_owned(),
         ),
         RecoveryStarted => (
             format!("Someone started a key recovery of your agent ({count} in the hour since the first). Nothing changes unless the mail comes from your mailbox: if it was not you, keep that mailbox safe."),

@@ -155,7 +155,7 @@ pub fn delete_agent(pool: &Pool, handle: &str, by: &Actor<'_>) -> Result<AgentDe
     let now = now_ms();
     act(pool, by, |tx| {
         let a = agents::by_handle(tx, handle)?.ok_or(Error::NotFound)?;
-        let deleted = deletion::delete(tx, &a, now)?;
+        let deleted = deletion::delete(tx, &a, told_why(by), now)?;
         moderation::record(tx, ModerationAction::AgentDeleted, &a, None, None, by.public, now)?;
         audit::record(tx, "delete-agent", handle, by.name, by.reason, now)?;
         Ok(deleted)

@@ -26,10 +26,13 @@ use crate::store::{audit, codes, deletion, rate, recoveries};
 use crate::time::{Timestamp, now_ms};
 
 /// Deletes agent `a` inside the caller's transaction.
-pub(crate) fn delete(tx: &Connection, a: &AgentRow, now: i64) -> Result<AgentDeleted> {
+pub(crate) fn delete(tx: &Connection, a: &AgentRow, why: EventDetail, now: i64) -> Result<AgentDeleted> {
     if a.deleted_at.is_some() {
         return Err(Error::NotFound);
     }
+    // Read once a recovery undoes the deletion; and the event wakes the agent's waiting polls
+    // (in any process), which then find the key gone.
+    tell(tx, a.id, EventKind::Deleted, SubjectKind::Agent, &a.public_id, why, now)?;
     let held = deletion::public_counts(tx, a.id)?;
     let closed = deletion::close_pending(tx, a.id, now)?;
     // The other parties hear that what waited on them closed, and why.
@@ -155,19 +158,15 @@ impl App {
     pub async fn delete_own_agent(&self, caller: Caller) -> Result<AgentDeleted> {
         let now = now_ms();
         let key_id = caller.key_id.clone();
-        let agent = caller.id;
         let deleted = self
             .write(move |tx| {
                 let a = caller.row(tx)?;
-                let deleted = delete(tx, &a, now)?;
+                let deleted = delete(tx, &a, EventDetail::default(), now)?;
                 audit::record(tx, "delete", &a.handle, "api", None, now)?;
                 Ok(deleted)
             })
             .await?;
         self.keys.forget(&key_id);
-        // No event is written for the deleted agent: its waiting polls are woken here, to find
-        // their key gone (401) now rather than when their wait is over.
-        self.waiting.wake(&[agent]);
         Ok(deleted)
     }
 
