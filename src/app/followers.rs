@@ -152,7 +152,7 @@ impl App {
                 "the search index holds changes the database does not: rebuilding it"
             );
             if let Role::Primary(_) = self.role() {
-                self.write_blocking(|tx| changes::draw_new_epoch(tx))?;
+                self.write_blocking(changes::draw_new_epoch)?;
             }
         }
         let epoch_file = self.settings.data_dir.join(crate::store::INDEX_EPOCH_FILE);
