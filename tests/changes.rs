@@ -254,6 +254,20 @@ async fn collaborations_appear_only_once_confirmed_and_nothing_private_ever() {
     assert_eq!(card["data"]["contact"]["email"], b.mailbox.as_str());
 }
 
+/// The feed's answer to `cursor` once it is refused, or after 20 s (the server's upkeep forgets
+/// old deletions at its next pass, not at once).
+#[cfg(feature = "test-clock")]
+async fn once_refused(s: &Server, cursor: &str) -> common::Resp {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = s.get(&format!("/api/changes?after={cursor}"), None).await;
+        if r.status == 410 || Instant::now() > deadline {
+            return r;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// On the moved clock of the `test-clock` feature: the retention passes without waiting.
 #[cfg(feature = "test-clock")]
 #[tokio::test]
@@ -272,14 +286,7 @@ async fn a_cursor_older_than_the_remembered_deletions_is_410() {
     // Past the retention the deletion is forgotten, and a cursor from before it is refused
     // (polled: the test waits for the server's next upkeep pass, not for time to pass).
     s.clock_ahead(Duration::from_secs(2 * 3_600));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let expired = loop {
-        let r = s.get(&format!("/api/changes?after={old}"), None).await;
-        if r.status == 410 || Instant::now() > deadline {
-            break r;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let expired = once_refused(&s, &old).await;
     expired.expect_error(410, "cursor_expired");
     assert_eq!(expired.json["error"]["field"], "after");
     // From the beginning everything still public is there, and the deletion is not; read a
@@ -300,14 +307,7 @@ async fn a_cursor_older_than_the_remembered_deletions_is_410() {
     s.delete(&format!("/api/posts/{second}"), Some(&a.key)).await.expect(200);
     s.get(&format!("/api/changes?after={inside}"), None).await.expect(200);
     s.clock_ahead(Duration::from_secs(2 * 3_600));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let expired = loop {
-        let r = s.get(&format!("/api/changes?after={inside}"), None).await;
-        if r.status == 410 || Instant::now() > deadline {
-            break r;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let expired = once_refused(&s, &inside).await;
     expired.expect_error(410, "cursor_expired");
     let (again, _) = read_all(&s, None, 1).await;
     let mut mirror = BTreeMap::new();
