@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::checks::link_fetch::{LinkFetchError, PROOF_SCAN_BYTES};
+use crate::checks::link_fetch::{FETCH_TIMEOUT, LinkFetchError, PROOF_SCAN_BYTES};
 use crate::domain::agent::{HANDLE_MAX, HANDLE_MIN};
 use crate::domain::collab::{PAIR_PROPOSALS_PER_WINDOW, PAIR_WINDOW};
 use crate::domain::contact_request::{CAP_WINDOW, COOLDOWN_AFTER_DECLINE, PAIR_REQUESTS_PER_WINDOW};
@@ -236,8 +236,6 @@ const COOLDOWN_DAYS: i64 = COOLDOWN_AFTER_DECLINE / DAY;
 /// What a client is told to wait when a read node cannot reach its primary: an outage, not a
 /// moment's load, so not the one second of `overloaded`.
 const PRIMARY_UNAVAILABLE_WAIT_S: u64 = 5;
-/// What a link proof refused for the fetches under way is told to wait: about one fetch's deadline.
-const LINK_FETCH_WAIT_S: u64 = 5;
 
 fn kib(bytes: usize) -> usize {
     bytes / 1024
@@ -611,7 +609,8 @@ impl Error {
                 "The directory is fetching as many link proofs as it takes at once; try again in a few seconds.",
                 "目录同时抓取的链接证明已达上限；请几秒后重试。",
             )
-            .wait(LINK_FETCH_WAIT_S),
+            // About one fetch's deadline: a turn is free by then.
+            .wait(FETCH_TIMEOUT.as_secs()),
             PrimaryUnavailable => Facts::new(
                 503,
                 "primary_unavailable",

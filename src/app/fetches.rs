@@ -10,11 +10,9 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 
 use super::shares::Network;
+use crate::checks::link_fetch::FETCH_TIMEOUT;
 use crate::domain::trust::LINK_FETCHES_PER_NETWORK;
 use crate::error::{Error, RateRule, Result};
-
-/// What a fetch refused for its network is told to wait: about one fetch's deadline.
-const RETRY_AFTER_S: u64 = 5;
 
 pub struct LinkFetches {
     open: Mutex<Open>,
@@ -44,7 +42,9 @@ impl LinkFetches {
         let network = Network::of(client);
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         if open.by_network.get(&network).is_some_and(|&n| n >= LINK_FETCHES_PER_NETWORK) {
-            return Err(Error::RateLimited { retry_after: RETRY_AFTER_S, rule: RateRule::LinkFetchesAtOnce });
+            // About one fetch's deadline: a turn of the network's is free by then.
+            let retry_after = FETCH_TIMEOUT.as_secs();
+            return Err(Error::RateLimited { retry_after, rule: RateRule::LinkFetchesAtOnce });
         }
         if open.all >= self.at_once {
             return Err(Error::LinkFetchesFull);

@@ -157,8 +157,7 @@ where
         if parts.headers.contains_key(header::CONTENT_TYPE) && !is_json(&parts.headers) {
             return Err(Error::UnsupportedMediaType);
         }
-        let app = App::from_ref(state);
-        Ok(SenderIp(request_client_ip(parts, &app)))
+        ClientIp::from_request_parts(parts, state).await.map(|ClientIp(ip)| SenderIp(ip))
     }
 }
 
