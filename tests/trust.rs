@@ -539,9 +539,19 @@ async fn link_proofs_are_rate_limited() {
 #[tokio::test]
 async fn a_network_fetches_two_link_proofs_at_once() {
     let s = loopback_linking_server().await;
-    // A server that takes connections and never answers.
+    // A server that takes connections and never answers; it says when it took each.
     let tarpit = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let slow = format!("http://{}/proof", tarpit.local_addr().unwrap());
+    let (took, taken) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in tarpit.incoming().flatten() {
+            held.push(stream);
+            if took.send(()).is_err() {
+                return;
+            }
+        }
+    });
     let mut agents = Vec::new();
     for _ in 0..3 {
         agents.push(s.register("tarpit").await);
@@ -552,7 +562,11 @@ async fn a_network_fetches_two_link_proofs_at_once() {
         s.post("/api/me/links", Some(&agents[0].key), body.clone()),
         s.post("/api/me/links", Some(&agents[1].key), body.clone()),
         async {
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            // Once both fetches are under way (the tarpit took their connections).
+            let taken = tokio::task::spawn_blocking(move || {
+                (0..2).all(|_| taken.recv_timeout(Duration::from_secs(10)).is_ok())
+            });
+            assert!(taken.await.unwrap(), "the two fetches never reached the tarpit");
             let r = s.post("/api/me/links", Some(&agents[2].key), body.clone()).await;
             (r, started.elapsed())
         }
@@ -573,7 +587,6 @@ async fn a_network_fetches_two_link_proofs_at_once() {
     // The turns are given back.
     let base = site(&agents[2].handle).await;
     s.post("/api/me/links", Some(&agents[2].key), json!({"url": format!("{base}/proof")})).await.expect(200);
-    drop(tarpit);
 }
 
 fn chrono_ms(ts: &str) -> i64 {
